@@ -1,0 +1,141 @@
+// libkvstash_client: put and get KV-cache chunks to and from kvstashd.
+//
+//   auto client = kvstash::Client::Connect("grpc://127.0.0.1:7070", {});
+//   auto ns = (*client)->OpenNamespace(spec);           // registers the namespace
+//   auto keys = kvstash::KeyChain(spec).PrefixKeys(tokens);
+//   auto hits = (*client)->Lookup(*ns, keys);            // leading chunks present
+//   (*client)->Get(*ns, absl::MakeSpan(items));          // into caller buffers
+//
+// The URI scheme picks the transport ("grpc://" now; "ucx://" behind the same calls).
+//
+// Thread-safety: Client is thread-safe; calls from many threads run concurrently. Caller
+// buffers must stay valid until the call (or the async call's future) completes.
+#pragma once
+
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "kvstash/keys.h"
+
+namespace kvstash {
+
+struct ClientOptions {
+  // Deadline of each call, retries included.
+  int64_t deadline_ms = 30000;
+  // How long Connect waits for the daemon to answer a health check.
+  int64_t connect_timeout_ms = 5000;
+  // Retries of a call that failed with UNAVAILABLE (daemon restarting, connection lost),
+  // with exponential backoff from initial_backoff_ms up to max_backoff_ms.
+  int max_retries = 5;
+  int64_t initial_backoff_ms = 20;
+  int64_t max_backoff_ms = 1000;
+  // Payload bytes per wire frame. Must not exceed the daemon's max_frame_bytes.
+  uint32_t frame_bytes = 1u << 20;
+  // Connections to the daemon; calls are spread over them. Several connections let
+  // concurrent large transfers proceed in parallel.
+  int connections = 1;
+  // Threads that run the *Async calls.
+  int async_threads = 2;
+  // Verify the XXH3-64 checksum of every chunk received by Get (costs one pass).
+  bool verify_checksums = false;
+};
+
+// Tier of a hit, as the daemon reports it.
+enum class ChunkTier : uint8_t { kNone = 0, kGpu = 1, kDram = 2, kNvme = 3 };
+
+struct LookupResult {
+  uint32_t hit_count = 0;         // leading keys present
+  std::vector<ChunkTier> tiers;   // one per hit
+  uint64_t lease_id = 0;          // pass to Get to release the lease as chunks arrive
+};
+
+// One chunk to store. `data` must stay valid until the call completes.
+struct PutItem {
+  Key128 key{};
+  const void* data = nullptr;
+  size_t size = 0;
+  uint32_t tokens = 0;
+  uint32_t format = 0;
+  // Out: OK, or why this chunk was not stored. already_present marks an idempotent repeat.
+  absl::Status status;
+  bool already_present = false;
+};
+
+// One chunk to fetch into caller memory.
+struct GetItem {
+  Key128 key{};
+  void* data = nullptr;
+  size_t capacity = 0;
+  // Out: OK, NOT_FOUND, or RESOURCE_EXHAUSTED when the chunk is larger than capacity.
+  absl::Status status;
+  size_t size = 0;
+  uint32_t tokens = 0;
+  uint32_t format = 0;
+};
+
+struct ServerStats {
+  uint64_t chunks = 0, bytes = 0, hits = 0, misses = 0, puts = 0, evictions = 0,
+           deletes = 0, lookups = 0, lookup_hit_chunks = 0;
+  uint64_t dram_capacity_bytes = 0, dram_used_bytes = 0;
+};
+
+struct HealthInfo {
+  bool serving = false;
+  std::string version;
+  uint64_t uptime_ms = 0;
+};
+
+// A registered namespace: what every data call names.
+struct NamespaceHandle {
+  Key128 id{};
+};
+
+class Client {
+ public:
+  // uri: "grpc://host:port". Fails with UNAVAILABLE when the daemon does not answer
+  // within connect_timeout_ms, INVALID_ARGUMENT for a malformed URI or options.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(absl::string_view uri,
+                                                         const ClientOptions& options = {});
+  virtual ~Client() = default;
+
+  // Registers `spec` with the daemon (idempotent) and remembers it, so the namespace is
+  // registered again transparently after a daemon restart.
+  virtual absl::StatusOr<NamespaceHandle> OpenNamespace(const Namespace& spec) = 0;
+
+  // Number of leading `keys` present. lease_ms > 0 protects the hits from eviction until
+  // fetched with the returned lease_id or expired.
+  virtual absl::StatusOr<LookupResult> Lookup(NamespaceHandle ns, absl::Span<const Key128> keys,
+                                              uint32_t lease_ms = 0) = 0;
+
+  // Stores every item in one streamed call. Returns a call-level error (connection,
+  // deadline, malformed request) or OK with each item's own status filled in.
+  virtual absl::Status Put(NamespaceHandle ns, absl::Span<PutItem> items) = 0;
+  // Fetches every item in one streamed call; per-item results as for Put.
+  virtual absl::Status Get(NamespaceHandle ns, absl::Span<GetItem> items,
+                           uint64_t lease_id = 0) = 0;
+
+  // Asynchronous forms: the future resolves once the call is done. `items` and their
+  // buffers must outlive the future.
+  virtual std::future<absl::Status> PutAsync(NamespaceHandle ns, absl::Span<PutItem> items) = 0;
+  virtual std::future<absl::Status> GetAsync(NamespaceHandle ns, absl::Span<GetItem> items,
+                                             uint64_t lease_id = 0) = 0;
+
+  // One byte per key: the ChunkTier it is in, kNone when absent.
+  virtual absl::StatusOr<std::vector<ChunkTier>> Exists(NamespaceHandle ns,
+                                                        absl::Span<const Key128> keys) = 0;
+  // Number of keys deleted.
+  virtual absl::StatusOr<uint32_t> Delete(NamespaceHandle ns, absl::Span<const Key128> keys) = 0;
+
+  // Totals; with ns, that namespace's counters (capacity fields stay the tier's).
+  virtual absl::StatusOr<ServerStats> Stats(const NamespaceHandle* ns = nullptr) = 0;
+  virtual absl::StatusOr<HealthInfo> Health() = 0;
+};
+
+}  // namespace kvstash

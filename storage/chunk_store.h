@@ -1,0 +1,93 @@
+// ChunkStore: the daemon's cache of KV chunks. It owns the chunk index and the tiers
+// (DRAM now; NVMe and GPU staging plug in behind the same calls later) and applies the
+// eviction policy and leases. Transports (gRPC, UCX) talk to this class only.
+//
+// Thread-safety: every method is thread-safe. ChunkRef and PendingChunk are owned by one
+// thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "kvstash/keys.h"
+#include "storage/chunk.h"
+
+namespace kvstash::storage {
+
+struct ChunkStoreOptions {
+  // Hard byte budget of the DRAM tier. The arena is reserved up front; the daemon's RSS
+  // stays within it plus a small, fixed overhead.
+  uint64_t dram_capacity_bytes = 1ull << 30;
+  // Granule of the DRAM arena. Chunks at least this large are stored as a list of pages;
+  // smaller ones (and a large chunk's tail) come from size-class slabs carved from pages.
+  // 1 MiB matches the wire frame size so a page goes out as one frame without a copy.
+  uint64_t page_bytes = 1ull << 20;
+  // Back the arena with huge pages: kAuto tries MAP_HUGETLB, then transparent huge pages.
+  enum class HugePages { kOff, kAuto, kOn } huge_pages = HugePages::kAuto;
+  // Largest accepted chunk; larger puts fail with RESOURCE_EXHAUSTED. Also capped by the
+  // DRAM capacity.
+  uint64_t max_chunk_bytes = 256ull << 20;
+  // Eviction policy of the DRAM tier: "lru".
+  std::string dram_eviction = "lru";
+  // Number of independently locked index shards (power of two).
+  int index_shards = 64;
+  // Longest lease a Lookup may ask for; longer requests are clamped.
+  absl::Duration max_lease = absl::Seconds(60);
+
+  absl::Status Validate() const;
+};
+
+// Result of a prefix lookup.
+struct LookupResult {
+  uint32_t hit_count = 0;    // leading keys present
+  std::vector<Tier> tiers;   // tier of each hit
+  uint64_t lease_id = 0;     // non-zero when a lease was taken
+  absl::Time lease_expires;  // when the lease lapses
+};
+
+class ChunkStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<ChunkStore>> Create(const ChunkStoreOptions& options);
+  virtual ~ChunkStore() = default;
+
+  // Starts a put. Space is reserved (evicting by policy if needed) but the chunk becomes
+  // visible only once CommitPut succeeds; dropping the PendingChunk instead leaves no trace.
+  // Errors: INVALID_ARGUMENT (size 0), RESOURCE_EXHAUSTED (too large or no evictable
+  // space), ALREADY_EXISTS (key present: puts are idempotent, the caller drains and acks).
+  virtual absl::StatusOr<std::unique_ptr<PendingChunk>> BeginPut(const ChunkId& id,
+                                                                 const ChunkMeta& meta) = 0;
+  // Publishes a fully written chunk. Errors: INVALID_ARGUMENT (not all bytes written),
+  // DATA_LOSS (meta.checksum != 0 and does not match the payload). A concurrent put of the
+  // same key that committed first wins; this one then returns OK and is discarded.
+  virtual absl::Status CommitPut(std::unique_ptr<PendingChunk> pending) = 0;
+
+  // A reference that keeps the chunk's bytes alive until dropped, even if it is evicted or
+  // deleted meanwhile. NOT_FOUND when absent. Counts a hit or miss.
+  virtual absl::StatusOr<ChunkRef> Get(const ChunkId& id) = 0;
+  // Releases `lease_id`'s hold on `id` (after the chunk was sent to the lease's owner).
+  virtual void ReleaseLease(uint64_t lease_id, const ChunkId& id) = 0;
+
+  // Counts the leading keys present. With lease > 0 (clamped to max_lease) the hits are
+  // protected from eviction until each is fetched with the lease id or the lease expires.
+  virtual LookupResult Lookup(const Key128& ns, absl::Span<const Key128> keys,
+                              absl::Duration lease) = 0;
+  // Tier of the chunk, or Tier::kNone.
+  virtual Tier Locate(const ChunkId& id) const = 0;
+  // OK or NOT_FOUND. A chunk being read is freed when its last reader finishes.
+  virtual absl::Status Delete(const ChunkId& id) = 0;
+
+  virtual StoreStats Stats() const = 0;
+  // Counters of one namespace; zeroes for a namespace never seen.
+  virtual CounterSnapshot NamespaceCounters(const Key128& ns) const = 0;
+  // Every namespace with counters.
+  virtual std::vector<std::pair<Key128, CounterSnapshot>> AllNamespaceCounters() const = 0;
+};
+
+}  // namespace kvstash::storage

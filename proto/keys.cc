@@ -4,9 +4,10 @@
 
 #include <openssl/evp.h>
 
-#include <cassert>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -20,8 +21,8 @@
 namespace kvstash {
 namespace {
 
-// Domain-separation prefixes (docs/keys.md, "Domains"). No prefix is a prefix of another,
-// so inputs of different kinds can never be the same byte string.
+// Domain-separation prefixes (docs/keys.md, "Hash functions"). None is a prefix of another,
+// so a namespace, root, position-independent or engine-hash input never equals another kind.
 constexpr absl::string_view kNamespaceMagic = "kvstash.ns.v1";
 constexpr absl::string_view kRootDomain = "kvstash.root";
 constexpr absl::string_view kChunkDomain = "kvstash.chunk";
@@ -212,8 +213,9 @@ absl::StatusOr<Key128> KeyFromHex(absl::string_view hex) {
 
 absl::Status Namespace::Validate() const {
   const std::pair<absl::string_view, const std::string*> strings[] = {
-      {"tenant", &tenant}, {"model_id", &model_id}, {"revision", &revision},
-      {"dtype", &dtype},   {"kv_layout", &kv_layout}};
+      {"tenant", &tenant}, {"model_id", &model_id},   {"revision", &revision},
+      {"dtype", &dtype},   {"kv_layout", &kv_layout},
+  };
   for (const auto& [field, value] : strings) {
     if (absl::Status s = ValidateString(field, *value); !s.ok()) return s;
   }
@@ -221,13 +223,12 @@ absl::Status Namespace::Validate() const {
   if (chunk_tokens == 0) return absl::InvalidArgumentError("namespace.chunk_tokens must be > 0");
   if (tp_size == 0) return absl::InvalidArgumentError("namespace.tp_size must be >= 1");
   if (tp_rank >= tp_size) {
-    return absl::InvalidArgumentError(absl::StrCat("namespace.tp_rank (", tp_rank,
-                                                   ") must be < namespace.tp_size (", tp_size,
-                                                   ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "namespace.tp_rank (", tp_rank, ") must be < namespace.tp_size (", tp_size, ")"));
   }
   if (!IsKnownAlgo(hash_algo)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "namespace.hash_algo ", static_cast<uint32_t>(hash_algo), " is unknown"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("namespace.hash_algo ", static_cast<uint32_t>(hash_algo), " is unknown"));
   }
   return absl::OkStatus();
 }
@@ -248,8 +249,7 @@ std::string Namespace::CanonicalEncoding() const {
 
 Key128 Namespace::Id() const { return HashBytes(hash_algo, CanonicalEncoding()); }
 
-KeyChain::KeyChain(const Namespace& ns)
-    : KeyChain(ns.Id(), ns.hash_algo, ns.chunk_tokens) {}
+KeyChain::KeyChain(const Namespace& ns) : KeyChain(ns.Id(), ns.hash_algo, ns.chunk_tokens) {}
 
 KeyChain::KeyChain(const Key128& namespace_id, HashAlgo algo, uint32_t chunk_tokens)
     : ns_id_(namespace_id), algo_(algo), chunk_tokens_(chunk_tokens) {

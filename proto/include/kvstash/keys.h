@@ -52,14 +52,15 @@ struct Namespace {
   Key128 Id() const;
 };
 
-// Derives chunk keys from token ids for one namespace.
+// Derives chunk keys from token ids for one namespace (docs/keys.md has every byte):
 //   h_0 = H("kvstash.root" || ns_id)
-//   h_i = H(h_{i-1} || tokens of chunk i as int32 LE || extra)
+//   h_i = H(h_{i-1} || u32le(n) || n tokens of chunk i as int32 LE || u32le(len) || extra)
 // so h_i names the whole prefix up to and including chunk i.
 class KeyChain {
  public:
   // REQUIRES: ns.Validate().ok().
   explicit KeyChain(const Namespace& ns);
+  // REQUIRES: algo is a known HashAlgo and chunk_tokens > 0 (checked; aborts otherwise).
   KeyChain(const Key128& namespace_id, HashAlgo algo, uint32_t chunk_tokens);
 
   const Key128& namespace_id() const { return ns_id_; }
@@ -77,7 +78,8 @@ class KeyChain {
   // Key of a chunk wherever it appears in a prompt (RAG-style reuse):
   //   H("kvstash.chunk" || ns_id || tokens as int32 LE)
   Key128 PositionIndependentKey(absl::Span<const int32_t> tokens) const;
-  // Adopts an engine's own block hash (vLLM sha256_cbor, SGLang page hash, any bytes):
+  // Adopts an engine's own block hash (vLLM sha256_cbor, SGLang page hash) given as its
+  // raw digest bytes, not hex:
   //   H("kvstash.ext" || ns_id || engine_hash)
   Key128 FromEngineHash(absl::string_view engine_hash) const;
 

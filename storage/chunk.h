@@ -5,8 +5,11 @@
 // A PendingChunk is written by one thread at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"

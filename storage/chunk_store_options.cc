@@ -1,0 +1,65 @@
+// ChunkStoreOptions::Validate: every message names the offending field, since it reaches
+// the operator verbatim when the daemon refuses its config.
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "storage/chunk_store.h"
+#include "storage/eviction_policy.h"
+
+namespace kvstash::storage {
+namespace {
+
+bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+constexpr uint64_t kMinPageBytes = 4096;
+constexpr uint64_t kMaxPageBytes = 1ull << 30;
+constexpr int kMaxIndexShards = 1 << 16;
+
+absl::Status ValidateDram(const ChunkStoreOptions& o) {
+  using HugePages = ChunkStoreOptions::HugePages;
+  if (!IsPowerOfTwo(o.page_bytes) || o.page_bytes < kMinPageBytes || o.page_bytes > kMaxPageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("page_bytes must be a power of two between ",
+                                                   kMinPageBytes, " and ", kMaxPageBytes, " (got ",
+                                                   o.page_bytes, ")"));
+  }
+  if (o.dram_capacity_bytes < o.page_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("dram_capacity_bytes must be >= page_bytes (",
+                                                   o.dram_capacity_bytes, " < ", o.page_bytes,
+                                                   ")"));
+  }
+  if (o.dram_capacity_bytes / o.page_bytes >= (1ull << 31)) {
+    return absl::InvalidArgumentError(
+        "dram_capacity_bytes / page_bytes must be < 2^31 pages: raise page_bytes");
+  }
+  if (o.huge_pages != HugePages::kOff && o.huge_pages != HugePages::kAuto &&
+      o.huge_pages != HugePages::kOn) {
+    return absl::InvalidArgumentError("huge_pages must be off, auto or on");
+  }
+  if (o.max_chunk_bytes == 0) {
+    return absl::InvalidArgumentError("max_chunk_bytes must be > 0");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ChunkStoreOptions::Validate() const {
+  if (absl::Status s = ValidateDram(*this); !s.ok()) return s;
+  if (index_shards < 1 || index_shards > kMaxIndexShards ||
+      !IsPowerOfTwo(static_cast<uint64_t>(index_shards))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("index_shards must be a power of two between 1 and ", kMaxIndexShards,
+                     " (got ", index_shards, ")"));
+  }
+  if (max_lease < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("max_lease must be >= 0");
+  }
+  if (!CreateEvictionPolicy(dram_eviction).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dram_eviction: unknown policy '", dram_eviction,
+                     "' (known: ", absl::StrJoin(KnownEvictionPolicies(), ", "), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvstash::storage

@@ -1,0 +1,100 @@
+#include "storage/dram_chunk.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace kvstash::storage {
+
+DramChunk::DramChunk(const ChunkMeta& meta, Allocation allocation,
+                     std::shared_ptr<DramAllocator> allocator)
+    : meta_(meta), allocation_(std::move(allocation)), allocator_(std::move(allocator)) {}
+
+DramChunk::~DramChunk() { allocator_->Free(&allocation_); }
+
+DramPendingChunk::DramPendingChunk(const ChunkId& id, const ChunkMeta& meta, Allocation allocation,
+                                   std::shared_ptr<DramAllocator> allocator)
+    : id_(id), meta_(meta), allocation_(std::move(allocation)), allocator_(std::move(allocator)) {
+  XXH3_64bits_reset(&hash_);
+}
+
+DramPendingChunk::~DramPendingChunk() { allocator_->Free(&allocation_); }
+
+template <typename CopyFn>
+void DramPendingChunk::Advance(uint64_t n, CopyFn copy) {
+  uint64_t done = 0;
+  while (done < n) {
+    const Segment& seg = allocation_.segments[cursor_segment_];
+    const uint64_t len = std::min<uint64_t>(n - done, seg.size - cursor_offset_);
+    copy(const_cast<uint8_t*>(seg.data) + cursor_offset_, done, len);
+    done += len;
+    cursor_offset_ += len;
+    if (cursor_offset_ == seg.size) {
+      ++cursor_segment_;
+      cursor_offset_ = 0;
+    }
+  }
+  written_ += n;
+}
+
+absl::Status DramPendingChunk::Append(const void* data, size_t n) {
+  if (n > meta_.size_bytes - written_) {
+    return absl::InvalidArgumentError(absl::StrCat("append of ", n,
+                                                   " bytes overruns the chunk: ", written_, " of ",
+                                                   meta_.size_bytes, " bytes already written"));
+  }
+  if (hash_is_live_) XXH3_64bits_update(&hash_, data, n);
+  const auto* src = static_cast<const uint8_t*>(data);
+  Advance(n, [src](uint8_t* dst, uint64_t offset, uint64_t len) {
+    std::memcpy(dst, src + offset, len);
+  });
+  return absl::OkStatus();
+}
+
+absl::Span<const MutableSegment> DramPendingChunk::segments() {
+  if (mutable_segments_.empty()) {
+    mutable_segments_.reserve(allocation_.segments.size());
+    for (const Segment& s : allocation_.segments) {
+      // The allocation is ours and writable until sealed; Segment is const for readers.
+      mutable_segments_.push_back({const_cast<uint8_t*>(s.data), s.size});
+    }
+  }
+  return mutable_segments_;
+}
+
+void DramPendingChunk::MarkWritten(uint64_t n) {
+  hash_is_live_ = false;
+  if (n > meta_.size_bytes - written_) {
+    overrun_ = true;
+    n = meta_.size_bytes - written_;
+  }
+  Advance(n, [](uint8_t*, uint64_t, uint64_t) {});
+}
+
+uint64_t DramPendingChunk::PayloadChecksum() {
+  if (hash_is_live_) return XXH3_64bits_digest(&hash_);
+  XXH3_64bits_reset(&hash_);
+  for (const Segment& s : allocation_.segments) XXH3_64bits_update(&hash_, s.data, s.size);
+  return XXH3_64bits_digest(&hash_);
+}
+
+absl::StatusOr<ChunkRef> DramPendingChunk::Seal() {
+  if (overrun_ || written_ != meta_.size_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk incomplete: ", written_, " of ", meta_.size_bytes, " bytes written",
+                     overrun_ ? " (MarkWritten overran the size)" : ""));
+  }
+  const uint64_t checksum = PayloadChecksum();
+  if (meta_.checksum != 0 && meta_.checksum != checksum) {
+    return absl::DataLossError(absl::StrCat(
+        "chunk checksum mismatch: put says ", absl::Hex(meta_.checksum, absl::kZeroPad16),
+        ", payload hashes to ", absl::Hex(checksum, absl::kZeroPad16)));
+  }
+  ChunkMeta meta = meta_;
+  meta.checksum = checksum;
+  return std::make_shared<DramChunk>(meta, std::move(allocation_), allocator_);
+}
+
+}  // namespace kvstash::storage

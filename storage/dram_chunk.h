@@ -1,0 +1,80 @@
+// DRAM-tier implementations of StoredChunk (a committed chunk) and PendingChunk (a chunk
+// being received). Both own an Allocation and give it back to the DramAllocator when
+// destroyed; they share ownership of the allocator so the arena outlives every reader, even
+// one that outlives the store.
+//
+// Thread-safety: DramChunk is immutable and safe to read from any thread. DramPendingChunk
+// is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value: no malloc per put
+#include <xxhash.h>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "storage/chunk.h"
+#include "storage/dram_allocator.h"
+
+namespace kvstash::storage {
+
+class DramChunk final : public StoredChunk {
+ public:
+  DramChunk(const ChunkMeta& meta, Allocation allocation, std::shared_ptr<DramAllocator> allocator);
+  ~DramChunk() override;
+
+  const ChunkMeta& meta() const override { return meta_; }
+  absl::Span<const Segment> segments() const override { return allocation_.segments; }
+
+ private:
+  const ChunkMeta meta_;
+  Allocation allocation_;
+  const std::shared_ptr<DramAllocator> allocator_;
+};
+
+class DramPendingChunk final : public PendingChunk {
+ public:
+  // REQUIRES: allocation holds meta.size_bytes bytes.
+  DramPendingChunk(const ChunkId& id, const ChunkMeta& meta, Allocation allocation,
+                   std::shared_ptr<DramAllocator> allocator);
+  ~DramPendingChunk() override;
+
+  const ChunkId& id() const override { return id_; }
+  const ChunkMeta& meta() const override { return meta_; }
+  absl::Status Append(const void* data, size_t n) override;
+  uint64_t bytes_written() const override { return written_; }
+  absl::Span<const MutableSegment> segments() override;
+  // Records that `n` more bytes were written in place (through segments()) after those
+  // already written. Mixing with Append is allowed; the checksum is then computed over the
+  // whole payload at commit. Overrunning the size makes Seal fail.
+  void MarkWritten(uint64_t n) override;
+
+  // Checks that every byte arrived and the checksum, then turns this into a committed
+  // chunk whose meta carries the computed checksum. On error this object is unchanged
+  // (dropping it frees the space). Errors: INVALID_ARGUMENT, DATA_LOSS.
+  absl::StatusOr<ChunkRef> Seal();
+  // Whether this chunk's space came from `allocator` (i.e. from this store).
+  bool IsFrom(const DramAllocator& allocator) const { return allocator_.get() == &allocator; }
+
+ private:
+  // Moves the write cursor `n` bytes on, calling copy(dst, offset_in_input, len) per piece.
+  template <typename CopyFn>
+  void Advance(uint64_t n, CopyFn copy);
+  uint64_t PayloadChecksum();
+
+  const ChunkId id_;
+  const ChunkMeta meta_;
+  Allocation allocation_;
+  std::shared_ptr<DramAllocator> allocator_;
+  absl::InlinedVector<MutableSegment, 4> mutable_segments_;  // built on first segments()
+  uint64_t written_ = 0;
+  size_t cursor_segment_ = 0;  // where the next byte goes
+  uint64_t cursor_offset_ = 0;
+  bool overrun_ = false;      // MarkWritten went past the size
+  bool hash_is_live_ = true;  // every byte so far went through Append (and hash_)
+  XXH3_state_t hash_;
+};
+
+}  // namespace kvstash::storage

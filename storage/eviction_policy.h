@@ -1,0 +1,97 @@
+// EvictionPolicy: decides which chunk of a tier goes first when space is short.
+//
+// Policies are intrusive: every index entry embeds a PolicyHook, and a policy links hooks
+// into its own lists (HookList below) and may keep a few words of state in them, so that
+// insert/access/erase cost no allocation and no extra hash lookup. LRU is implemented;
+// S3-FIFO (small/main queues + a ghost set, `word0` = queue, `word1` = frequency) and LFU
+// (frequency buckets) fit the same hook. The store keeps one policy instance per index
+// shard and per tier, so a policy never sees two tiers or two shards; VictimRank lets the
+// index compare the shards' candidates so that the tier as a whole follows the policy.
+//
+// Thread-safety: not thread-safe. The owner (an index shard) serialises every call under
+// its mutex.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kvstash::storage {
+
+// Policy-owned state embedded in each index entry. The index sets size_bytes before
+// OnInsert; everything else belongs to the policy.
+struct PolicyHook {
+  PolicyHook* prev = nullptr;
+  PolicyHook* next = nullptr;
+  uint64_t size_bytes = 0;
+  uint64_t stamp = 0;  // e.g. last access time, for VictimRank
+  uint32_t word0 = 0;
+  uint32_t word1 = 0;
+};
+
+// Circular doubly-linked list of hooks with a sentinel. Does not own the hooks.
+class HookList {
+ public:
+  HookList() { head_.prev = head_.next = &head_; }
+  HookList(const HookList&) = delete;
+  HookList& operator=(const HookList&) = delete;
+
+  bool empty() const { return head_.next == &head_; }
+  void PushFront(PolicyHook* h) { InsertAfter(&head_, h); }
+  void PushBack(PolicyHook* h) { InsertAfter(head_.prev, h); }
+  // REQUIRES: h is in this list.
+  void Remove(PolicyHook* h) {
+    h->prev->next = h->next;
+    h->next->prev = h->prev;
+    h->prev = h->next = nullptr;
+  }
+  PolicyHook* front() const { return empty() ? nullptr : head_.next; }
+  PolicyHook* back() const { return empty() ? nullptr : head_.prev; }
+  // Neighbours of a listed hook; nullptr at either end.
+  PolicyHook* next(const PolicyHook* h) const { return h->next == &head_ ? nullptr : h->next; }
+  PolicyHook* prev(const PolicyHook* h) const { return h->prev == &head_ ? nullptr : h->prev; }
+
+ private:
+  static void InsertAfter(PolicyHook* pos, PolicyHook* h) {
+    h->prev = pos;
+    h->next = pos->next;
+    pos->next->prev = h;
+    pos->next = h;
+  }
+  // Sentinel; mutable so const readers can hand out links without a cast.
+  mutable PolicyHook head_;
+};
+
+class EvictionPolicy {
+ public:
+  virtual ~EvictionPolicy() = default;
+
+  virtual absl::string_view name() const = 0;
+  // A new entry enters the tier.
+  virtual void OnInsert(PolicyHook* hook) = 0;
+  // The entry was read.
+  virtual void OnAccess(PolicyHook* hook) = 0;
+  // The entry leaves the tier (evicted or deleted). REQUIRES: hook was inserted.
+  virtual void OnErase(PolicyHook* hook) = 0;
+  // The entry to evict next among those `evictable` accepts (the index refuses leased and
+  // referenced entries), or nullptr when none is. Does not remove it: if the caller evicts
+  // it, it calls OnErase. May reorder internal state (e.g. S3-FIFO promotions).
+  virtual PolicyHook* PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evictable) = 0;
+  // Orders victims of different instances of this policy (one per shard): the index
+  // evicts the candidate with the smallest rank. E.g. LRU: last access time.
+  virtual uint64_t VictimRank(const PolicyHook* victim) const = 0;
+};
+
+using EvictionPolicyPtr = std::unique_ptr<EvictionPolicy>;
+
+// Names accepted by CreateEvictionPolicy, e.g. for config validation messages.
+std::vector<std::string> KnownEvictionPolicies();
+// INVALID_ARGUMENT naming the known policies when `name` is unknown.
+absl::StatusOr<EvictionPolicyPtr> CreateEvictionPolicy(absl::string_view name);
+
+}  // namespace kvstash::storage

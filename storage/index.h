@@ -1,0 +1,115 @@
+// ChunkIndex: the sharded map from ChunkId to the chunk's entry (bytes, tier, lease count,
+// policy state), with per-shard eviction policy and per-shard namespace counters.
+//
+// Each shard has its own mutex, hash map, policy instance and counters, so the hot path
+// (Get, Lookup, Insert) never takes a global lock. Eviction compares the victims that the
+// shards' policies propose (EvictionPolicy::VictimRank) and evicts the best one: exact for
+// LRU while the index is small, a sample of shards once each holds many entries.
+//
+// Entries hold a ChunkRef; methods that remove an entry return it so the caller releases the
+// bytes after the shard lock is dropped.
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "kvstash/keys.h"
+#include "storage/chunk.h"
+#include "storage/eviction_policy.h"
+
+namespace kvstash::storage {
+
+// One chunk in the index; owned by its shard and guarded by the shard's mutex. The policy
+// hook is the base so policies hand back entries without a lookup.
+struct IndexEntry : PolicyHook {
+  ChunkId id;
+  ChunkRef chunk;
+  Tier tier = Tier::kNone;
+  uint64_t generation = 0;  // unique per insert, see LeaseTable
+  uint32_t lease_refs = 0;  // leases holding this entry; > 0 blocks eviction
+};
+
+// What Probe saw.
+struct ProbeResult {
+  Tier tier = Tier::kNone;  // kNone: absent
+  uint64_t generation = 0;  // set when a lease ref was taken
+};
+
+class ChunkIndex {
+ public:
+  // REQUIRES: num_shards is a power of two >= 1.
+  static absl::StatusOr<std::unique_ptr<ChunkIndex>> Create(int num_shards,
+                                                            absl::string_view policy);
+  ChunkIndex(const ChunkIndex&) = delete;
+  ChunkIndex& operator=(const ChunkIndex&) = delete;
+
+  Tier Locate(const ChunkId& id) const;
+  // Adds `chunk` unless `id` is present; counts a put. Returns false (and leaves the index
+  // unchanged) when present.
+  bool Insert(const ChunkId& id, ChunkRef chunk, Tier tier);
+  // The chunk, or null. Counts a hit or miss and tells the policy.
+  ChunkRef Get(const ChunkId& id);
+  // Removes the entry whatever its leases; returns its chunk (null when absent).
+  ChunkRef Erase(const ChunkId& id);
+  // Evicts the policy's best victim; entries that are leased or referenced outside the
+  // index are skipped, so releasing the returned ref frees memory. Returns null when no
+  // entry is evictable.
+  ChunkRef EvictOne();
+
+  // Presence and tier of `id`; with take_lease, also raises its lease count.
+  ProbeResult Probe(const ChunkId& id, bool take_lease);
+  // Undoes one take_lease Probe, unless the entry was replaced since (generation differs).
+  void DropLeaseRef(const ChunkId& id, uint64_t generation);
+  // Counts one prefix lookup of `ns` that hit `hit_chunks` chunks.
+  void RecordLookup(const Key128& ns, const Key128& first_key, uint32_t hit_chunks);
+
+  CounterSnapshot NamespaceCounters(const Key128& ns) const;
+  std::vector<std::pair<Key128, CounterSnapshot>> AllNamespaceCounters() const;
+  CounterSnapshot Totals() const;
+  // Live chunks and their payload bytes in `tier`.
+  std::pair<uint64_t, uint64_t> TierUsage(Tier tier) const;
+  // Live entries in all tiers (a relaxed snapshot).
+  uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr int kNumTiers = 4;
+  struct alignas(64) Shard {
+    mutable absl::Mutex mu;
+    absl::flat_hash_map<ChunkId, std::unique_ptr<IndexEntry>> entries ABSL_GUARDED_BY(mu);
+    EvictionPolicyPtr policy ABSL_GUARDED_BY(mu);
+    absl::flat_hash_map<Key128, CounterSnapshot> counters ABSL_GUARDED_BY(mu);
+    uint64_t tier_chunks[kNumTiers] ABSL_GUARDED_BY(mu) = {};
+    uint64_t tier_bytes[kNumTiers] ABSL_GUARDED_BY(mu) = {};
+  };
+
+  explicit ChunkIndex(int num_shards);
+  Shard& ShardFor(const ChunkId& id) const;
+  // Unlinks `e` from the map, policy and live counters; returns its chunk.
+  ChunkRef RemoveLocked(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  static bool Evictable(const PolicyHook* h);
+  // The shard whose policy victim ranks first among the scanned shards, or null.
+  Shard* BestVictimShard();
+  ChunkRef EvictFrom(Shard& s);
+
+  static constexpr int kEvictAttempts = 8;
+  static constexpr int kSampledShards = 8;
+  static constexpr int kSampleAboveEntriesPerShard = 64;
+
+  const int num_shards_;
+  std::unique_ptr<Shard[]> shards_;
+  std::atomic<uint64_t> next_generation_{1};
+  std::atomic<uint32_t> evict_cursor_{0};
+  std::atomic<uint64_t> size_{0};
+};
+
+}  // namespace kvstash::storage

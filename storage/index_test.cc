@@ -1,0 +1,143 @@
+#include "storage/index.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "storage/test_util.h"
+
+namespace kvstash::storage {
+namespace {
+
+using testing::MakeId;
+using testing::MakeKey;
+
+// A payload-less chunk: the index only looks at meta().size_bytes.
+class FakeChunk final : public StoredChunk {
+ public:
+  explicit FakeChunk(uint64_t size) { meta_.size_bytes = size; }
+  const ChunkMeta& meta() const override { return meta_; }
+  absl::Span<const Segment> segments() const override { return {}; }
+
+ private:
+  ChunkMeta meta_;
+};
+
+ChunkRef Chunk(uint64_t size = 100) { return std::make_shared<FakeChunk>(size); }
+
+std::unique_ptr<ChunkIndex> MakeIndex(int shards) {
+  auto index = ChunkIndex::Create(shards, "lru");
+  EXPECT_TRUE(index.ok()) << index.status();
+  return index.ok() ? *std::move(index) : nullptr;
+}
+
+TEST(ChunkIndexTest, RejectsBadShardCountAndPolicy) {
+  EXPECT_FALSE(ChunkIndex::Create(3, "lru").ok());
+  EXPECT_FALSE(ChunkIndex::Create(0, "lru").ok());
+  EXPECT_FALSE(ChunkIndex::Create(4, "nope").ok());
+}
+
+TEST(ChunkIndexTest, InsertGetLocateErase) {
+  auto index = MakeIndex(8);
+  const ChunkId id = MakeId(1);
+  EXPECT_EQ(index->Locate(id), Tier::kNone);
+  EXPECT_EQ(index->Get(id), nullptr);
+  ChunkRef chunk = Chunk(123);
+  EXPECT_TRUE(index->Insert(id, chunk, Tier::kDram));
+  EXPECT_FALSE(index->Insert(id, Chunk(5), Tier::kDram));  // first insert wins
+  EXPECT_EQ(index->Locate(id), Tier::kDram);
+  EXPECT_EQ(index->Get(id), chunk);
+  EXPECT_EQ(index->size(), 1u);
+  EXPECT_EQ(index->TierUsage(Tier::kDram), std::make_pair(uint64_t{1}, uint64_t{123}));
+  EXPECT_EQ(index->Erase(id), chunk);
+  EXPECT_EQ(index->Erase(id), nullptr);
+  EXPECT_EQ(index->Locate(id), Tier::kNone);
+  EXPECT_EQ(index->size(), 0u);
+
+  const CounterSnapshot c = index->NamespaceCounters(id.ns);
+  EXPECT_EQ(c.puts, 1u);
+  EXPECT_EQ(c.hits, 1u);
+  EXPECT_EQ(c.misses, 1u);
+  EXPECT_EQ(c.deletes, 1u);
+  EXPECT_EQ(c.chunks, 0u);
+  EXPECT_EQ(c.bytes, 0u);
+}
+
+TEST(ChunkIndexTest, EvictsInLruOrderWithOneShard) {
+  auto index = MakeIndex(1);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(index->Insert(MakeId(i), Chunk(), Tier::kDram));
+  index->Get(MakeId(0));  // 0 becomes the most recent
+  for (int expected : {1, 2, 3, 0}) {
+    ChunkRef victim = index->EvictOne();
+    ASSERT_NE(victim, nullptr);
+    EXPECT_EQ(index->Locate(MakeId(expected)), Tier::kNone) << expected;
+  }
+  EXPECT_EQ(index->EvictOne(), nullptr);
+  EXPECT_EQ(index->NamespaceCounters(MakeId(0).ns).evictions, 4u);
+}
+
+TEST(ChunkIndexTest, EvictionSkipsLeasedAndReferencedEntries) {
+  auto index = MakeIndex(4);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(index->Insert(MakeId(i), Chunk(), Tier::kDram));
+  const ProbeResult leased = index->Probe(MakeId(0), /*take_lease=*/true);
+  EXPECT_EQ(leased.tier, Tier::kDram);
+  ChunkRef reader = index->Get(MakeId(1));
+  ASSERT_NE(index->EvictOne(), nullptr);  // only chunk 2 may go
+  EXPECT_EQ(index->Locate(MakeId(2)), Tier::kNone);
+  EXPECT_EQ(index->EvictOne(), nullptr);
+
+  reader.reset();
+  ASSERT_NE(index->EvictOne(), nullptr);
+  EXPECT_EQ(index->Locate(MakeId(1)), Tier::kNone);
+  index->DropLeaseRef(MakeId(0), leased.generation);
+  ASSERT_NE(index->EvictOne(), nullptr);
+  EXPECT_EQ(index->size(), 0u);
+}
+
+TEST(ChunkIndexTest, StaleLeaseRefDoesNotUnpinAReplacedEntry) {
+  auto index = MakeIndex(2);
+  const ChunkId id = MakeId(9);
+  ASSERT_TRUE(index->Insert(id, Chunk(), Tier::kDram));
+  const ProbeResult old_hold = index->Probe(id, true);
+  ASSERT_NE(index->Erase(id), nullptr);  // deleted under a lease, then put again
+  ASSERT_TRUE(index->Insert(id, Chunk(), Tier::kDram));
+  const ProbeResult new_hold = index->Probe(id, true);
+  EXPECT_NE(old_hold.generation, new_hold.generation);
+  index->DropLeaseRef(id, old_hold.generation);
+  EXPECT_EQ(index->EvictOne(), nullptr);  // still leased by new_hold
+  index->DropLeaseRef(id, new_hold.generation);
+  EXPECT_NE(index->EvictOne(), nullptr);
+}
+
+TEST(ChunkIndexTest, ProbeWithoutLeaseTakesNoRef) {
+  auto index = MakeIndex(2);
+  ASSERT_TRUE(index->Insert(MakeId(1), Chunk(), Tier::kDram));
+  EXPECT_EQ(index->Probe(MakeId(1), false).tier, Tier::kDram);
+  EXPECT_EQ(index->Probe(MakeId(2), true).tier, Tier::kNone);
+  EXPECT_NE(index->EvictOne(), nullptr);
+}
+
+TEST(ChunkIndexTest, CountersAreKeptPerNamespaceAcrossShards) {
+  auto index = MakeIndex(16);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(index->Insert(MakeId(i, 1), Chunk(10), Tier::kDram));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(index->Insert(MakeId(i, 2), Chunk(1), Tier::kDram));
+  index->RecordLookup(MakeId(0, 1).ns, MakeKey(0), 7);
+  index->RecordLookup(MakeId(0, 1).ns, MakeKey(5), 0);
+
+  const CounterSnapshot ns1 = index->NamespaceCounters(MakeId(0, 1).ns);
+  EXPECT_EQ(ns1.chunks, 50u);
+  EXPECT_EQ(ns1.bytes, 500u);
+  EXPECT_EQ(ns1.puts, 50u);
+  EXPECT_EQ(ns1.lookups, 2u);
+  EXPECT_EQ(ns1.lookup_hit_chunks, 7u);
+  EXPECT_EQ(index->NamespaceCounters(MakeId(0, 2).ns).chunks, 20u);
+  EXPECT_EQ(index->NamespaceCounters(MakeId(0, 3).ns).puts, 0u);  // never seen: zeroes
+
+  const auto all = index->AllNamespaceCounters();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_LT(all[0].first, all[1].first);
+  EXPECT_EQ(index->Totals().chunks, 70u);
+  EXPECT_EQ(index->Totals().bytes, 520u);
+}
+
+}  // namespace
+}  // namespace kvstash::storage

@@ -1,0 +1,36 @@
+#include "storage/lru_policy.h"
+
+#include <chrono>
+
+namespace kvstash::storage {
+
+namespace {
+
+uint64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void LruPolicy::OnInsert(PolicyHook* hook) {
+  hook->stamp = NowNanos();
+  list_.PushFront(hook);
+}
+
+void LruPolicy::OnAccess(PolicyHook* hook) {
+  hook->stamp = NowNanos();
+  if (list_.front() == hook) return;  // hot entry: skip the relink
+  list_.Remove(hook);
+  list_.PushFront(hook);
+}
+
+PolicyHook* LruPolicy::PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evictable) {
+  for (PolicyHook* h = list_.back(); h != nullptr; h = list_.prev(h)) {
+    if (evictable(h)) return h;
+  }
+  return nullptr;
+}
+
+}  // namespace kvstash::storage

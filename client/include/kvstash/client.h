@@ -45,6 +45,12 @@ struct ClientOptions {
   int async_threads = 2;
   // Verify the XXH3-64 checksum of every chunk received by Get (costs one pass).
   bool verify_checksums = false;
+
+  // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
+  // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=
+  // max_backoff_ms; 1 KiB <= frame_bytes <= 64 MiB; 1 <= connections <= 256;
+  // 1 <= async_threads <= 256.
+  absl::Status Validate() const;
 };
 
 // Tier of a hit, as the daemon reports it.
@@ -56,7 +62,8 @@ struct LookupResult {
   uint64_t lease_id = 0;          // pass to Get to release the lease as chunks arrive
 };
 
-// One chunk to store. `data` must stay valid until the call completes.
+// One chunk to store. `data` must stay valid until the call completes. REQUIRES: size > 0
+// (Put fails with INVALID_ARGUMENT otherwise).
 struct PutItem {
   Key128 key{};
   const void* data = nullptr;
@@ -73,11 +80,15 @@ struct GetItem {
   Key128 key{};
   void* data = nullptr;
   size_t capacity = 0;
-  // Out: OK, NOT_FOUND, or RESOURCE_EXHAUSTED when the chunk is larger than capacity.
+  // Out: OK, NOT_FOUND, RESOURCE_EXHAUSTED when the chunk is larger than capacity (size
+  // then tells the capacity needed; data is untouched), or DATA_LOSS when
+  // verify_checksums found the received bytes differ from the checksum.
   absl::Status status;
   size_t size = 0;
   uint32_t tokens = 0;
   uint32_t format = 0;
+  // Out: XXH3-64 of the payload as the daemon recorded it at Put time.
+  uint64_t checksum = 0;
 };
 
 struct ServerStats {
@@ -115,7 +126,9 @@ class Client {
                                               uint32_t lease_ms = 0) = 0;
 
   // Stores every item in one streamed call. Returns a call-level error (connection,
-  // deadline, malformed request) or OK with each item's own status filled in.
+  // deadline, malformed request) or OK with each item's own status filled in. Storing is
+  // idempotent; after a retried call, already_present may be set for chunks that an
+  // earlier, interrupted attempt stored.
   virtual absl::Status Put(NamespaceHandle ns, absl::Span<PutItem> items) = 0;
   // Fetches every item in one streamed call; per-item results as for Put.
   virtual absl::Status Get(NamespaceHandle ns, absl::Span<GetItem> items,

@@ -1,0 +1,85 @@
+// kvstash_bench: put/get throughput and latency of kvstashd over gRPC next to Redis and
+// memcached on loopback, lookup latency of 1,000-chunk prompts, and the daemon's peak RSS
+// against its DRAM budget. See bench/README.md.
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/strings/str_join.h"
+#include "bench/options.h"
+#include "bench/report.h"
+#include "bench/runner.h"
+
+#ifndef KVSTASH_BENCH_KVSTASHD
+#define KVSTASH_BENCH_KVSTASHD "kvstashd"
+#endif
+#ifndef KVSTASH_BENCH_BUILD_TYPE
+#define KVSTASH_BENCH_BUILD_TYPE "unknown"
+#endif
+
+namespace kvstash::bench {
+namespace {
+
+// SIGINT/SIGTERM end the program through exit(), which runs no destructors of the main
+// thread's stack; the children still die with us through PR_SET_PDEATHSIG (process.h).
+// Stopping them gracefully is not worth the complexity for a benchmark.
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int sig) { _exit(128 + sig); };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void PrintHeader(const BenchOptions& o) {
+  const RunConfig& r = o.run;
+  std::vector<std::string> sizes;
+  for (size_t s : r.sizes) sizes.push_back(FormatBytes(s));
+  std::cout << "kvstash_bench: systems " << absl::StrJoin(r.systems, ",") << "; sizes "
+            << absl::StrJoin(sizes, ",") << "; clients " << absl::StrJoin(r.clients, ",")
+            << "; rounds " << r.rounds << "; " << r.limits.seconds << " s/cell; DRAM budget "
+            << FormatBytes(r.budget_bytes) << "; build " << KVSTASH_BENCH_BUILD_TYPE << "\n";
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<BenchOptions> options = ParseOptions(argc, argv, KVSTASH_BENCH_KVSTASHD);
+  if (!options.ok()) {
+    std::cerr << "kvstash_bench: " << options.status().message() << "\n\n" << UsageText();
+    return 2;
+  }
+  if (options->help) {
+    std::cout << UsageText();
+    return 0;
+  }
+  InstallSignalHandlers();
+  PrintHeader(*options);
+  absl::StatusOr<RunOutput> out = RunBenchmark(options->run, std::cerr);
+  if (!out.ok()) {
+    std::cerr << "kvstash_bench: " << out.status() << "\n";
+    return 1;
+  }
+  std::vector<Row> rows = MedianRows(out->samples);
+  std::cout << "\n== results (median of " << options->run.rounds << " rounds) ==\n";
+  PrintResultTable(std::cout, rows);
+  std::cout << "\n== kvstash / peer (GB/s; lookups/s for lookup) ==\n";
+  PrintRatioTable(std::cout, rows);
+  std::cout << "\n== kvstashd memory ==\n";
+  PrintRss(std::cout, out->rss);
+  std::cout << "\n== targets ==\n";
+  PrintTargets(std::cout, rows, out->rss);
+  for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
+  if (!options->json_path.empty()) {
+    absl::Status s = WriteJsonLines(options->json_path, rows, out->rss);
+    if (!s.ok()) {
+      std::cerr << "kvstash_bench: " << s << "\n";
+      return 1;
+    }
+    std::cout << "JSON lines written to " << options->json_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kvstash::bench
+
+int main(int argc, char** argv) { return kvstash::bench::Main(argc, argv); }

@@ -1,0 +1,145 @@
+#include "bench/kvstash_system.h"
+
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "kvstash/keys.h"
+
+namespace kvstash::bench {
+namespace {
+
+static_assert(std::is_same_v<BenchKey, Key128>, "bench keys are kvstash keys");
+
+Namespace BenchNamespace() {
+  Namespace ns;
+  ns.tenant = "bench";
+  ns.model_id = "kvstash-bench/synthetic";
+  ns.num_layers = 32;
+  ns.kv_heads = 8;
+  ns.head_dim = 128;
+  ns.chunk_tokens = 16;
+  return ns;
+}
+
+ClientOptions BenchClientOptions(const KvstashOptions& options) {
+  ClientOptions c;
+  c.connections = 1;  // one channel per client thread, like the peers' one socket each
+  c.deadline_ms = 60000;
+  if (options.frame_bytes > 0) c.frame_bytes = options.frame_bytes;
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& address,
+                                                      const KvstashOptions& options) {
+  return Client::Connect("grpc://" + address, BenchClientOptions(options));
+}
+
+// One client thread's view: its own Client (and so its own channel) and namespace.
+class KvstashConn : public Conn {
+ public:
+  KvstashConn(std::unique_ptr<Client> client, NamespaceHandle ns)
+      : client_(std::move(client)), ns_(ns) {}
+
+  absl::Status Put(const BenchKey& key, absl::Span<const char> value) override {
+    PutItem item;
+    item.key = key;
+    item.data = value.data();
+    item.size = value.size();
+    absl::Status s = client_->Put(ns_, absl::MakeSpan(&item, 1));
+    return s.ok() ? item.status : s;
+  }
+
+  absl::Status Get(const BenchKey& key, absl::Span<char> buf, size_t* size) override {
+    GetItem item;
+    item.key = key;
+    item.data = buf.data();
+    item.capacity = buf.size();
+    absl::Status s = client_->Get(ns_, absl::MakeSpan(&item, 1));
+    if (!s.ok()) return s;
+    if (!item.status.ok()) return item.status;
+    *size = item.size;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<uint32_t> Lookup(absl::Span<const BenchKey> keys) override {
+    absl::StatusOr<LookupResult> r = client_->Lookup(ns_, keys);
+    if (!r.ok()) return r.status();
+    return r->hit_count;
+  }
+
+ private:
+  std::unique_ptr<Client> client_;
+  NamespaceHandle ns_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KvstashSystem>> KvstashSystem::Start(const KvstashOptions& options) {
+  std::unique_ptr<KvstashSystem> system(new KvstashSystem(options));
+  absl::Status s = system->Launch();
+  if (!s.ok()) return s;
+  return system;
+}
+
+absl::Status KvstashSystem::Launch() {
+  const std::string& dir = options_.scratch_dir;
+  const std::string ready = dir + "/kvstashd.ready";
+  std::vector<std::string> argv = {
+      options_.binary,
+      "--listen",
+      "127.0.0.1:0",
+      "--ready_file",
+      ready,
+      "--set",
+      absl::StrCat("storage.dram.capacity_bytes=", options_.dram_budget_bytes),
+      "--set",
+      absl::StrCat("data_dir=", dir, "/kvstash-data")};
+  for (const std::string& kv : options_.extra_sets) argv.insert(argv.end(), {"--set", kv});
+  auto child = ChildProcess::Spawn("kvstashd", argv, dir + "/kvstashd.log");
+  if (!child.ok()) return child.status();
+  child_ = *std::move(child);
+  absl::StatusOr<std::string> address =
+      WaitForReadyFile(ready, "grpc", *child_, options_.ready_timeout_ms);
+  if (!address.ok()) return address.status();
+  address_ = *address;
+  auto admin = ConnectClient(address_, options_);
+  if (!admin.ok()) return admin.status();
+  admin_ = *std::move(admin);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewConn() {
+  auto client = ConnectClient(address_, options_);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<NamespaceHandle> ns = (*client)->OpenNamespace(BenchNamespace());
+  if (!ns.ok()) return ns.status();
+  return std::unique_ptr<Conn>(new KvstashConn(*std::move(client), *ns));
+}
+
+std::string KvstashSystem::ServerExit() {
+  if (child_->Alive()) return "";
+  // The daemon logs why it stopped (e.g. "shutdown requested signal=Terminated").
+  return absl::StrCat(child_->ExitDescription(), "; log tail:\n", child_->LogTail(3));
+}
+
+absl::StatusOr<KvstashTierStats> KvstashSystem::Stats() {
+  absl::StatusOr<ServerStats> s = admin_->Stats();
+  if (!s.ok()) return s.status();
+  KvstashTierStats out;
+  out.dram_capacity_bytes = s->dram_capacity_bytes;
+  out.dram_used_bytes = s->dram_used_bytes;
+  out.chunks = s->chunks;
+  out.evictions = s->evictions;
+  return out;
+}
+
+std::vector<BenchKey> PromptKeys(int chunks) {
+  Namespace ns = BenchNamespace();
+  std::vector<int32_t> tokens(static_cast<size_t>(chunks) * ns.chunk_tokens);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>((i * 7919 + 13) % 128256);  // Llama-3-sized vocabulary
+  }
+  return KeyChain(ns).PrefixKeys(tokens);
+}
+
+}  // namespace kvstash::bench

@@ -1,0 +1,69 @@
+// kvstashd as a system under test: the daemon started from a binary path on a free port
+// (it reports the port through --ready_file), one kvstash::Client per client thread.
+//
+// Thread-safety: as System. Stats() may be called while no cell is running.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/systems.h"
+#include "kvstash/client.h"
+
+namespace kvstash::bench {
+
+struct KvstashOptions {
+  std::string binary;       // kvstashd path
+  std::string scratch_dir;  // ready file, log and data_dir go here
+  // storage.dram.capacity_bytes of the daemon.
+  uint64_t dram_budget_bytes = 4ull << 30;
+  // Further `--set dotted.key=value` overrides (e.g. tuning experiments).
+  std::vector<std::string> extra_sets;
+  // ClientOptions::frame_bytes; 0 keeps the client default.
+  uint32_t frame_bytes = 0;
+  int64_t ready_timeout_ms = 30000;
+};
+
+struct KvstashTierStats {
+  uint64_t dram_capacity_bytes = 0;
+  uint64_t dram_used_bytes = 0;
+  uint64_t chunks = 0;
+  uint64_t evictions = 0;
+};
+
+class KvstashSystem : public System {
+ public:
+  static absl::StatusOr<std::unique_ptr<KvstashSystem>> Start(const KvstashOptions& options);
+
+  const char* name() const override { return "kvstash"; }
+  const char* transport() const override { return "grpc"; }
+  absl::Status PrepareForSize(size_t) override { return absl::OkStatus(); }
+  absl::StatusOr<std::unique_ptr<Conn>> NewConn() override;
+  // The daemon acknowledges a repeated key as already present without storing it.
+  bool NeedsFreshPutKeys() const override { return true; }
+  pid_t server_pid() const override { return child_->pid(); }
+  std::string ServerExit() override;
+
+  absl::StatusOr<KvstashTierStats> Stats();
+  // "127.0.0.1:PORT", as the daemon reported it.
+  const std::string& address() const { return address_; }
+
+ private:
+  explicit KvstashSystem(KvstashOptions options) : options_(std::move(options)) {}
+  absl::Status Launch();
+
+  KvstashOptions options_;
+  std::unique_ptr<ChildProcess> child_;
+  std::string address_;
+  std::unique_ptr<Client> admin_;  // for Stats; not used by cells
+};
+
+// Ordered chunk keys of a prompt of `chunks` chunks, derived with the bench namespace's
+// KeyChain from synthetic token ids, as an engine would derive them.
+std::vector<BenchKey> PromptKeys(int chunks);
+
+}  // namespace kvstash::bench

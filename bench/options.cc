@@ -1,0 +1,228 @@
+#include "bench/options.h"
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace kvstash::bench {
+namespace {
+
+const std::set<std::string>& BoolFlags() {
+  static const auto* flags = new std::set<std::string>{"quick", "keep_scratch", "no_fill", "help"};
+  return *flags;
+}
+
+const std::set<std::string>& ValueFlags() {
+  static const auto* flags = new std::set<std::string>{
+      "sizes",       "clients",     "rounds",      "seconds",      "budget",
+      "json",        "systems",     "kvstashd",    "redis_server", "memcached",
+      "working_set", "lookup_keys", "kvstash_set", "frame_bytes"};
+  return *flags;
+}
+
+// Defaults of a full run and of --quick, applied before the explicit flags.
+std::map<std::string, std::string> Defaults(bool quick) {
+  if (quick) {
+    return {{"sizes", "256KiB,4MiB,32MiB"},
+            {"clients", "1,4"},
+            {"rounds", "1"},
+            {"seconds", "0.5"},
+            {"budget", "1GiB"},
+            {"working_set", "256MiB"}};
+  }
+  return {{"sizes", "256KiB,1MiB,4MiB,16MiB,32MiB"},
+          {"clients", "1,4,16"},
+          {"rounds", "3"},
+          {"seconds", "1.5"},
+          {"budget", "4GiB"},
+          {"working_set", "512MiB"}};
+}
+
+// Splits argv into flag -> values (kvstash_set may repeat; others keep the last value).
+absl::StatusOr<std::multimap<std::string, std::string>> SplitArgs(int argc, char** argv) {
+  std::multimap<std::string, std::string> flags;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (!absl::ConsumePrefix(&arg, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    std::pair<std::string, std::string> kv = absl::StrSplit(arg, absl::MaxSplits('=', 1));
+    bool has_value = absl::StrContains(arg, '=');
+    if (BoolFlags().count(kv.first) > 0) {
+      if (has_value && kv.second != "true" && kv.second != "1") continue;  // --flag=false
+      flags.emplace(kv.first, "true");
+    } else if (ValueFlags().count(kv.first) > 0) {
+      if (!has_value) {
+        if (i + 1 >= argc) return absl::InvalidArgumentError("--" + kv.first + " needs a value");
+        kv.second = argv[++i];
+      }
+      flags.emplace(kv.first, kv.second);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", kv.first));
+    }
+  }
+  return flags;
+}
+
+template <typename T, typename Parse>
+absl::StatusOr<std::vector<T>> ParseList(const std::string& flag, absl::string_view text,
+                                         Parse parse) {
+  std::vector<T> out;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    absl::StatusOr<T> v = parse(absl::StripAsciiWhitespace(item));
+    if (!v.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", v.status().message()));
+    out.push_back(*v);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--" + flag + ": empty list");
+  return out;
+}
+
+absl::StatusOr<int> ParsePositiveInt(absl::string_view text) {
+  int v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a positive integer, got '", text, "'"));
+  }
+  return v;
+}
+
+absl::StatusOr<size_t> ParseChunkSize(absl::string_view text) {
+  absl::StatusOr<uint64_t> v = ParseByteSize(text);
+  if (!v.ok()) return v.status();
+  if (*v == 0) return absl::InvalidArgumentError("chunk size must be > 0");
+  return static_cast<size_t>(*v);
+}
+
+// Flags whose value is a list, a count or a number.
+absl::Status ApplyNumeric(const std::string& flag, const std::string& value, RunConfig& r) {
+  if (flag == "sizes") {
+    auto v = ParseList<size_t>(flag, value, ParseChunkSize);
+    if (!v.ok()) return v.status();
+    r.sizes = *v;
+  } else if (flag == "clients") {
+    auto v = ParseList<int>(flag, value, ParsePositiveInt);
+    if (!v.ok()) return v.status();
+    r.clients = *v;
+  } else if (flag == "rounds" || flag == "lookup_keys") {
+    int v = 0;
+    if (!absl::SimpleAtoi(value, &v) || v < (flag == "rounds" ? 1 : 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": bad count '", value, "'"));
+    }
+    (flag == "rounds" ? r.rounds : r.lookup_keys) = v;
+  } else if (flag == "seconds") {
+    if (!absl::SimpleAtod(value, &r.limits.seconds) || r.limits.seconds <= 0) {
+      return absl::InvalidArgumentError("--seconds: expected a positive number, got " + value);
+    }
+  } else {  // byte sizes
+    absl::StatusOr<uint64_t> v = ParseByteSize(value);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", v.status().message()));
+    }
+    if (flag == "budget") r.budget_bytes = *v;
+    if (flag == "working_set") r.working_set_bytes = *v;
+    if (flag == "frame_bytes") r.kvstash_frame_bytes = static_cast<uint32_t>(*v);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Apply(const std::string& flag, const std::string& value, BenchOptions& o) {
+  static const auto* numeric =
+      new std::set<std::string>{"sizes",   "clients", "rounds",      "lookup_keys",
+                                "seconds", "budget",  "working_set", "frame_bytes"};
+  RunConfig& r = o.run;
+  if (numeric->count(flag) > 0) return ApplyNumeric(flag, value, r);
+  if (flag == "systems") r.systems = absl::StrSplit(value, ',', absl::SkipWhitespace());
+  if (flag == "json") o.json_path = value;
+  if (flag == "kvstashd") r.kvstashd_path = value;
+  if (flag == "redis_server") r.redis_path = value;
+  if (flag == "memcached") r.memcached_path = value;
+  if (flag == "kvstash_set") r.kvstash_sets.push_back(value);
+  if (flag == "keep_scratch") r.keep_scratch = true;
+  if (flag == "no_fill") r.fill_tier = false;
+  if (flag == "help") o.help = true;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
+  static const std::pair<const char*, uint64_t> kSuffixes[] = {{"kib", 1ull << 10},
+                                                               {"mib", 1ull << 20},
+                                                               {"gib", 1ull << 30},
+                                                               {"tib", 1ull << 40},
+                                                               {"kb", 1000},
+                                                               {"mb", 1000000},
+                                                               {"gb", 1000000000},
+                                                               {"k", 1ull << 10},
+                                                               {"m", 1ull << 20},
+                                                               {"g", 1ull << 30},
+                                                               {"b", 1}};
+  std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  absl::string_view number = lower;
+  uint64_t unit = 1;
+  for (const auto& [suffix, mult] : kSuffixes) {
+    if (absl::ConsumeSuffix(&number, suffix)) {
+      unit = mult;
+      break;
+    }
+  }
+  double v = 0;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(number), &v) || v < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a byte size like 4GiB or 256KiB, got '", text, "'"));
+  }
+  return static_cast<uint64_t>(v * static_cast<double>(unit));
+}
+
+absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
+                                          const std::string& default_kvstashd) {
+  auto flags = SplitArgs(argc, argv);
+  if (!flags.ok()) return flags.status();
+  BenchOptions o;
+  o.run.kvstashd_path = default_kvstashd;
+  for (const auto& [flag, value] : Defaults(flags->count("quick") > 0)) {
+    absl::Status s = Apply(flag, value, o);
+    if (!s.ok()) return s;
+  }
+  for (const auto& [flag, value] : *flags) {
+    absl::Status s = Apply(flag, value, o);
+    if (!s.ok()) return s;
+  }
+  if (o.run.budget_bytes < (64ull << 20)) {
+    return absl::InvalidArgumentError("--budget: at least 64MiB");
+  }
+  return o;
+}
+
+std::string UsageText() {
+  return R"(kvstash_bench: kvstashd vs Redis vs memcached on loopback.
+
+  --sizes LIST        chunk sizes (default 256KiB,1MiB,4MiB,16MiB,32MiB; quick 256KiB,4MiB,32MiB)
+  --clients LIST      concurrent clients per cell (default 1,4,16; quick 1,4)
+  --rounds N          rounds; tables show the median of rounds (default 3; quick 1)
+  --seconds S         measured seconds per cell (default 1.5; quick 0.5)
+  --budget SIZE       kvstashd storage.dram.capacity_bytes (default 4GiB; quick 1GiB)
+  --working_set SIZE  bytes per system per size read by get cells, <= budget/4 (default 512MiB)
+  --systems LIST      any of kvstash,redis,memcached (default all three)
+  --json FILE         one JSON object per line per measurement
+  --quick             short run (~1-2 min); explicit flags still win
+  --lookup_keys N     chunks per lookup prompt (default 1000; 0 skips lookups)
+  --no_fill           do not fill kvstash's DRAM tier first (puts then hit a cold arena);
+                      skips the RSS check
+  --kvstashd PATH     daemon binary (default: the one built with this program)
+  --redis_server PATH, --memcached PATH   peer binaries (default: from PATH)
+  --kvstash_set K=V   extra daemon config override (repeatable), e.g. server.send_frame_bytes=4MiB
+  --frame_bytes SIZE  client frame size (default: the client's default)
+  --keep_scratch      keep the scratch directory with server logs
+)";
+}
+
+}  // namespace kvstash::bench

@@ -1,0 +1,32 @@
+// Command-line flags of kvstash_bench (see bench/README.md for the full list).
+//
+// Thread-safety: plain functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "bench/runner.h"
+
+namespace kvstash::bench {
+
+struct BenchOptions {
+  RunConfig run;
+  std::string json_path;  // --json; empty: no JSON
+  bool help = false;
+};
+
+// Parses argv (`--flag=value` or `--flag value`; booleans as `--flag`). --quick changes
+// the defaults of the flags that are not given explicitly. default_kvstashd is the daemon
+// built alongside the benchmark.
+absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
+                                          const std::string& default_kvstashd);
+
+std::string UsageText();
+
+// "4GiB", "256KiB", "1MB", "1048576".
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
+
+}  // namespace kvstash::bench

@@ -1,0 +1,94 @@
+// Child processes for the benchmark: kvstashd, redis-server and memcached, each started
+// on a free loopback port, logging into a per-run scratch directory, and always killed and
+// reaped again (by the destructor on every return path, and by the kernel through
+// PR_SET_PDEATHSIG if the benchmark itself dies).
+//
+// Thread-safety: ChildProcess and ScratchDir are not thread-safe; the main thread owns
+// them. Spawn must run on the main thread: the death signal fires when the forking
+// *thread* exits, so forking from a short-lived worker would kill the child early.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kvstash::bench {
+
+// A directory under $TMPDIR (or /tmp) for logs, ready files and daemon data. Removed by
+// the destructor unless Keep() was called (e.g. so the user can read logs after a failure).
+class ScratchDir {
+ public:
+  static absl::StatusOr<std::unique_ptr<ScratchDir>> Create(const std::string& prefix);
+  ~ScratchDir();
+
+  const std::string& path() const { return path_; }
+  void Keep() { keep_ = true; }
+
+ private:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+  bool keep_ = false;
+};
+
+class ChildProcess {
+ public:
+  // Starts argv[0] (searched in PATH when it has no '/') with stdout and stderr appended
+  // to log_path. `name` labels messages.
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> Spawn(const std::string& name,
+                                                             const std::vector<std::string>& argv,
+                                                             const std::string& log_path);
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  // Stop(2000).
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+  const std::string& name() const { return name_; }
+  const std::string& log_path() const { return log_path_; }
+
+  // True while the child has not exited (reaps it if it has).
+  bool Alive();
+  // SIGTERM, wait up to grace_ms, then SIGKILL; always reaps. Idempotent.
+  void Stop(int64_t grace_ms);
+  // "running", "exited with code N" or "killed by signal N" (reaps an exited child).
+  std::string ExitDescription();
+  // The last `lines` lines of the child's log, for error messages.
+  std::string LogTail(int lines) const;
+
+ private:
+  ChildProcess(std::string name, pid_t pid, std::string log_path)
+      : name_(std::move(name)), pid_(pid), log_path_(std::move(log_path)) {}
+
+  std::string name_;
+  pid_t pid_;
+  std::string log_path_;
+  bool reaped_ = false;
+  int wait_status_ = 0;  // valid once reaped_ (0 when another waiter reaped it)
+};
+
+// Full path of `name` found in PATH, or "" when absent. A name with '/' is checked as is.
+std::string FindExecutable(const std::string& name);
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, close).
+absl::StatusOr<int> PickFreePort();
+
+// Polls `path` until it holds a line `key=value`, then returns value. Fails early when
+// `child` exits, or after timeout_ms.
+absl::StatusOr<std::string> WaitForReadyFile(const std::string& path, const std::string& key,
+                                             ChildProcess& child, int64_t timeout_ms);
+
+// Connects to 127.0.0.1:port until it accepts or timeout_ms passes (or `child` exits).
+absl::Status WaitForPort(int port, ChildProcess& child, int64_t timeout_ms);
+
+// The process's peak resident set size (VmHWM in /proc/PID/status), in bytes.
+absl::StatusOr<uint64_t> ReadPeakRssBytes(pid_t pid);
+// The current resident set size (VmRSS), in bytes.
+absl::StatusOr<uint64_t> ReadRssBytes(pid_t pid);
+
+}  // namespace kvstash::bench

@@ -1,0 +1,53 @@
+// Command-line parsing of the `kvstash` tool: global flags, namespace flags, one command
+// and its flags, in any order ("--name VALUE" or "--name=VALUE").
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kvstash/client.h"
+#include "kvstash/keys.h"
+
+namespace kvstash::cli {
+
+enum class Command { kNone, kPut, kGet, kLookup, kExists, kDelete, kStats, kHealth };
+
+struct CliArgs {
+  bool help = false;
+  Command command = Command::kNone;
+  std::string server = "grpc://127.0.0.1:7070";
+  ClientOptions options;
+  Namespace ns;  // model_id defaults to "demo-model"
+
+  // Command inputs; which apply depends on the command (see UsageText()).
+  std::vector<Key128> keys;          // --key HEX[,HEX...]
+  std::vector<int32_t> tokens;       // --tokens SPEC
+  bool has_tokens = false;
+  bool all_chunks = false;           // --all-chunks
+  std::string file;                  // --file PATH
+  std::optional<uint64_t> size_bytes;  // --size BYTES
+  uint64_t pattern_seed = 0;         // --pattern-seed N
+  uint32_t format = 0;               // --format N
+  std::string out;                   // --out PATH
+  uint64_t capacity_bytes = uint64_t{256} << 20;  // --capacity BYTES (get's first buffer)
+  uint32_t lease_ms = 0;             // --lease-ms N
+  bool namespace_stats = false;      // --namespace
+};
+
+// Parses argv (without the program name). INVALID_ARGUMENT carries a one-line message
+// for the user (exit code 2). With --help anywhere, returns args with help set and no
+// further checks.
+absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv);
+
+// Byte counts: "4096", "64KiB", "1MiB", "2GiB", "1MB" (decimal), "512B".
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
+
+std::string UsageText();
+
+}  // namespace kvstash::cli

@@ -1,0 +1,116 @@
+#include "client/cli/args.h"
+
+#include <gtest/gtest.h>
+
+#include "client/cli/output.h"
+
+namespace kvstash::cli {
+namespace {
+
+absl::StatusOr<CliArgs> Parse(std::vector<std::string> argv) { return ParseArgs(argv); }
+
+TEST(ArgsTest, PutWithTokensAndSize) {
+  auto a = Parse({"--server", "grpc://10.0.0.1:9000", "--model=llama", "--chunk-tokens", "16",
+                  "put", "--tokens", "0-63", "--size", "2MiB", "--pattern-seed", "9"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, Command::kPut);
+  EXPECT_EQ(a->server, "grpc://10.0.0.1:9000");
+  EXPECT_EQ(a->ns.model_id, "llama");
+  EXPECT_EQ(a->ns.chunk_tokens, 16u);
+  EXPECT_EQ(a->tokens.size(), 64u);
+  EXPECT_EQ(*a->size_bytes, 2u << 20);
+  EXPECT_EQ(a->pattern_seed, 9u);
+}
+
+TEST(ArgsTest, DefaultsAndFlagsAfterCommand) {
+  auto a = Parse({"get", "--key", std::string(32, 'a'), "--out", "/tmp/x"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->server, "grpc://127.0.0.1:7070");
+  EXPECT_EQ(a->ns.model_id, "demo-model");
+  EXPECT_EQ(a->ns.chunk_tokens, 256u);
+  ASSERT_EQ(a->keys.size(), 1u);
+  EXPECT_EQ(a->keys[0][0], 0xaa);
+  EXPECT_EQ(a->out, "/tmp/x");
+}
+
+TEST(ArgsTest, HelpWinsOverEverything) {
+  auto a = Parse({"bogus", "--nope", "--help"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->help);
+  EXPECT_NE(UsageText().find("lookup"), std::string::npos);
+}
+
+TEST(ArgsTest, UsageErrors) {
+  const std::string key(32, 'b');
+  const std::vector<std::vector<std::string>> bad = {
+      {},
+      {"frobnicate"},
+      {"health", "extra"},
+      {"--unknown", "health"},
+      {"health", "--size", "1"},               // flag of another command
+      {"put", "--size", "10"},                 // no key source
+      {"put", "--key", key, "--tokens", "0-255", "--size", "1"},
+      {"put", "--key", key},                   // no payload source
+      {"put", "--key", key, "--size", "1", "--file", "f"},
+      {"put", "--key", key, "--size", "lots"},
+      {"put", "--key", key, "--size", "1", "--all-chunks"},
+      {"put", "--tokens", "0-99", "--size", "1"},  // less than one chunk
+      {"get", "--key", "xyz"},
+      {"get", "--key", key + "," + key},
+      {"get", "--tokens"},                     // missing value
+      {"lookup"},
+      {"lookup", "--tokens", "0-9", "--lease-ms", "-1"},
+      {"stats", "--namespace=yes"},
+      {"--model", "", "stats"},                // invalid namespace
+      {"--frame-bytes", "10", "health"},       // invalid client option
+  };
+  for (const auto& argv : bad) {
+    auto a = Parse(argv);
+    std::string joined;
+    for (const auto& s : argv) joined += s + " ";
+    EXPECT_TRUE(absl::IsInvalidArgument(a.status())) << joined;
+  }
+}
+
+TEST(ArgsTest, ExistsTakesSeveralKeysOrAllChunks) {
+  const std::string k1(32, '1'), k2(32, '2');
+  auto a = Parse({"exists", "--key", k1 + "," + k2});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->keys.size(), 2u);
+  a = Parse({"delete", "--tokens", "0-511", "--all-chunks"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->all_chunks);
+}
+
+TEST(ByteSizeTest, Suffixes) {
+  EXPECT_EQ(*ParseByteSize("4096"), 4096u);
+  EXPECT_EQ(*ParseByteSize("1KiB"), 1024u);
+  EXPECT_EQ(*ParseByteSize("64mib"), 64u << 20);
+  EXPECT_EQ(*ParseByteSize("2GiB"), 2ull << 30);
+  EXPECT_EQ(*ParseByteSize("1MB"), 1000000u);
+  EXPECT_EQ(*ParseByteSize("7B"), 7u);
+  EXPECT_FALSE(ParseByteSize("").ok());
+  EXPECT_FALSE(ParseByteSize("MiB").ok());
+  EXPECT_FALSE(ParseByteSize("1.5MiB").ok());
+  EXPECT_FALSE(ParseByteSize("-1").ok());
+  EXPECT_FALSE(ParseByteSize("99999999999TiB").ok());
+}
+
+TEST(OutputTest, LookupSummaryAndTiers) {
+  EXPECT_EQ(LookupSummary(2, 4, 256, 1024), "hit 2/4 chunks (512 of 1024 tokens)");
+  EXPECT_EQ(TierList({ChunkTier::kDram, ChunkTier::kNvme}), "dram nvme");
+  EXPECT_EQ(TierList({}), "-");
+  EXPECT_EQ(HumanBytes(512), "512 B");
+  EXPECT_EQ(HumanBytes(3 << 19), "1.5 MiB");
+}
+
+TEST(OutputTest, PatternIsDeterministicAndSeeded) {
+  EXPECT_EQ(PatternBytes(1, 1001), PatternBytes(1, 1001));
+  EXPECT_NE(PatternBytes(1, 1001), PatternBytes(2, 1001));
+  auto p = PatternBytes(5, 4096);
+  EXPECT_NE(std::vector<uint8_t>(p.begin(), p.begin() + 8),
+            std::vector<uint8_t>(p.begin() + 8, p.begin() + 16));
+}
+
+}  // namespace
+}  // namespace kvstash::cli

@@ -1,0 +1,75 @@
+#include "client/cli/output.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace kvstash::cli {
+
+const char* TierName(ChunkTier tier) {
+  switch (tier) {
+    case ChunkTier::kGpu:
+      return "gpu";
+    case ChunkTier::kDram:
+      return "dram";
+    case ChunkTier::kNvme:
+      return "nvme";
+    default:
+      return "absent";
+  }
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s", v, kUnits[unit]);
+}
+
+std::string RateText(uint64_t bytes, absl::Duration elapsed) {
+  double seconds = absl::ToDoubleSeconds(elapsed);
+  double ms = seconds * 1e3;
+  if (seconds <= 0) return absl::StrFormat("time_ms=%.3f MB/s=inf", ms);
+  return absl::StrFormat("time_ms=%.3f MB/s=%.1f", ms, static_cast<double>(bytes) / seconds / 1e6);
+}
+
+std::string LookupSummary(uint32_t hit_chunks, size_t total_chunks, uint32_t chunk_tokens,
+                          size_t total_tokens) {
+  return absl::StrCat("hit ", hit_chunks, "/", total_chunks, " chunks (",
+                      uint64_t{hit_chunks} * chunk_tokens, " of ", total_tokens, " tokens)");
+}
+
+std::string TierList(absl::Span<const ChunkTier> tiers) {
+  if (tiers.empty()) return "-";
+  return absl::StrJoin(tiers, " ", [](std::string* out, ChunkTier t) {
+    out->append(TierName(t));
+  });
+}
+
+std::vector<uint8_t> PatternBytes(uint64_t seed, size_t size) {
+  std::vector<uint8_t> out(size);
+  // splitmix64: cheap, and every 8-byte word differs, so shifted or swapped frames show.
+  uint64_t state = seed;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(&out[i], &z, 8);
+  }
+  for (uint64_t z = state * 0x9e3779b97f4a7c15ull; i < size; ++i, z >>= 8) {
+    out[i] = static_cast<uint8_t>(z);
+  }
+  return out;
+}
+
+}  // namespace kvstash::cli

@@ -1,0 +1,59 @@
+// Client::Connect: picks the transport from the URI scheme and proves the daemon answers
+// before handing out a client, so a wrong address fails here rather than at first use.
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/client_impl.h"
+#include "client/grpc_transport.h"
+#include "client/uri.h"
+#include "kvstash/client.h"
+
+namespace kvstash {
+namespace {
+
+using client_internal::CallContext;
+
+// UNAVAILABLE unless the daemon behind `transport` is connected and serving by `deadline`.
+absl::Status CheckServing(client_internal::Transport* transport, absl::string_view uri,
+                          const ClientOptions& options) {
+  absl::Time deadline = absl::Now() + absl::Milliseconds(options.connect_timeout_ms);
+  absl::Status s = transport->WaitConnected(deadline);
+  absl::StatusOr<HealthInfo> health;
+  if (s.ok()) {
+    CallContext ctx;
+    ctx.deadline = deadline;
+    health = transport->Health(ctx);
+    s = health.status();
+  }
+  if (!s.ok()) {
+    return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " did not answer within ",
+                                               options.connect_timeout_ms, " ms: ",
+                                               s.message()));
+  }
+  if (!health->serving) {
+    return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " is draining"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
+                                                        const ClientOptions& options) {
+  absl::StatusOr<client_internal::ParsedUri> parsed = client_internal::ParseUri(uri);
+  if (!parsed.ok()) return parsed.status();
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  if (parsed->scheme == client_internal::UriScheme::kUcx) {
+    return absl::UnimplementedError(absl::StrCat(
+        "the UCX transport is not built into this client yet; use grpc://", parsed->HostPort()));
+  }
+  auto transport =
+      std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options);
+  if (absl::Status s = CheckServing(transport.get(), uri, options); !s.ok()) return s;
+  return std::unique_ptr<Client>(
+      std::make_unique<client_internal::ClientImpl>(std::move(transport), options));
+}
+
+}  // namespace kvstash

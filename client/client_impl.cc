@@ -1,0 +1,227 @@
+#include "client/client_impl.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "xxhash.h"
+
+namespace kvstash::client_internal {
+namespace {
+
+absl::Status CheckPutItems(absl::Span<const PutItem> items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    // The daemon refuses an empty chunk by failing the whole stream; refusing it here
+    // names the item instead.
+    if (items[i].size == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PutItem ", i, ": size is 0; a chunk holds at least one byte"));
+    }
+    if (items[i].data == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PutItem ", i, ": data is null but size is ", items[i].size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGetItems(absl::Span<const GetItem> items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].data == nullptr && items[i].capacity > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GetItem ", i, ": data is null but capacity is ", items[i].capacity));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsUnknownNamespace(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kFailedPrecondition &&
+         absl::StrContains(s.message(), "unknown namespace");
+}
+
+ClientImpl::ClientImpl(TransportPtr transport, const ClientOptions& options)
+    : options_(options), transport_(std::move(transport)), executor_(options.async_threads) {}
+
+absl::Status ClientImpl::Run(const Key128* ns, Attempt attempt) {
+  CallContext ctx;
+  ctx.deadline = absl::Now() + absl::Milliseconds(options_.deadline_ms);
+  Backoff backoff(BackoffPolicy{options_.initial_backoff_ms, options_.max_backoff_ms});
+  bool reregistered = false;
+  for (;;) {
+    absl::Status s = attempt(ctx);
+    if (s.ok()) return s;
+    if (ns != nullptr && !reregistered && IsUnknownNamespace(s)) {
+      absl::Status r = Reregister(*ns, ctx, s);
+      if (r.ok()) {
+        reregistered = true;  // once: a second "unknown namespace" is the daemon's answer
+        continue;
+      }
+      s = r;
+    }
+    if (!BackOffBeforeRetry(s, ctx, &backoff)) return s;
+  }
+}
+
+absl::Status ClientImpl::Reregister(const Key128& ns, const CallContext& ctx,
+                                    const absl::Status& why) {
+  Namespace spec;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = namespaces_.find(ns);
+    if (it == namespaces_.end()) return why;  // not opened here: nothing to replay
+    spec = it->second;
+  }
+  absl::StatusOr<Key128> id = transport_->RegisterNamespace(ctx, spec);
+  if (!id.ok()) return id.status();
+  if (*id != ns) {
+    return absl::InternalError(absl::StrCat("daemon derived namespace id ", KeyToHex(*id),
+                                            " for namespace ", KeyToHex(ns)));
+  }
+  return absl::OkStatus();
+}
+
+bool ClientImpl::BackOffBeforeRetry(const absl::Status& s, const CallContext& ctx,
+                                    Backoff* backoff) {
+  if (s.code() != absl::StatusCode::kUnavailable) return false;
+  if (backoff->retries() >= options_.max_retries) return false;
+  absl::Duration delay = absl::Milliseconds(backoff->NextDelayMs());
+  // Sleeping past the deadline would only turn an informative UNAVAILABLE into
+  // DEADLINE_EXCEEDED.
+  if (absl::Now() + delay >= ctx.deadline) return false;
+  absl::SleepFor(delay);
+  return true;
+}
+
+absl::StatusOr<NamespaceHandle> ClientImpl::OpenNamespace(const Namespace& spec) {
+  if (absl::Status s = spec.Validate(); !s.ok()) return s;
+  NamespaceHandle handle{spec.Id()};
+  Key128 server_id{};
+  absl::Status s = Run(nullptr, [&](const CallContext& ctx) {
+    absl::StatusOr<Key128> id = transport_->RegisterNamespace(ctx, spec);
+    if (id.ok()) server_id = *id;
+    return id.status();
+  });
+  if (!s.ok()) return s;
+  if (server_id != handle.id) {
+    // Keys derived here would never match the daemon's view of this namespace.
+    return absl::InternalError(absl::StrCat("daemon derived namespace id ", KeyToHex(server_id),
+                                            ", client derived ", KeyToHex(handle.id)));
+  }
+  absl::MutexLock lock(&mu_);
+  namespaces_.insert_or_assign(handle.id, spec);
+  return handle;
+}
+
+absl::StatusOr<LookupResult> ClientImpl::Lookup(NamespaceHandle ns,
+                                                absl::Span<const Key128> keys,
+                                                uint32_t lease_ms) {
+  LookupResult result;
+  if (keys.empty()) return result;  // a prompt shorter than one chunk hits nothing
+  absl::Status s = Run(&ns.id, [&](const CallContext& ctx) {
+    absl::StatusOr<LookupResult> r = transport_->Lookup(ctx, ns.id, keys, lease_ms);
+    if (r.ok()) result = *std::move(r);
+    return r.status();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::Status ClientImpl::Put(NamespaceHandle ns, absl::Span<PutItem> items) {
+  if (absl::Status s = CheckPutItems(items); !s.ok()) return s;
+  if (items.empty()) return absl::OkStatus();
+  // The daemon verifies these against the bytes it receives, so corruption anywhere
+  // between this buffer and its memory is caught at write time.
+  std::vector<uint64_t> checksums(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    checksums[i] = XXH3_64bits(items[i].data, items[i].size);
+  }
+  return Run(&ns.id, [&](const CallContext& ctx) {
+    return transport_->Put(ctx, ns.id, items, checksums);
+  });
+}
+
+absl::Status ClientImpl::Get(NamespaceHandle ns, absl::Span<GetItem> items, uint64_t lease_id) {
+  if (absl::Status s = CheckGetItems(items); !s.ok()) return s;
+  if (items.empty()) return absl::OkStatus();
+  absl::Status s = Run(&ns.id, [&](const CallContext& ctx) {
+    return transport_->Get(ctx, ns.id, items, lease_id);
+  });
+  if (s.ok() && options_.verify_checksums) VerifyChecksums(items);
+  return s;
+}
+
+void ClientImpl::VerifyChecksums(absl::Span<GetItem> items) const {
+  for (GetItem& item : items) {
+    // A zero checksum means the daemon did not report one; there is nothing to compare.
+    if (!item.status.ok() || item.checksum == 0) continue;
+    uint64_t actual = XXH3_64bits(item.data, item.size);
+    if (actual != item.checksum) {
+      item.status = absl::DataLossError(
+          absl::StrCat("chunk ", KeyToHex(item.key), ": checksum ", absl::Hex(actual),
+                       " of received bytes, daemon recorded ", absl::Hex(item.checksum)));
+    }
+  }
+}
+
+std::future<absl::Status> ClientImpl::PutAsync(NamespaceHandle ns, absl::Span<PutItem> items) {
+  return executor_.Submit([this, ns, items] { return Put(ns, items); });
+}
+
+std::future<absl::Status> ClientImpl::GetAsync(NamespaceHandle ns, absl::Span<GetItem> items,
+                                               uint64_t lease_id) {
+  return executor_.Submit([this, ns, items, lease_id] { return Get(ns, items, lease_id); });
+}
+
+absl::StatusOr<std::vector<ChunkTier>> ClientImpl::Exists(NamespaceHandle ns,
+                                                          absl::Span<const Key128> keys) {
+  std::vector<ChunkTier> tiers;
+  if (keys.empty()) return tiers;
+  absl::Status s = Run(&ns.id, [&](const CallContext& ctx) {
+    absl::StatusOr<std::vector<ChunkTier>> r = transport_->Exists(ctx, ns.id, keys);
+    if (r.ok()) tiers = *std::move(r);
+    return r.status();
+  });
+  if (!s.ok()) return s;
+  return tiers;
+}
+
+absl::StatusOr<uint32_t> ClientImpl::Delete(NamespaceHandle ns, absl::Span<const Key128> keys) {
+  uint32_t deleted = 0;
+  if (keys.empty()) return deleted;
+  absl::Status s = Run(&ns.id, [&](const CallContext& ctx) {
+    absl::StatusOr<uint32_t> r = transport_->Delete(ctx, ns.id, keys);
+    if (r.ok()) deleted = *r;
+    return r.status();
+  });
+  if (!s.ok()) return s;
+  return deleted;
+}
+
+absl::StatusOr<ServerStats> ClientImpl::Stats(const NamespaceHandle* ns) {
+  ServerStats stats;
+  const Key128* id = ns != nullptr ? &ns->id : nullptr;
+  absl::Status s = Run(id, [&](const CallContext& ctx) {
+    absl::StatusOr<ServerStats> r = transport_->Stats(ctx, id);
+    if (r.ok()) stats = *r;
+    return r.status();
+  });
+  if (!s.ok()) return s;
+  return stats;
+}
+
+absl::StatusOr<HealthInfo> ClientImpl::Health() {
+  HealthInfo info;
+  absl::Status s = Run(nullptr, [&](const CallContext& ctx) {
+    absl::StatusOr<HealthInfo> r = transport_->Health(ctx);
+    if (r.ok()) info = *std::move(r);
+    return r.status();
+  });
+  if (!s.ok()) return s;
+  return info;
+}
+
+}  // namespace kvstash::client_internal

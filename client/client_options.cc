@@ -1,0 +1,37 @@
+// ClientOptions::Validate: reject settings that would make every call fail in a confusing
+// way later (a zero deadline, frames larger than gRPC will carry) at Connect instead.
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "kvstash/client.h"
+
+namespace kvstash {
+namespace {
+
+constexpr int64_t kMinFrameBytes = 1 << 10;
+constexpr int64_t kMaxFrameBytes = 64 << 20;
+constexpr int64_t kMaxRetries = 100;
+constexpr int64_t kMaxThreadsOrConnections = 256;
+
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("ClientOptions.", field, " = ", value,
+                                                 " is out of range [", lo, ", ", hi, "]"));
+}
+
+}  // namespace
+
+absl::Status ClientOptions::Validate() const {
+  constexpr int64_t kMax = INT64_MAX;
+  absl::Status s = CheckRange("deadline_ms", deadline_ms, 1, kMax);
+  if (s.ok()) s = CheckRange("connect_timeout_ms", connect_timeout_ms, 1, kMax);
+  if (s.ok()) s = CheckRange("max_retries", max_retries, 0, kMaxRetries);
+  if (s.ok()) s = CheckRange("initial_backoff_ms", initial_backoff_ms, 1, kMax);
+  if (s.ok()) s = CheckRange("max_backoff_ms", max_backoff_ms, initial_backoff_ms, kMax);
+  if (s.ok()) s = CheckRange("frame_bytes", frame_bytes, kMinFrameBytes, kMaxFrameBytes);
+  if (s.ok()) s = CheckRange("connections", connections, 1, kMaxThreadsOrConnections);
+  if (s.ok()) s = CheckRange("async_threads", async_threads, 1, kMaxThreadsOrConnections);
+  return s;
+}
+
+}  // namespace kvstash

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include "kvstash/client.h"
+
+namespace kvstash {
+namespace {
+
+TEST(ClientOptionsTest, DefaultsAreValid) { EXPECT_TRUE(ClientOptions().Validate().ok()); }
+
+// Each case breaks one field; the error must name that field.
+struct BadCase {
+  const char* field;
+  void (*mutate)(ClientOptions*);
+};
+
+TEST(ClientOptionsTest, RejectsEachFieldOutOfRange) {
+  const BadCase cases[] = {
+      {"deadline_ms", [](ClientOptions* o) { o->deadline_ms = 0; }},
+      {"connect_timeout_ms", [](ClientOptions* o) { o->connect_timeout_ms = -1; }},
+      {"max_retries", [](ClientOptions* o) { o->max_retries = -1; }},
+      {"max_retries", [](ClientOptions* o) { o->max_retries = 1000; }},
+      {"initial_backoff_ms", [](ClientOptions* o) { o->initial_backoff_ms = 0; }},
+      {"max_backoff_ms", [](ClientOptions* o) { o->max_backoff_ms = o->initial_backoff_ms - 1; }},
+      {"frame_bytes", [](ClientOptions* o) { o->frame_bytes = 100; }},
+      {"frame_bytes", [](ClientOptions* o) { o->frame_bytes = 128u << 20; }},
+      {"connections", [](ClientOptions* o) { o->connections = 0; }},
+      {"async_threads", [](ClientOptions* o) { o->async_threads = 0; }},
+  };
+  for (const BadCase& c : cases) {
+    ClientOptions o;
+    c.mutate(&o);
+    absl::Status s = o.Validate();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.field << ": " << s;
+    EXPECT_NE(s.message().find(c.field), absl::string_view::npos) << s;
+  }
+}
+
+TEST(ClientOptionsTest, AcceptsBoundaries) {
+  ClientOptions o;
+  o.max_retries = 0;
+  o.frame_bytes = 1024;
+  o.max_backoff_ms = o.initial_backoff_ms;
+  o.connections = 256;
+  EXPECT_TRUE(o.Validate().ok());
+}
+
+TEST(ClientConnectTest, RejectsBadUriAndOptionsBeforeConnecting) {
+  auto c = Client::Connect("http://127.0.0.1:1", {});
+  EXPECT_TRUE(absl::IsInvalidArgument(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("http"), absl::string_view::npos);
+  ClientOptions bad;
+  bad.connections = 0;
+  c = Client::Connect("grpc://127.0.0.1:1", bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(c.status())) << c.status();
+  c = Client::Connect("ucx://127.0.0.1:1", {});
+  EXPECT_TRUE(absl::IsUnimplemented(c.status())) << c.status();
+}
+
+TEST(ClientConnectTest, NoDaemonIsUnavailable) {
+  ClientOptions o;
+  o.connect_timeout_ms = 200;
+  // Port 1 on loopback: nothing listens there on a test host.
+  auto c = Client::Connect("grpc://127.0.0.1:1", o);
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+}
+
+}  // namespace
+}  // namespace kvstash

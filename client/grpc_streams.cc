@@ -1,0 +1,348 @@
+#include "client/grpc_streams.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/client_callback.h>
+// Protobuf SerializationTraits, for the small PutResponse and GetRequest messages.
+#include <grpcpp/impl/codegen/proto_utils.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "client/wire_convert.h"
+#include "kvstash/v1/kvstash.pb.h"
+#include "proto/frame_codec.h"
+#include "proto/status_map.h"
+
+namespace kvstash::client_internal {
+
+void ApplyDeadline(const CallContext& ctx, grpc::ClientContext* cc) {
+  if (ctx.deadline != absl::InfiniteFuture()) cc->set_deadline(absl::ToChronoTime(ctx.deadline));
+}
+
+namespace {
+
+using ByteBuffer = grpc::ByteBuffer;
+
+// Counts payload slices that reference caller memory and are still held anywhere inside
+// gRPC. A call returns only once the count is back to zero: a stream cut short can
+// leave frames queued in the transport after the call itself completed, and the caller
+// may free its buffers the moment we return.
+class SliceTracker {
+ public:
+  grpc::Slice Wrap(const void* data, size_t len) {
+    {
+      absl::MutexLock lock(&mu_);
+      ++live_;
+    }
+    // gRPC never writes through the pointer; the slice API simply is not const.
+    return grpc::Slice(const_cast<void*>(data), len, &SliceTracker::Release, this);
+  }
+  void WaitAllReleased() {
+    absl::MutexLock lock(&mu_);
+    absl::Time t0 = absl::Now();
+    int at0 = live_;
+    while (!mu_.AwaitWithTimeout(absl::Condition(+[](int* live) { return *live == 0; }, &live_), absl::Seconds(1))) {
+      fprintf(stderr, "DBG live=%d after %s\n", live_, absl::FormatDuration(absl::Now() - t0).c_str());
+    }
+    if (at0 > 0) fprintf(stderr, "DBG had %d live at done, released after %s\n", at0, absl::FormatDuration(absl::Now() - t0).c_str());
+  }
+
+ private:
+  static void Release(void* self) {
+    auto* tracker = static_cast<SliceTracker*>(self);
+    absl::MutexLock lock(&tracker->mu_);
+    --tracker->live_;
+  }
+
+  absl::Mutex mu_;
+  int live_ = 0;
+};
+
+// One Put call. Lives on the calling thread's stack; gRPC callbacks drive the writes,
+// one in flight at a time, and the caller blocks in Run until OnDone.
+class PutStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
+ public:
+  PutStream(const Key128& ns, absl::Span<PutItem> items, absl::Span<const uint64_t> checksums,
+            uint32_t frame_bytes)
+      : ns_(ns), items_(items), checksums_(checksums), frame_bytes_(frame_bytes) {}
+
+  absl::Status Run(grpc::GenericStub* stub, const CallContext& ctx) {
+    ApplyDeadline(ctx, &context_);
+    stub->PrepareBidiStreamingCall(&context_, kPutMethod, grpc::StubOptions(), this);
+    StartRead(&response_);
+    if (items_.empty()) {
+      StartWritesDone();
+    } else {
+      WriteNextFrame();
+    }
+    StartCall();
+    done_.WaitForNotification();
+    frame_.Clear();  // drop our own reference to the last frame's slices
+    tracker_.WaitAllReleased();
+    return Finish();
+  }
+
+ private:
+  void OnWriteDone(bool ok) override {
+    if (ok) WriteNextFrame();  // else the stream broke; OnDone brings the status
+  }
+  void OnReadDone(bool ok) override { got_response_ = ok; }
+  void OnDone(const grpc::Status& s) override {
+    status_ = s;
+    done_.Notify();
+  }
+
+  void WriteNextFrame() {
+    if (item_ == items_.size()) return;  // the last frame went out with StartWriteLast
+    frame_ = NextFrame();
+    if (item_ == items_.size()) {
+      StartWriteLast(&frame_, grpc::WriteOptions());
+    } else {
+      StartWrite(&frame_);
+    }
+  }
+
+  // The frame at the current position: a chunk's header frame (with its first payload
+  // bytes) or a data-only frame; advances the position past it.
+  ByteBuffer NextFrame() {
+    const PutItem& item = items_[item_];
+    v1::PutFrame head;
+    if (first_frame_) head.set_namespace_id(KeyToBytes(ns_));
+    first_frame_ = false;
+    if (offset_ == 0 && !header_sent_) {
+      v1::ChunkHeader* h = head.mutable_header();
+      h->set_key(KeyToBytes(item.key));
+      h->set_size_bytes(item.size);
+      h->set_tokens(item.tokens);
+      h->set_format(item.format);
+      h->set_checksum(checksums_[item_]);
+      header_sent_ = true;
+    }
+    size_t n = std::min<size_t>(frame_bytes_, item.size - offset_);
+    ByteBuffer frame;
+    if (n == 0) {
+      frame = wire::EncodeFrame(head, {});
+    } else {
+      grpc::Slice payload =
+          tracker_.Wrap(static_cast<const uint8_t*>(item.data) + offset_, n);
+      frame = wire::EncodeFrame(head, absl::MakeConstSpan(&payload, 1));
+    }
+    offset_ += n;
+    if (offset_ == item.size) {
+      ++item_;
+      offset_ = 0;
+      header_sent_ = false;
+    }
+    return frame;
+  }
+
+  absl::Status Finish() {
+    if (!status_.ok()) return wire::FromGrpcStatus(status_);
+    v1::PutResponse resp;
+    if (!got_response_ ||
+        !grpc::SerializationTraits<v1::PutResponse>::Deserialize(&response_, &resp).ok()) {
+      return absl::InternalError("Put stream ended without a readable PutResponse");
+    }
+    if (static_cast<size_t>(resp.results_size()) != items_.size()) {
+      return absl::InternalError(absl::StrCat("PutResponse has ", resp.results_size(),
+                                              " results for ", items_.size(), " chunks"));
+    }
+    for (size_t i = 0; i < items_.size(); ++i) {
+      const v1::ChunkResult& r = resp.results(static_cast<int>(i));
+      items_[i].status = wire::FromCode(r.code(), r.message());
+      items_[i].already_present = r.already_present();
+    }
+    return absl::OkStatus();
+  }
+
+  const Key128 ns_;
+  const absl::Span<PutItem> items_;
+  const absl::Span<const uint64_t> checksums_;
+  const uint32_t frame_bytes_;
+  SliceTracker tracker_;  // outlives context_: destroyed after it
+  grpc::ClientContext context_;
+  // Write position: next chunk, next byte within it, whether its header went out.
+  size_t item_ = 0;
+  size_t offset_ = 0;
+  bool header_sent_ = false;
+  bool first_frame_ = true;
+  ByteBuffer frame_;     // the write in flight
+  ByteBuffer response_;  // the single PutResponse
+  bool got_response_ = false;
+  grpc::Status status_;
+  absl::Notification done_;
+};
+
+// One Get call: a single request, then frames consumed as they arrive. Lives on the
+// calling thread's stack; reads are issued one at a time from OnReadDone.
+class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
+ public:
+  explicit GetStream(absl::Span<GetItem> items) : items_(items), answered_(items.size(), false) {}
+
+  absl::Status Run(grpc::GenericStub* stub, const CallContext& ctx, const Key128& ns,
+                   uint64_t lease_id) {
+    v1::GetRequest req;
+    req.set_namespace_id(KeyToBytes(ns));
+    std::vector<Key128> keys;
+    keys.reserve(items_.size());
+    for (const GetItem& item : items_) keys.push_back(item.key);
+    req.set_keys(KeysToBytes(keys));
+    req.set_lease_id(lease_id);
+    bool own = false;
+    grpc::Status s = grpc::SerializationTraits<v1::GetRequest>::Serialize(req, &request_, &own);
+    if (!s.ok()) return wire::FromGrpcStatus(s);
+    ApplyDeadline(ctx, &context_);
+    stub->PrepareBidiStreamingCall(&context_, kGetMethod, grpc::StubOptions(), this);
+    StartWriteLast(&request_, grpc::WriteOptions());
+    StartRead(&frame_);
+    StartCall();
+    done_.WaitForNotification();
+    return Finish();
+  }
+
+ private:
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // end of stream or broken; OnDone brings the status
+    absl::Status s = Consume();
+    if (!s.ok()) {
+      protocol_error_ = s;
+      context_.TryCancel();
+      return;
+    }
+    StartRead(&frame_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    status_ = s;
+    done_.Notify();
+  }
+
+  absl::Status Consume() {
+    v1::GetFrame head;
+    wire::FramePayload payload;
+    if (absl::Status s = wire::DecodeFrame(frame_, &head, &payload); !s.ok()) return s;
+    frame_.Clear();
+    if (head.has_header() || head.code() != 0) {
+      if (absl::Status s = StartChunk(head); !s.ok()) return s;
+    }
+    if (payload.bytes == 0) return absl::OkStatus();
+    if (payload.bytes > remaining_) {
+      return absl::InternalError(absl::StrCat("Get stream: ", payload.bytes,
+                                              " payload bytes where ", remaining_,
+                                              " were expected"));
+    }
+    for (const grpc::Slice& slice : payload.slices) {
+      if (dest_ != nullptr) {
+        std::memcpy(dest_, slice.begin(), slice.size());
+        dest_ += slice.size();
+      }
+    }
+    remaining_ -= payload.bytes;
+    if (remaining_ == 0 && dest_ != nullptr) items_[current_].status = absl::OkStatus();
+    return absl::OkStatus();
+  }
+
+  // A frame that opens the answer for one requested key.
+  absl::Status StartChunk(const v1::GetFrame& head) {
+    if (remaining_ > 0) {
+      return absl::InternalError(absl::StrCat("Get stream: chunk ", current_, " cut short by ",
+                                              remaining_, " bytes"));
+    }
+    size_t index = head.index();
+    if (index >= items_.size() || answered_[index]) {
+      return absl::InternalError(absl::StrCat("Get stream: bad or repeated index ", index));
+    }
+    GetItem& item = items_[index];
+    if (!head.header().key().empty() && head.header().key() != KeyToBytes(item.key)) {
+      return absl::InternalError(absl::StrCat("Get stream: index ", index, " answers another key"));
+    }
+    answered_[index] = true;
+    current_ = index;
+    dest_ = nullptr;
+    if (head.code() != 0) {
+      item.status = wire::FromCode(
+          head.code(), absl::StrCat("chunk ", KeyToHex(item.key),
+                                    head.code() == static_cast<int>(absl::StatusCode::kNotFound) ? " not found" : " could not be read"));
+      return absl::OkStatus();
+    }
+    const v1::ChunkHeader& h = head.header();
+    item.size = h.size_bytes();
+    item.tokens = h.tokens();
+    item.format = h.format();
+    item.checksum = h.checksum();
+    remaining_ = h.size_bytes();
+    if (item.size > item.capacity) {
+      // The payload still arrives; it is skipped, and size tells the caller what to allocate.
+      item.status = absl::ResourceExhaustedError(
+          absl::StrCat("chunk ", KeyToHex(item.key), " has ", item.size,
+                       " bytes; the buffer holds ", item.capacity));
+      return absl::OkStatus();
+    }
+    dest_ = static_cast<uint8_t*>(item.data);
+    item.status = remaining_ == 0 ? absl::OkStatus()
+                                  : absl::DataLossError("chunk payload incomplete");
+    return absl::OkStatus();
+  }
+
+  absl::Status Finish() {
+    if (!protocol_error_.ok()) return protocol_error_;
+    if (!status_.ok()) return wire::FromGrpcStatus(status_);
+    if (remaining_ > 0) {
+      return absl::InternalError(absl::StrCat("Get stream ended ", remaining_,
+                                              " bytes before the end of chunk ", current_));
+    }
+    for (size_t i = 0; i < items_.size(); ++i) {
+      if (!answered_[i]) {
+        return absl::InternalError(absl::StrCat("Get stream ended without an answer for key ",
+                                                i, " of ", items_.size()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const absl::Span<GetItem> items_;
+  std::vector<bool> answered_;
+  grpc::ClientContext context_;
+  ByteBuffer request_;
+  ByteBuffer frame_;  // the read in flight
+  // The chunk being received: its index, where its next bytes go (null: skipped), and
+  // how many bytes are still due.
+  size_t current_ = 0;
+  uint8_t* dest_ = nullptr;
+  uint64_t remaining_ = 0;
+  absl::Status protocol_error_;
+  grpc::Status status_;
+  absl::Notification done_;
+};
+
+}  // namespace
+
+absl::Status RunPutStream(grpc::GenericStub* stub, const CallContext& ctx, const Key128& ns,
+                          absl::Span<PutItem> items, absl::Span<const uint64_t> checksums,
+                          uint32_t frame_bytes) {
+  for (PutItem& item : items) {
+    item.status = absl::UnknownError("chunk not acknowledged by the daemon");
+    item.already_present = false;
+  }
+  PutStream stream(ns, items, checksums, frame_bytes);
+  return stream.Run(stub, ctx);
+}
+
+absl::Status RunGetStream(grpc::GenericStub* stub, const CallContext& ctx, const Key128& ns,
+                          absl::Span<GetItem> items, uint64_t lease_id) {
+  for (GetItem& item : items) {
+    item.status = absl::UnknownError("chunk not answered by the daemon");
+    item.size = 0;
+    item.tokens = 0;
+    item.format = 0;
+    item.checksum = 0;
+  }
+  GetStream stream(items);
+  return stream.Run(stub, ctx, ns, lease_id);
+}
+
+}  // namespace kvstash::client_internal

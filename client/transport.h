@@ -1,0 +1,60 @@
+// The wire behind Client: one implementation per URI scheme (gRPC now, UCX later). A
+// transport makes exactly one attempt per call; deadlines across retries, backoff, and
+// namespace re-registration live above it, in ClientImpl, so every transport gets them.
+//
+// Thread-safety: implementations must be thread-safe; ClientImpl calls them concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "kvstash/client.h"
+#include "kvstash/keys.h"
+
+namespace kvstash::client_internal {
+
+// Per-attempt settings.
+struct CallContext {
+  // The attempt fails with DEADLINE_EXCEEDED once this passes.
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Blocks until every connection is established or `deadline` passes (UNAVAILABLE).
+  virtual absl::Status WaitConnected(absl::Time deadline) = 0;
+
+  // Returns the namespace id the daemon derived for `spec`.
+  virtual absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx,
+                                                   const Namespace& spec) = 0;
+  virtual absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
+                                              absl::Span<const Key128> keys,
+                                              uint32_t lease_ms) = 0;
+  // Streams items[i] with checksums[i] (XXH3-64 of its payload); fills each item's status
+  // and already_present. REQUIRES: checksums.size() == items.size().
+  virtual absl::Status Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
+                           absl::Span<const uint64_t> checksums) = 0;
+  // Fills each item's buffer and out fields. Items the stream never answered keep an
+  // error status.
+  virtual absl::Status Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
+                           uint64_t lease_id) = 0;
+  virtual absl::StatusOr<std::vector<ChunkTier>> Exists(const CallContext& ctx,
+                                                        const Key128& ns,
+                                                        absl::Span<const Key128> keys) = 0;
+  virtual absl::StatusOr<uint32_t> Delete(const CallContext& ctx, const Key128& ns,
+                                          absl::Span<const Key128> keys) = 0;
+  // ns == nullptr: totals only.
+  virtual absl::StatusOr<ServerStats> Stats(const CallContext& ctx, const Key128* ns) = 0;
+  virtual absl::StatusOr<HealthInfo> Health(const CallContext& ctx) = 0;
+};
+
+using TransportPtr = std::unique_ptr<Transport>;
+
+}  // namespace kvstash::client_internal

@@ -1,0 +1,107 @@
+#include "client/wire_convert.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvstash::client_internal {
+namespace {
+
+void CountersFromProto(const v1::CounterSet& c, ServerStats* out) {
+  out->chunks = c.chunks();
+  out->bytes = c.bytes();
+  out->hits = c.hits();
+  out->misses = c.misses();
+  out->puts = c.puts();
+  out->evictions = c.evictions();
+  out->deletes = c.deletes();
+  out->lookups = c.lookups();
+  out->lookup_hit_chunks = c.lookup_hit_chunks();
+}
+
+}  // namespace
+
+void NamespaceToProto(const Namespace& ns, v1::NamespaceSpec* out) {
+  out->set_tenant(ns.tenant);
+  out->set_model_id(ns.model_id);
+  out->set_revision(ns.revision);
+  out->set_dtype(ns.dtype);
+  out->set_kv_layout(ns.kv_layout);
+  out->set_num_layers(ns.num_layers);
+  out->set_kv_heads(ns.kv_heads);
+  out->set_head_dim(ns.head_dim);
+  out->set_tp_rank(ns.tp_rank);
+  out->set_tp_size(ns.tp_size);
+  out->set_chunk_tokens(ns.chunk_tokens);
+  out->set_hash_algo(static_cast<uint32_t>(ns.hash_algo));
+}
+
+std::string KeysToBytes(absl::Span<const Key128> keys) {
+  std::string out(keys.size() * sizeof(Key128), '\0');
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::memcpy(&out[i * sizeof(Key128)], keys[i].data(), sizeof(Key128));
+  }
+  return out;
+}
+
+std::string KeyToBytes(const Key128& key) {
+  return std::string(reinterpret_cast<const char*>(key.data()), key.size());
+}
+
+absl::StatusOr<Key128> KeyFromBytes(absl::string_view bytes, absl::string_view what) {
+  Key128 key{};
+  if (bytes.size() != key.size()) {
+    return absl::InternalError(
+        absl::StrCat("daemon sent a ", bytes.size(), "-byte ", what, "; expected 16 bytes"));
+  }
+  std::memcpy(key.data(), bytes.data(), key.size());
+  return key;
+}
+
+ChunkTier TierFromWire(uint32_t v) {
+  switch (v) {
+    case v1::TIER_GPU:
+      return ChunkTier::kGpu;
+    case v1::TIER_DRAM:
+      return ChunkTier::kDram;
+    case v1::TIER_NVME:
+      return ChunkTier::kNvme;
+    default:
+      return ChunkTier::kNone;
+  }
+}
+
+std::vector<ChunkTier> TiersFromBytes(absl::string_view bytes) {
+  std::vector<ChunkTier> out;
+  out.reserve(bytes.size());
+  for (char c : bytes) out.push_back(TierFromWire(static_cast<uint8_t>(c)));
+  return out;
+}
+
+ServerStats StatsFromProto(const v1::StatsResponse& resp, const Key128* ns) {
+  ServerStats out;
+  CountersFromProto(resp.total(), &out);
+  if (ns != nullptr) {
+    out = ServerStats();
+    std::string id = KeyToBytes(*ns);
+    for (const v1::NamespaceStats& n : resp.namespaces()) {
+      if (n.namespace_id() == id) CountersFromProto(n.counters(), &out);
+    }
+  }
+  for (const v1::TierStats& t : resp.tiers()) {
+    if (t.tier() != v1::TIER_DRAM) continue;
+    out.dram_capacity_bytes = t.capacity_bytes();
+    out.dram_used_bytes = t.used_bytes();
+  }
+  return out;
+}
+
+HealthInfo HealthFromProto(const v1::HealthResponse& resp) {
+  HealthInfo out;
+  out.serving = resp.state() == v1::HealthResponse::SERVING;
+  out.version = resp.version();
+  out.uptime_ms = resp.uptime_ms();
+  return out;
+}
+
+}  // namespace kvstash::client_internal

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kvstash builds and tests with. Idempotent: installs only
+# what is missing, and uses sudo only when not running as root.
+#   scripts/setup.sh [--bench]   (--bench also installs the peers: redis-server, memcached)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libyaml-cpp-dev libxxhash-dev libssl-dev
+  libgtest-dev libgmock-dev
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(redis-server memcached)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ "$(id -u)" != "0" ]]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

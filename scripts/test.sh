@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds kvstash twice (optimised, and with AddressSanitizer +
+# UndefinedBehaviorSanitizer) and runs the whole test suite on each build.
+#   scripts/test.sh            both builds
+#   scripts/test.sh --fast     the optimised build only
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/setup.sh"
+
+run_suite() {
+  local dir=$1
+  shift
+  echo "== build $dir ($*)"
+  "$top/scripts/build.sh" "$dir" -DKVSTASH_BUILD_BENCH=OFF "$@"
+  echo "== test $dir"
+  (cd "$top/$dir" && ctest --output-on-failure --timeout 300 -j2)
+}
+
+run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSTASH_SANITIZE=OFF
+if [[ "${1:-}" != "--fast" ]]; then
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSTASH_SANITIZE=ON
+fi

@@ -1,0 +1,329 @@
+#include "server/config.h"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "server/config_reader.h"
+
+namespace kvstash::server {
+
+const char kDefaultConfigYaml[] = R"yaml(# kvstashd configuration. Sizes take KiB/MiB/GiB/TiB (or KB/MB/GB/TB) suffixes.
+server:
+  grpc_listen: "127.0.0.1:7070"   # HOST:PORT; port 0 picks a free port
+  max_frame_bytes: 4MiB           # largest payload per Put frame
+  send_frame_bytes: 1MiB          # payload per Get frame
+  max_keys_per_request: 65536     # keys per Lookup/Get/Exists/Delete, chunks per Put
+  shutdown_grace_ms: 10000        # in-flight calls may finish for this long on SIGTERM
+data_dir: "./var/kvstash"
+log:
+  level: info                     # debug | info | warn | error
+  format: logfmt                  # logfmt | json
+storage:
+  max_chunk_bytes: 256MiB
+  max_lease_ms: 60000
+  index_shards: 64
+  dram:
+    capacity_bytes: 1GiB
+    page_bytes: 1MiB
+    huge_pages: auto              # off | auto | on
+    eviction: lru
+)yaml";
+
+namespace {
+
+using HugePages = storage::ChunkStoreOptions::HugePages;
+
+constexpr uint64_t kKiB = 1ull << 10;
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr int64_t kDayMs = 24ll * 3600 * 1000;
+
+struct Suffix {
+  const char* name;
+  uint64_t factor;
+};
+constexpr Suffix kSuffixes[] = {
+    {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
+    {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull}, {"TB", 1000000000000ull},
+    {"B", 1},
+};
+
+bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// Applies one --set override to the document tree, creating sections as needed. Unknown
+// keys created here are reported later by the schema walk, with their full dotted name.
+absl::Status ApplyOverride(const ConfigOverride& o, YAML::Node* root) {
+  std::vector<std::string> parts = absl::StrSplit(o.key, '.');
+  for (const std::string& p : parts) {
+    if (p.empty()) return absl::InvalidArgumentError(absl::StrCat("--set: bad key \"", o.key, "\""));
+  }
+  YAML::Node value(o.value);
+  try {
+    if (!o.literal) value = YAML::Load(o.value);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(o.key, ": bad value in --set: ", e.msg));
+  }
+  YAML::Node cur = *root;
+  std::string path;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    absl::StrAppend(&path, i == 0 ? "" : ".", parts[i]);
+    YAML::Node child = cur[parts[i]];
+    if (!child.IsDefined() || child.IsNull()) {
+      child = YAML::Node(YAML::NodeType::Map);
+      cur[parts[i]] = child;
+    } else if (!child.IsMap()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": is a value, not a section; cannot set ", o.key));
+    }
+    cur.reset(child);
+  }
+  cur[parts.back()] = value;
+  return absl::OkStatus();
+}
+
+void ReadGrpc(ConfigReader& r, GrpcConfig* c) {
+  r.String("grpc_listen", &c->grpc_listen);
+  r.Size("max_frame_bytes", 4 * kKiB, kGiB, &c->max_frame_bytes);
+  r.Size("send_frame_bytes", 4 * kKiB, kGiB, &c->send_frame_bytes);
+  r.Int("max_keys_per_request", 1, 1 << 24, &c->max_keys_per_request);
+  r.Int("shutdown_grace_ms", 0, kDayMs, &c->shutdown_grace_ms);
+}
+
+void ReadLog(ConfigReader& r, LogConfig* c) {
+  r.Choice("level",
+           {{"debug", LogLevel::kDebug},
+            {"info", LogLevel::kInfo},
+            {"warn", LogLevel::kWarn},
+            {"error", LogLevel::kError}},
+           &c->level);
+  r.Choice("format", {{"logfmt", LogFormat::kLogfmt}, {"json", LogFormat::kJson}}, &c->format);
+}
+
+void ReadStorage(ConfigReader& r, StorageConfig* c) {
+  r.Size("max_chunk_bytes", 1, std::numeric_limits<uint64_t>::max(), &c->max_chunk_bytes);
+  r.Int("max_lease_ms", 0, kDayMs, &c->max_lease_ms);
+  r.Int("index_shards", 1, 65536, &c->index_shards);
+  if (!IsPowerOfTwo(c->index_shards)) {
+    r.Fail("index_shards", absl::StrCat("must be a power of two, got ", c->index_shards));
+  }
+  ConfigReader dram = r.Section("dram");
+  DramConfig* d = &c->dram;
+  dram.Size("capacity_bytes", 1, std::numeric_limits<uint64_t>::max(), &d->capacity_bytes);
+  dram.Size("page_bytes", 4 * kKiB, kGiB, &d->page_bytes);
+  if (!IsPowerOfTwo(d->page_bytes)) {
+    dram.Fail("page_bytes", absl::StrCat("must be a power of two, got ", d->page_bytes));
+  }
+  // true/false are accepted because YAML users write them for on/off out of habit.
+  dram.Choice("huge_pages",
+              {{"off", HugePages::kOff},
+               {"auto", HugePages::kAuto},
+               {"on", HugePages::kOn},
+               {"false", HugePages::kOff},
+               {"true", HugePages::kOn}},
+              &d->huge_pages);
+  dram.Choice("eviction", {{"lru", std::string("lru")}}, &d->eviction);
+  if (d->capacity_bytes < d->page_bytes) {
+    dram.Fail("capacity_bytes", absl::StrCat("must be at least page_bytes (", d->page_bytes,
+                                             "), got ", d->capacity_bytes));
+  }
+  dram.RejectUnknown();
+}
+
+// Checks that relate several fields, or a field's syntax beyond its type.
+absl::Status CheckCrossFields(const ServerConfig& c) {
+  const GrpcConfig& s = c.server;
+  if (!absl::StartsWith(s.grpc_listen, "unix:")) {
+    size_t colon = s.grpc_listen.rfind(':');
+    int port = -1;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(absl::string_view(s.grpc_listen).substr(colon + 1), &port) ||
+        port < 0 || port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "server.grpc_listen: expected HOST:PORT or unix:PATH, got \"", s.grpc_listen, "\""));
+    }
+  }
+  if (s.send_frame_bytes > s.max_frame_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server.send_frame_bytes: must not exceed server.max_frame_bytes (",
+                     FormatByteSize(s.max_frame_bytes), "), got ",
+                     FormatByteSize(s.send_frame_bytes)));
+  }
+  // A request naming max_keys_per_request keys must still fit the message size limit.
+  if (uint64_t{s.max_keys_per_request} * 16 > s.max_frame_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server.max_keys_per_request: ", s.max_keys_per_request,
+        " keys of 16 bytes exceed server.max_frame_bytes (", FormatByteSize(s.max_frame_bytes),
+        ")"));
+  }
+  if (c.data_dir.empty()) return absl::InvalidArgumentError("data_dir: must not be empty");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ServerConfig> ReadTree(const YAML::Node& root) {
+  ServerConfig c;
+  ConfigReader top(root, "");
+  ConfigReader server = top.Section("server");
+  ReadGrpc(server, &c.server);
+  server.RejectUnknown();
+  top.String("data_dir", &c.data_dir);
+  ConfigReader log = top.Section("log");
+  ReadLog(log, &c.log);
+  log.RejectUnknown();
+  ConfigReader storage = top.Section("storage");
+  ReadStorage(storage, &c.storage);
+  storage.RejectUnknown();
+  top.RejectUnknown();
+  if (absl::Status s = top.status(); !s.ok()) return s;
+  if (absl::Status s = CheckCrossFields(c); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace
+
+storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
+  storage::ChunkStoreOptions o;
+  o.dram_capacity_bytes = storage.dram.capacity_bytes;
+  o.page_bytes = storage.dram.page_bytes;
+  o.huge_pages = storage.dram.huge_pages;
+  o.max_chunk_bytes = storage.max_chunk_bytes;
+  o.dram_eviction = storage.dram.eviction;
+  o.index_shards = storage.index_shards;
+  o.max_lease = absl::Milliseconds(storage.max_lease_ms);
+  return o;
+}
+
+absl::StatusOr<ServerConfig> ParseConfig(absl::string_view yaml,
+                                         const std::vector<ConfigOverride>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("line ", e.mark.line + 1, ", column ",
+                                                   e.mark.column + 1, ": ", e.msg));
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError("the top level of the config must be a mapping");
+  }
+  for (const ConfigOverride& o : overrides) {
+    if (absl::Status s = ApplyOverride(o, &root); !s.ok()) return s;
+  }
+  try {
+    return ReadTree(root);
+  } catch (const YAML::Exception& e) {
+    // The reader checks node kinds before converting, so this is a backstop only.
+    return absl::InvalidArgumentError(absl::StrCat("malformed config: ", e.msg));
+  }
+}
+
+absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
+                                            const std::vector<ConfigOverride>& overrides) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open config file"));
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<ServerConfig> c = ParseConfig(text.str(), overrides);
+  if (!c.ok()) {
+    return absl::Status(c.status().code(), absl::StrCat(path, ": ", c.status().message()));
+  }
+  return c;
+}
+
+std::string EmitConfig(const ServerConfig& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "server" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "grpc_listen" << YAML::Value << YAML::DoubleQuoted << c.server.grpc_listen;
+  out << YAML::Key << "max_frame_bytes" << YAML::Value << FormatByteSize(c.server.max_frame_bytes);
+  out << YAML::Key << "send_frame_bytes" << YAML::Value
+      << FormatByteSize(c.server.send_frame_bytes);
+  out << YAML::Key << "max_keys_per_request" << YAML::Value << c.server.max_keys_per_request;
+  out << YAML::Key << "shutdown_grace_ms" << YAML::Value << c.server.shutdown_grace_ms;
+  out << YAML::EndMap;
+  out << YAML::Key << "data_dir" << YAML::Value << YAML::DoubleQuoted << c.data_dir;
+  out << YAML::Key << "log" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "level" << YAML::Value << std::string(LogLevelName(c.log.level));
+  out << YAML::Key << "format" << YAML::Value << std::string(LogFormatName(c.log.format));
+  out << YAML::EndMap;
+  out << YAML::Key << "storage" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "max_chunk_bytes" << YAML::Value
+      << FormatByteSize(c.storage.max_chunk_bytes);
+  out << YAML::Key << "max_lease_ms" << YAML::Value << c.storage.max_lease_ms;
+  out << YAML::Key << "index_shards" << YAML::Value << c.storage.index_shards;
+  out << YAML::Key << "dram" << YAML::Value << YAML::BeginMap;
+  const DramConfig& d = c.storage.dram;
+  out << YAML::Key << "capacity_bytes" << YAML::Value << FormatByteSize(d.capacity_bytes);
+  out << YAML::Key << "page_bytes" << YAML::Value << FormatByteSize(d.page_bytes);
+  out << YAML::Key << "huge_pages" << YAML::Value << std::string(HugePagesName(d.huge_pages));
+  out << YAML::Key << "eviction" << YAML::Value << d.eviction;
+  out << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
+  absl::string_view t = absl::StripAsciiWhitespace(text);
+  size_t digits = 0;
+  while (digits < t.size() && absl::ascii_isdigit(t[digits])) ++digits;
+  uint64_t number = 0;
+  if (digits == 0 || !absl::SimpleAtoi(t.substr(0, digits), &number)) {
+    return absl::InvalidArgumentError("not a byte size");
+  }
+  absl::string_view suffix = absl::StripLeadingAsciiWhitespace(t.substr(digits));
+  if (suffix.empty()) return number;
+  for (const Suffix& s : kSuffixes) {
+    if (suffix != s.name) continue;
+    if (number > std::numeric_limits<uint64_t>::max() / s.factor) {
+      return absl::OutOfRangeError("byte size overflows 64 bits");
+    }
+    return number * s.factor;
+  }
+  return absl::InvalidArgumentError("unknown size suffix");
+}
+
+std::string FormatByteSize(uint64_t bytes) {
+  static constexpr const char* kNames[] = {"TiB", "GiB", "MiB", "KiB"};
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t factor = 1ull << (10 * (4 - i));
+    if (bytes != 0 && bytes % factor == 0) return absl::StrCat(bytes / factor, kNames[i]);
+  }
+  return absl::StrCat(bytes);
+}
+
+absl::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "info";
+}
+
+absl::string_view HugePagesName(storage::ChunkStoreOptions::HugePages mode) {
+  switch (mode) {
+    case HugePages::kOff:
+      return "off";
+    case HugePages::kAuto:
+      return "auto";
+    case HugePages::kOn:
+      return "on";
+  }
+  return "auto";
+}
+
+absl::string_view LogFormatName(LogFormat format) {
+  return format == LogFormat::kJson ? "json" : "logfmt";
+}
+
+}  // namespace kvstash::server

@@ -1,0 +1,116 @@
+// The daemon's configuration: one YAML document plus `--set dotted.key=value` overrides.
+//
+// Every field has its default written in-class below and, identically, in
+// kDefaultConfigYaml (a test keeps the two in step). Parsing is strict: an unknown key, a
+// value of the wrong type or out of range is refused with a message that names the
+// dotted field, e.g.
+//   storage.dram.capacity_bytes: expected a byte size like 4GiB, got "lots"
+// because a typo that silently falls back to a default is the worst kind of config bug.
+//
+// Thread-safety: plain values and stateless functions; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "storage/chunk_store.h"
+
+namespace kvstash::server {
+
+// The `server:` section: the gRPC listener and its limits.
+struct GrpcConfig {
+  // HOST:PORT to listen on ("[::]:7070" for every interface, port 0 picks a free port), or
+  // "unix:/path" for a Unix socket.
+  std::string grpc_listen = "127.0.0.1:7070";
+  // Largest payload one Put frame may carry. gRPC's receive limit is set to this plus
+  // 64 KiB (room for the frame's other fields), so one oversized message cannot make the
+  // daemon buffer an unbounded amount.
+  uint64_t max_frame_bytes = 4ull << 20;
+  // Payload bytes per Get frame. 1 MiB matches the DRAM page size, so a frame is one page
+  // referenced in place. Must not exceed max_frame_bytes.
+  uint64_t send_frame_bytes = 1ull << 20;
+  // Most keys one Lookup/Get/Exists/Delete request may name, and most chunks per Put call.
+  uint32_t max_keys_per_request = 65536;
+  // On SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled.
+  int64_t shutdown_grace_ms = 10000;
+};
+
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+enum class LogFormat { kLogfmt, kJson };
+
+// The `log:` section. Log lines go to stderr.
+struct LogConfig {
+  // Lines below this level are dropped: debug | info | warn | error.
+  LogLevel level = LogLevel::kInfo;
+  // logfmt (`ts=... level=info msg="..." k=v`) or json (one object per line).
+  LogFormat format = LogFormat::kLogfmt;
+};
+
+// The `storage.dram:` section.
+struct DramConfig {
+  // Hard byte budget of the DRAM tier (reserved up front).
+  uint64_t capacity_bytes = 1ull << 30;
+  // Allocation granule; a power of two, at least 4 KiB.
+  uint64_t page_bytes = 1ull << 20;
+  // off | auto | on. auto tries explicit huge pages, then transparent ones, then 4 KiB.
+  storage::ChunkStoreOptions::HugePages huge_pages = storage::ChunkStoreOptions::HugePages::kAuto;
+  // Eviction policy: lru.
+  std::string eviction = "lru";
+};
+
+// The `storage:` section.
+struct StorageConfig {
+  // Largest chunk a Put may store; larger chunks are refused with RESOURCE_EXHAUSTED.
+  uint64_t max_chunk_bytes = 256ull << 20;
+  // Longest lease a Lookup may take; longer requests are clamped to it.
+  int64_t max_lease_ms = 60000;
+  // Independently locked index shards; a power of two in [1, 65536].
+  int index_shards = 64;
+  DramConfig dram;
+};
+
+struct ServerConfig {
+  GrpcConfig server;
+  // Directory for persistent state (the NVMe tier); not created until a tier needs it.
+  std::string data_dir = "./var/kvstash";
+  LogConfig log;
+  StorageConfig storage;
+
+  storage::ChunkStoreOptions ToChunkStoreOptions() const;
+};
+
+// The configuration used when no --config file is given. Parses to ServerConfig{}.
+extern const char kDefaultConfigYaml[];
+
+// One `--set` override: a dotted key path and a value.
+struct ConfigOverride {
+  std::string key;    // e.g. "storage.dram.capacity_bytes"
+  std::string value;  // e.g. "8GiB"; parsed as YAML (so `[a, b]` is a list) unless literal
+  bool literal = false;  // take `value` as a plain string ("[::]:7070" is an address)
+};
+
+// Parses `yaml` (empty = all defaults), applies `overrides` in order, then validates.
+// INVALID_ARGUMENT names the offending field.
+absl::StatusOr<ServerConfig> ParseConfig(absl::string_view yaml,
+                                         const std::vector<ConfigOverride>& overrides);
+// Reads `path` and parses it as above. NOT_FOUND / INVALID_ARGUMENT name the file.
+absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
+                                            const std::vector<ConfigOverride>& overrides);
+
+// The effective configuration as YAML; ParseConfig(EmitConfig(c), {}) yields `c` again.
+std::string EmitConfig(const ServerConfig& config);
+
+// "4MiB", "1GiB", "4096", "2 KB" -> bytes. Binary suffixes KiB..TiB, decimal KB..TB.
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
+// Bytes as the largest binary suffix that divides them exactly ("4MiB", "1536KiB", "100").
+std::string FormatByteSize(uint64_t bytes);
+
+absl::string_view LogLevelName(LogLevel level);
+absl::string_view LogFormatName(LogFormat format);
+absl::string_view HugePagesName(storage::ChunkStoreOptions::HugePages mode);
+
+}  // namespace kvstash::server

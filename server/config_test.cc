@@ -1,0 +1,231 @@
+#include "server/config.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kvstash::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+ServerConfig MustParse(absl::string_view yaml, std::vector<ConfigOverride> overrides = {}) {
+  absl::StatusOr<ServerConfig> c = ParseConfig(yaml, overrides);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : ServerConfig{};
+}
+
+// The message of a config that must be refused.
+std::string ErrorOf(absl::string_view yaml, std::vector<ConfigOverride> overrides = {}) {
+  absl::StatusOr<ServerConfig> c = ParseConfig(yaml, overrides);
+  EXPECT_FALSE(c.ok()) << "accepted:\n" << yaml;
+  if (c.ok()) return "";
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(c.status().message());
+}
+
+void ExpectSameConfig(const ServerConfig& a, const ServerConfig& b) {
+  EXPECT_EQ(EmitConfig(a), EmitConfig(b));
+  EXPECT_EQ(a.server.grpc_listen, b.server.grpc_listen);
+  EXPECT_EQ(a.storage.dram.capacity_bytes, b.storage.dram.capacity_bytes);
+}
+
+TEST(ConfigTest, EmbeddedDefaultMatchesInClassDefaults) {
+  ServerConfig parsed = MustParse(kDefaultConfigYaml);
+  ServerConfig defaults;
+  ExpectSameConfig(parsed, defaults);
+  EXPECT_EQ(parsed.server.max_frame_bytes, 4u << 20);
+  EXPECT_EQ(parsed.storage.dram.huge_pages, storage::ChunkStoreOptions::HugePages::kAuto);
+}
+
+TEST(ConfigTest, EmptyDocumentGivesDefaults) {
+  ExpectSameConfig(MustParse(""), ServerConfig{});
+  ExpectSameConfig(MustParse("server: {}\nstorage:\n"), ServerConfig{});
+}
+
+TEST(ConfigTest, ReadsEveryField) {
+  ServerConfig c = MustParse(R"(
+server:
+  grpc_listen: "0.0.0.0:9000"
+  max_frame_bytes: 8MiB
+  send_frame_bytes: 512KiB
+  max_keys_per_request: 1000
+  shutdown_grace_ms: 250
+data_dir: /tmp/kv
+log: { level: debug, format: json }
+storage:
+  max_chunk_bytes: 64MiB
+  max_lease_ms: 5000
+  index_shards: 8
+  dram: { capacity_bytes: 2GiB, page_bytes: 2MiB, huge_pages: off, eviction: lru }
+)");
+  EXPECT_EQ(c.server.grpc_listen, "0.0.0.0:9000");
+  EXPECT_EQ(c.server.max_frame_bytes, 8u << 20);
+  EXPECT_EQ(c.server.send_frame_bytes, 512u << 10);
+  EXPECT_EQ(c.server.max_keys_per_request, 1000u);
+  EXPECT_EQ(c.server.shutdown_grace_ms, 250);
+  EXPECT_EQ(c.data_dir, "/tmp/kv");
+  EXPECT_EQ(c.log.level, LogLevel::kDebug);
+  EXPECT_EQ(c.log.format, LogFormat::kJson);
+  EXPECT_EQ(c.storage.max_chunk_bytes, 64u << 20);
+  EXPECT_EQ(c.storage.max_lease_ms, 5000);
+  EXPECT_EQ(c.storage.index_shards, 8);
+  EXPECT_EQ(c.storage.dram.capacity_bytes, 2ull << 30);
+  EXPECT_EQ(c.storage.dram.page_bytes, 2u << 20);
+  EXPECT_EQ(c.storage.dram.huge_pages, storage::ChunkStoreOptions::HugePages::kOff);
+}
+
+TEST(ConfigTest, ConvertsToChunkStoreOptions) {
+  ServerConfig c = MustParse("storage: {max_lease_ms: 1500, dram: {capacity_bytes: 64MiB}}");
+  storage::ChunkStoreOptions o = c.ToChunkStoreOptions();
+  EXPECT_EQ(o.dram_capacity_bytes, 64u << 20);
+  EXPECT_EQ(o.page_bytes, 1u << 20);
+  EXPECT_EQ(o.max_chunk_bytes, 256u << 20);
+  EXPECT_EQ(o.index_shards, 64);
+  EXPECT_EQ(o.max_lease, absl::Milliseconds(1500));
+  EXPECT_EQ(o.dram_eviction, "lru");
+}
+
+TEST(ConfigTest, OverridesApplyInOrderAndCreateSections) {
+  ServerConfig c = MustParse("storage: {dram: {capacity_bytes: 2GiB}}",
+                             {{"storage.dram.capacity_bytes", "8GiB"},
+                              {"log.level", "warn"},
+                              {"storage.dram.capacity_bytes", "3GiB"},
+                              {"server.grpc_listen", "[::]:0", /*literal=*/true}});
+  EXPECT_EQ(c.storage.dram.capacity_bytes, 3ull << 30);
+  EXPECT_EQ(c.log.level, LogLevel::kWarn);
+  EXPECT_EQ(c.server.grpc_listen, "[::]:0");
+}
+
+TEST(ConfigTest, OverrideOfUnknownKeyIsRejectedByName) {
+  EXPECT_THAT(ErrorOf("", {{"storage.dram.capasity_bytes", "1GiB"}}),
+              HasSubstr("storage.dram.capasity_bytes: unknown key"));
+}
+
+TEST(ConfigTest, OverrideThroughAValueIsRejected) {
+  EXPECT_THAT(ErrorOf(kDefaultConfigYaml, {{"data_dir.x", "1"}}),
+              HasSubstr("data_dir: is a value"));
+  EXPECT_THAT(ErrorOf("", {{"data_dir.x", "1"}}), HasSubstr("data_dir: expected a string"));
+  EXPECT_THAT(ErrorOf("", {{"a..b", "1"}}), HasSubstr("bad key"));
+}
+
+TEST(ConfigTest, UnknownKeysAreRejectedNamingThem) {
+  EXPECT_THAT(ErrorOf("server: {grpc_lisen: \"1.2.3.4:5\"}"),
+              HasSubstr("server.grpc_lisen: unknown key"));
+  EXPECT_THAT(ErrorOf("storage: {dram: {evicton: lru}}"),
+              HasSubstr("storage.dram.evicton: unknown key"));
+  EXPECT_THAT(ErrorOf("lgo: {level: info}"), HasSubstr("lgo: unknown key"));
+}
+
+TEST(ConfigTest, BadValuesAreRejectedNamingTheField) {
+  EXPECT_EQ(ErrorOf("storage: {dram: {capacity_bytes: lots}}"),
+            "storage.dram.capacity_bytes: expected a byte size like 4GiB, got \"lots\"");
+  EXPECT_THAT(ErrorOf("log: {level: loud}"), HasSubstr("log.level: expected one of"));
+  EXPECT_THAT(ErrorOf("log: {format: xml}"), HasSubstr("log.format"));
+  EXPECT_THAT(ErrorOf("server: {max_keys_per_request: -1}"),
+              HasSubstr("server.max_keys_per_request: expected an integer"));
+  EXPECT_THAT(ErrorOf("server: {shutdown_grace_ms: 1.5}"), HasSubstr("server.shutdown_grace_ms"));
+  EXPECT_THAT(ErrorOf("storage: {index_shards: 12}"),
+              HasSubstr("storage.index_shards: must be a power of two"));
+  EXPECT_THAT(ErrorOf("storage: {dram: {page_bytes: 3MiB}}"),
+              HasSubstr("storage.dram.page_bytes: must be a power of two"));
+  EXPECT_THAT(ErrorOf("storage: {dram: {page_bytes: 1KiB}}"),
+              HasSubstr("storage.dram.page_bytes: must be between 4KiB and 1GiB"));
+  EXPECT_THAT(ErrorOf("storage: {dram: {huge_pages: maybe}}"),
+              HasSubstr("storage.dram.huge_pages"));
+  EXPECT_THAT(ErrorOf("storage: {dram: {eviction: random}}"), HasSubstr("storage.dram.eviction"));
+  EXPECT_THAT(ErrorOf("storage: {dram: {capacity_bytes: 64KiB}}"),
+              HasSubstr("storage.dram.capacity_bytes: must be at least page_bytes"));
+  EXPECT_THAT(ErrorOf("storage: [1, 2]"), HasSubstr("storage: expected a section"));
+  EXPECT_THAT(ErrorOf("data_dir: [a]"), HasSubstr("data_dir: expected a string"));
+  EXPECT_THAT(ErrorOf("data_dir:"), HasSubstr("data_dir: expected a string, got no value"));
+}
+
+TEST(ConfigTest, CrossFieldChecks) {
+  EXPECT_THAT(ErrorOf("server: {grpc_listen: localhost}"), HasSubstr("server.grpc_listen"));
+  EXPECT_THAT(ErrorOf("server: {grpc_listen: \"host:99999\"}"), HasSubstr("server.grpc_listen"));
+  EXPECT_THAT(ErrorOf("server: {max_frame_bytes: 1MiB, send_frame_bytes: 2MiB}"),
+              HasSubstr("server.send_frame_bytes: must not exceed server.max_frame_bytes"));
+  EXPECT_THAT(ErrorOf("server: {max_frame_bytes: 64KiB, send_frame_bytes: 64KiB}"),
+              HasSubstr("server.max_keys_per_request"));
+  MustParse("server: {grpc_listen: \"unix:/tmp/kvstash.sock\"}");
+}
+
+TEST(ConfigTest, SyntaxErrorsSayWhere) {
+  EXPECT_THAT(ErrorOf("server: {grpc_listen: \"x\"\nlog: ["), HasSubstr("line"));
+  EXPECT_THAT(ErrorOf("- a\n- b\n"), HasSubstr("top level"));
+}
+
+TEST(ConfigTest, EmitRoundTrips) {
+  ServerConfig c = MustParse("", {{"storage.dram.capacity_bytes", "1536MiB"},
+                                  {"server.max_frame_bytes", "4100000"},
+                                  {"log.format", "json"},
+                                  {"storage.dram.huge_pages", "on"},
+                                  {"data_dir", "/var/lib/kv stash"}});
+  std::string yaml = EmitConfig(c);
+  EXPECT_THAT(yaml, HasSubstr("capacity_bytes: 1536MiB"));
+  ServerConfig again = MustParse(yaml);
+  EXPECT_EQ(EmitConfig(again), yaml);
+  EXPECT_EQ(again.server.max_frame_bytes, 4100000u);
+  EXPECT_EQ(again.data_dir, "/var/lib/kv stash");
+  EXPECT_EQ(again.storage.dram.huge_pages, storage::ChunkStoreOptions::HugePages::kOn);
+}
+
+TEST(ConfigTest, LoadsFilesAndNamesThemInErrors) {
+  const std::string path = ::testing::TempDir() + "/kvstash_config_test.yaml";
+  {
+    std::ofstream out(path);
+    out << "storage:\n  dram:\n    capacity_bytes: 64MiB\n";
+  }
+  absl::StatusOr<ServerConfig> c = LoadConfigFile(path, {{"log.level", "error"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->storage.dram.capacity_bytes, 64u << 20);
+  EXPECT_EQ(c->log.level, LogLevel::kError);
+  {
+    std::ofstream out(path);
+    out << "storage: {dram: {capacity_bytes: lots}}\n";
+  }
+  c = LoadConfigFile(path, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr(path + ": storage.dram.capacity_bytes"));
+  std::remove(path.c_str());
+  EXPECT_EQ(LoadConfigFile(path, {}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ByteSizeTest, ParsesSuffixes) {
+  EXPECT_EQ(*ParseByteSize("4096"), 4096u);
+  EXPECT_EQ(*ParseByteSize("4KiB"), 4096u);
+  EXPECT_EQ(*ParseByteSize("4 MiB"), 4u << 20);
+  EXPECT_EQ(*ParseByteSize("3GiB"), 3ull << 30);
+  EXPECT_EQ(*ParseByteSize("2TiB"), 2ull << 40);
+  EXPECT_EQ(*ParseByteSize("5KB"), 5000u);
+  EXPECT_EQ(*ParseByteSize("5MB"), 5000000u);
+  EXPECT_EQ(*ParseByteSize("5GB"), 5000000000u);
+  EXPECT_EQ(*ParseByteSize("7B"), 7u);
+  EXPECT_EQ(*ParseByteSize("0"), 0u);
+}
+
+TEST(ByteSizeTest, RejectsGarbage) {
+  for (const char* bad : {"", "lots", "4XB", "-4KiB", "1.5GiB", "GiB", "4 GiB x", "4gib"}) {
+    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
+  }
+  EXPECT_FALSE(ParseByteSize("20000000TiB").ok());
+  EXPECT_FALSE(ParseByteSize("99999999999999999999").ok());
+}
+
+TEST(ByteSizeTest, FormatsWithTheLargestExactSuffix) {
+  EXPECT_EQ(FormatByteSize(0), "0");
+  EXPECT_EQ(FormatByteSize(100), "100");
+  EXPECT_EQ(FormatByteSize(4096), "4KiB");
+  EXPECT_EQ(FormatByteSize(1536ull << 20), "1536MiB");
+  EXPECT_EQ(FormatByteSize(1ull << 30), "1GiB");
+  EXPECT_EQ(FormatByteSize(3ull << 40), "3TiB");
+  for (uint64_t v : {1ull, 1000ull, 12345ull << 10, 7ull << 40}) {
+    EXPECT_EQ(*ParseByteSize(FormatByteSize(v)), v);
+  }
+}
+
+}  // namespace
+}  // namespace kvstash::server

@@ -1,0 +1,156 @@
+#include "server/daemon.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include <grpc/grpc.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "server/flags.h"
+#include "server/server.h"
+
+#ifndef KVSTASH_VERSION
+#define KVSTASH_VERSION "unknown"
+#endif
+
+namespace kvstash::server {
+namespace {
+
+sigset_t ShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+// Waits for SIGTERM/SIGINT on its own thread, so no work happens in a signal handler.
+// The first signal requests shutdown; a second one, while draining, exits at once.
+// REQUIRES: the signals are blocked in every thread (BlockShutdownSignals before any
+// thread starts), so sigwait is their only receiver.
+class SignalWaiter {
+ public:
+  explicit SignalWaiter(Logger* log) : log_(log), thread_([this] { Loop(); }) {}
+  ~SignalWaiter() {
+    done_.store(true);
+    pthread_kill(thread_.native_handle(), SIGTERM);  // wakes sigwait
+    thread_.join();
+  }
+
+  // Returns the number of the first signal received.
+  int Wait() {
+    stop_.WaitForNotification();
+    return signal_;
+  }
+
+ private:
+  void Loop() {
+    const sigset_t set = ShutdownSignals();
+    for (int n = 0;; ++n) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) continue;
+      if (done_.load()) return;
+      if (n == 0) {
+        signal_ = sig;
+        stop_.Notify();
+      } else {
+        log_->Warn("second signal while draining; exiting now", {{"signal", strsignal(sig)}});
+        std::_Exit(kExitFailure);
+      }
+    }
+  }
+
+  Logger* const log_;
+  std::atomic<bool> done_{false};
+  int signal_ = 0;  // written before stop_ is notified, read after
+  absl::Notification stop_;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+void BlockShutdownSignals() {
+  sigset_t set = ShutdownSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // Writes to a closed connection must fail with EPIPE, not kill the daemon.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// Handles everything that ends the process before the server starts. Returns -1 to go on.
+int HandleCommandLine(int argc, char** argv, CommandLine* cl, ServerConfig* config) {
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(argc, argv);
+  if (!parsed.ok()) {
+    std::cerr << "usage error: " << parsed.status().message() << "\n" << Usage();
+    return kExitUsage;
+  }
+  *cl = std::move(*parsed);
+  if (cl->help) {
+    std::cout << Usage();
+    return kExitOk;
+  }
+  if (cl->version) {
+    std::cout << "kvstashd " << KVSTASH_VERSION << "\n";
+    return kExitOk;
+  }
+  absl::StatusOr<ServerConfig> loaded = LoadConfig(*cl);
+  if (!loaded.ok()) {
+    std::cerr << "config error: " << loaded.status().message() << "\n";
+    return kExitUsage;
+  }
+  *config = std::move(*loaded);
+  if (cl->print_config) {
+    std::cout << EmitConfig(*config);
+    return kExitOk;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int RunDaemon(int argc, char** argv) {
+  CommandLine cl;
+  ServerConfig config;
+  if (int code = HandleCommandLine(argc, argv, &cl, &config); code >= 0) return code;
+  BlockShutdownSignals();
+  // Held for the life of the process, never released: releasing gRPC's last reference
+  // runs its library shutdown, which can block for seconds on an executor timer, and
+  // would delay the exit after a clean drain.
+  grpc_init();
+  Logger log(config.log);
+  // A stale ready file from an earlier run must not send anyone to a dead port.
+  if (!cl.ready_file.empty()) std::remove(cl.ready_file.c_str());
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(config, &log);
+  if (!server.ok()) {
+    log.Error("cannot create the chunk store", {{"status", server.status()}});
+    return kExitFailure;
+  }
+  if (absl::Status s = (*server)->Start(); !s.ok()) {
+    log.Error("cannot start", {{"status", s}});
+    return kExitFailure;
+  }
+  SignalWaiter signals(&log);
+  if (!cl.ready_file.empty()) {
+    absl::Status s = WriteFileAtomically(
+        cl.ready_file, absl::StrCat("grpc=", (*server)->connect_address(), "\npid=", getpid(),
+                                    "\n"));
+    if (!s.ok()) {
+      log.Error("cannot write the ready file", {{"status", s}});
+      (*server)->Shutdown(absl::ZeroDuration());
+      return kExitFailure;
+    }
+  }
+  const int sig = signals.Wait();
+  log.Info("shutdown requested", {{"signal", strsignal(sig)}});
+  (*server)->Shutdown(absl::Milliseconds(config.server.shutdown_grace_ms));
+  if (!cl.ready_file.empty()) std::remove(cl.ready_file.c_str());
+  server->reset();
+  return kExitOk;
+}
+
+}  // namespace kvstash::server

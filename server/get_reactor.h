@@ -1,0 +1,23 @@
+// The server side of the server-streaming Get call, over raw frames (see docs/protocol.md,
+// "Get"). Payload slices reference the stored chunk's memory in place: each slice holds a
+// ChunkRef, so the bytes stay allocated until gRPC has sent them, even if the chunk is
+// evicted or deleted meanwhile.
+//
+// Thread-safety: a reactor is driven by gRPC, one write in flight at a time; it deletes
+// itself in OnDone.
+#pragma once
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_callback.h>
+
+#include "server/service_env.h"
+
+namespace kvstash::server {
+
+// Starts the reactor of one Get call. `env` must outlive the call.
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const ServiceEnv* env,
+                                                         grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request);
+
+}  // namespace kvstash::server

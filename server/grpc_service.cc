@@ -1,0 +1,183 @@
+#include "server/grpc_service.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "proto/status_map.h"
+#include "server/get_reactor.h"
+#include "server/put_reactor.h"
+
+namespace kvstash::server {
+namespace {
+
+// Answers a unary call with the outcome of `status`.
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(wire::ToGrpcStatus(status));
+  return reactor;
+}
+
+void ToProto(const storage::CounterSnapshot& c, v1::CounterSet* out) {
+  out->set_chunks(c.chunks);
+  out->set_bytes(c.bytes);
+  out->set_hits(c.hits);
+  out->set_misses(c.misses);
+  out->set_puts(c.puts);
+  out->set_evictions(c.evictions);
+  out->set_deletes(c.deletes);
+  out->set_lookups(c.lookups);
+  out->set_lookup_hit_chunks(c.lookup_hit_chunks);
+}
+
+void ToProto(const storage::TierStats& t, v1::TierStats* out) {
+  out->set_tier(static_cast<v1::Tier>(t.tier));
+  out->set_capacity_bytes(t.capacity_bytes);
+  out->set_used_bytes(t.used_bytes);
+  out->set_chunk_bytes(t.chunk_bytes);
+  out->set_chunks(t.chunks);
+}
+
+std::string IdBytes(const Key128& id) {
+  return std::string(reinterpret_cast<const char*>(id.data()), id.size());
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* KvStashService::RegisterNamespace(
+    grpc::CallbackServerContext* context, const v1::RegisterNamespaceRequest* request,
+    v1::RegisterNamespaceResponse* response) {
+  return Reply(context, DoRegister(*request, response));
+}
+
+grpc::ServerUnaryReactor* KvStashService::Lookup(grpc::CallbackServerContext* context,
+                                                 const v1::LookupRequest* request,
+                                                 v1::LookupResponse* response) {
+  return Reply(context, DoLookup(*request, response));
+}
+
+grpc::ServerReadReactor<grpc::ByteBuffer>* KvStashService::Put(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
+  return NewPutReactor(env_, context, response);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* KvStashService::Get(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  return NewGetReactor(env_, context, request);
+}
+
+grpc::ServerUnaryReactor* KvStashService::Exists(grpc::CallbackServerContext* context,
+                                                 const v1::KeysRequest* request,
+                                                 v1::ExistsResponse* response) {
+  return Reply(context, DoExists(*request, response));
+}
+
+grpc::ServerUnaryReactor* KvStashService::Delete(grpc::CallbackServerContext* context,
+                                                 const v1::KeysRequest* request,
+                                                 v1::DeleteResponse* response) {
+  return Reply(context, DoDelete(*request, response));
+}
+
+grpc::ServerUnaryReactor* KvStashService::Stats(grpc::CallbackServerContext* context,
+                                                const v1::StatsRequest* request,
+                                                v1::StatsResponse* response) {
+  return Reply(context, DoStats(*request, response));
+}
+
+// Health answers even while draining: that is how a client learns the daemon is going away.
+grpc::ServerUnaryReactor* KvStashService::Health(grpc::CallbackServerContext* context,
+                                                 const v1::HealthRequest* request,
+                                                 v1::HealthResponse* response) {
+  response->set_state(env_->draining.load() ? v1::HealthResponse::DRAINING
+                                            : v1::HealthResponse::SERVING);
+  response->set_version(version_);
+  response->set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - env_->start_time));
+  return Reply(context, absl::OkStatus());
+}
+
+absl::Status KvStashService::DoRegister(const v1::RegisterNamespaceRequest& req,
+                                        v1::RegisterNamespaceResponse* resp) {
+  if (absl::Status s = env_->Admit(); !s.ok()) return s;
+  absl::StatusOr<Key128> id = env_->registry->Register(req.spec());
+  if (!id.ok()) return id.status();
+  resp->set_namespace_id(IdBytes(*id));
+  return absl::OkStatus();
+}
+
+absl::Status KvStashService::DoLookup(const v1::LookupRequest& req, v1::LookupResponse* resp) {
+  if (absl::Status s = env_->Admit(); !s.ok()) return s;
+  absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id());
+  if (!ns.ok()) return ns.status();
+  absl::StatusOr<std::vector<Key128>> keys =
+      ParseKeys(req.keys(), env_->limits.max_keys_per_request);
+  if (!keys.ok()) return keys.status();
+  storage::LookupResult r =
+      env_->store->Lookup(*ns, *keys, absl::Milliseconds(req.lease_ms()));
+  resp->set_hit_count(r.hit_count);
+  std::string* tiers = resp->mutable_tiers();
+  for (storage::Tier t : r.tiers) tiers->push_back(static_cast<char>(t));
+  if (r.lease_id != 0) {
+    resp->set_lease_id(r.lease_id);
+    resp->set_lease_expires_unix_ms(absl::ToUnixMillis(r.lease_expires));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvStashService::DoExists(const v1::KeysRequest& req, v1::ExistsResponse* resp) {
+  if (absl::Status s = env_->Admit(); !s.ok()) return s;
+  absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id());
+  if (!ns.ok()) return ns.status();
+  absl::StatusOr<std::vector<Key128>> keys =
+      ParseKeys(req.keys(), env_->limits.max_keys_per_request);
+  if (!keys.ok()) return keys.status();
+  std::string* present = resp->mutable_present();
+  present->reserve(keys->size());
+  for (const Key128& key : *keys) {
+    present->push_back(static_cast<char>(env_->store->Locate({*ns, key})));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvStashService::DoDelete(const v1::KeysRequest& req, v1::DeleteResponse* resp) {
+  if (absl::Status s = env_->Admit(); !s.ok()) return s;
+  absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id());
+  if (!ns.ok()) return ns.status();
+  absl::StatusOr<std::vector<Key128>> keys =
+      ParseKeys(req.keys(), env_->limits.max_keys_per_request);
+  if (!keys.ok()) return keys.status();
+  uint32_t deleted = 0;
+  for (const Key128& key : *keys) {
+    if (env_->store->Delete({*ns, key}).ok()) ++deleted;
+  }
+  resp->set_deleted(deleted);
+  return absl::OkStatus();
+}
+
+// Totals and tiers always cover the whole daemon; `namespaces` lists the one asked for, or
+// every namespace registered or holding counters (sorted by id, so output is stable).
+absl::Status KvStashService::DoStats(const v1::StatsRequest& req, v1::StatsResponse* resp) {
+  if (absl::Status s = env_->Admit(); !s.ok()) return s;
+  const storage::StoreStats stats = env_->store->Stats();
+  ToProto(stats.total, resp->mutable_total());
+  for (const storage::TierStats& t : stats.tiers) ToProto(t, resp->add_tiers());
+  absl::flat_hash_map<Key128, v1::NamespaceSpec> specs;
+  if (!req.namespace_id().empty()) {
+    absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id());
+    if (!ns.ok()) return ns.status();
+    specs[*ns] = *env_->registry->Find(*ns);
+  } else {
+    for (auto& [id, spec] : env_->registry->All()) specs[id] = std::move(spec);
+    for (const auto& [id, counters] : env_->store->AllNamespaceCounters()) specs[id];
+  }
+  std::vector<Key128> ids;
+  for (const auto& entry : specs) ids.push_back(entry.first);
+  std::sort(ids.begin(), ids.end());
+  for (const Key128& id : ids) {
+    v1::NamespaceStats* ns = resp->add_namespaces();
+    ns->set_namespace_id(IdBytes(id));
+    *ns->mutable_spec() = specs[id];
+    ToProto(env_->store->NamespaceCounters(id), ns->mutable_counters());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvstash::server

@@ -1,0 +1,67 @@
+// KvStashService: the kvstash.v1.KvStash gRPC service on the callback API.
+//
+// The unary calls are typed callback methods answered inline (they only touch in-memory
+// state). Put and Get are raw methods (grpc::ByteBuffer) so their payloads bypass protobuf:
+// see put_reactor.h and get_reactor.h. docs/protocol.md is the contract.
+//
+// Thread-safety: thread-safe; gRPC invokes methods from many threads at once.
+#pragma once
+
+#include <string>
+
+#include "kvstash/v1/kvstash.grpc.pb.h"
+#include "server/service_env.h"
+
+namespace kvstash::server {
+
+namespace internal {
+using v1::KvStash;
+// Every method on the callback API; Put and Get take raw byte buffers.
+using KvStashCallbackBase = KvStash::WithCallbackMethod_RegisterNamespace<
+    KvStash::WithCallbackMethod_Lookup<KvStash::WithRawCallbackMethod_Put<
+        KvStash::WithRawCallbackMethod_Get<KvStash::WithCallbackMethod_Exists<
+            KvStash::WithCallbackMethod_Delete<KvStash::WithCallbackMethod_Stats<
+                KvStash::WithCallbackMethod_Health<KvStash::Service>>>>>>>>;
+}  // namespace internal
+
+class KvStashService final : public internal::KvStashCallbackBase {
+ public:
+  // `env` must outlive the service and every call it serves.
+  KvStashService(ServiceEnv* env, std::string version) : env_(env), version_(std::move(version)) {}
+
+  grpc::ServerUnaryReactor* RegisterNamespace(grpc::CallbackServerContext* context,
+                                              const v1::RegisterNamespaceRequest* request,
+                                              v1::RegisterNamespaceResponse* response) override;
+  grpc::ServerUnaryReactor* Lookup(grpc::CallbackServerContext* context,
+                                   const v1::LookupRequest* request,
+                                   v1::LookupResponse* response) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Put(grpc::CallbackServerContext* context,
+                                                 grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Get(grpc::CallbackServerContext* context,
+                                                  const grpc::ByteBuffer* request) override;
+  grpc::ServerUnaryReactor* Exists(grpc::CallbackServerContext* context,
+                                   const v1::KeysRequest* request,
+                                   v1::ExistsResponse* response) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
+                                   const v1::KeysRequest* request,
+                                   v1::DeleteResponse* response) override;
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
+                                  const v1::StatsRequest* request,
+                                  v1::StatsResponse* response) override;
+  grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* context,
+                                   const v1::HealthRequest* request,
+                                   v1::HealthResponse* response) override;
+
+ private:
+  absl::Status DoRegister(const v1::RegisterNamespaceRequest& req,
+                          v1::RegisterNamespaceResponse* resp);
+  absl::Status DoLookup(const v1::LookupRequest& req, v1::LookupResponse* resp);
+  absl::Status DoExists(const v1::KeysRequest& req, v1::ExistsResponse* resp);
+  absl::Status DoDelete(const v1::KeysRequest& req, v1::DeleteResponse* resp);
+  absl::Status DoStats(const v1::StatsRequest& req, v1::StatsResponse* resp);
+
+  ServiceEnv* const env_;
+  const std::string version_;
+};
+
+}  // namespace kvstash::server

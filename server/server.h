@@ -1,0 +1,74 @@
+// Server: one kvstashd instance — its chunk store, namespace registry and gRPC listener.
+//
+//   auto server = Server::Create(config, &log);   // reserves the DRAM arena
+//   (*server)->Start();                            // binds and serves
+//   ... (*server)->Shutdown(absl::Seconds(10));    // drains, then cancels the rest
+//
+// Thread-safety: Create/Start/Shutdown are called by one controlling thread; the service
+// runs on gRPC's threads. store() and registry() are thread-safe objects.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/server.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/config.h"
+#include "server/grpc_service.h"
+#include "server/log.h"
+#include "server/namespace_registry.h"
+#include "server/service_env.h"
+#include "storage/chunk_store.h"
+
+namespace kvstash::server {
+
+class Server {
+ public:
+  // Creates the store from `config` (this reserves the DRAM arena). `log` must outlive
+  // the server.
+  static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerConfig& config, Logger* log);
+  // Shuts down with no grace period if still serving.
+  ~Server();
+
+  // Binds server.grpc_listen and starts serving. UNAVAILABLE when the address cannot be
+  // bound.
+  absl::Status Start();
+  // Marks the daemon draining (new calls get UNAVAILABLE, Health says DRAINING), stops
+  // accepting, lets in-flight calls run for up to `grace`, cancels the rest and returns
+  // once every call is done. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+  // The bound port (the chosen one when the config said port 0). REQUIRES: Start() ok.
+  int selected_port() const { return selected_port_; }
+  // Where a client on this host connects, e.g. "127.0.0.1:7070" (a wildcard listen host
+  // becomes 127.0.0.1), or "unix:/path". REQUIRES: Start() ok.
+  std::string connect_address() const;
+
+  const ServerConfig& config() const { return config_; }
+  storage::ChunkStore* store() { return store_.get(); }
+  NamespaceRegistry* registry() { return &registry_; }
+
+ private:
+  Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store);
+  void LogStartup() const;
+
+  const ServerConfig config_;
+  Logger* const log_;
+  // Declared before the gRPC server so it is destroyed after it: sent slices may still
+  // reference stored chunks until the gRPC server is gone.
+  std::unique_ptr<storage::ChunkStore> store_;
+  NamespaceRegistry registry_;
+  ServiceEnv env_;
+  KvStashService service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int selected_port_ = 0;
+  bool shut_down_ = false;
+};
+
+// Writes `lines` ("key=value\n" each) to `path` atomically: a reader sees no file or the
+// whole file, never a partial one.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+}  // namespace kvstash::server

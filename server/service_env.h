@@ -1,0 +1,55 @@
+// ServiceEnv: what every gRPC handler and stream reactor of the KvStash service shares
+// (the store, the namespace registry, limits, the log, the draining flag), plus the
+// request-parsing helpers they have in common.
+//
+// Thread-safety: ServiceEnv is immutable after construction except `draining`, an atomic;
+// the pointees are thread-safe. The helpers are stateless.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include <google/protobuf/message_lite.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "kvstash/keys.h"
+#include "server/log.h"
+#include "server/namespace_registry.h"
+#include "storage/chunk_store.h"
+
+namespace kvstash::server {
+
+struct ServiceLimits {
+  uint64_t max_frame_bytes = 4ull << 20;   // largest Put frame payload accepted
+  uint64_t send_frame_bytes = 1ull << 20;  // payload per Get frame
+  uint32_t max_keys_per_request = 65536;   // keys per request, chunks per Put call
+};
+
+struct ServiceEnv {
+  storage::ChunkStore* store = nullptr;   // not owned
+  NamespaceRegistry* registry = nullptr;  // not owned
+  Logger* log = nullptr;                  // not owned
+  ServiceLimits limits;
+  absl::Time start_time = absl::Now();
+  // Set when shutdown begins: new calls get UNAVAILABLE, Health reports DRAINING.
+  std::atomic<bool> draining{false};
+
+  // UNAVAILABLE while draining, else OK.
+  absl::Status Admit() const;
+};
+
+// Splits concatenated 16-byte keys. INVALID_ARGUMENT when the length is not a multiple of
+// 16 or there are more than `max_keys`.
+absl::StatusOr<std::vector<Key128>> ParseKeys(absl::string_view bytes, uint32_t max_keys);
+
+// Parses a whole serialized message held in `buffer` (raw methods receive bytes).
+absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* msg);
+// Serializes `msg` into a buffer for a raw method's response.
+grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& msg);
+
+}  // namespace kvstash::server

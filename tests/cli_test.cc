@@ -1,0 +1,183 @@
+// The `kvstash` command-line tool and kvstashd's own command line, run as real processes:
+// exit codes, what they print, and that the CLI and the client library agree on keys.
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kvstash/client.h"
+#include "kvstash/keys.h"
+#include "tests/daemon_process.h"
+#include "tests/subprocess.h"
+#include "tests/test_util.h"
+
+namespace kvstash::testing {
+namespace {
+
+CommandResult RunTool(std::vector<std::string> argv, absl::Duration timeout = absl::Seconds(60)) {
+  auto result = RunCommand(argv, kUnderAsan ? timeout * 2 : timeout);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : CommandResult();
+}
+
+// Runs kvstashd with `args`, expecting it to exit on its own without serving; a daemon
+// that starts serving instead is killed after 20 s and the test fails.
+CommandResult RunDaemon(std::vector<std::string> args) {
+  args.insert(args.begin(), KVSTASHD_PATH);
+  return RunTool(std::move(args), absl::Seconds(20));
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DaemonOptions options;
+    options.set = {"storage.dram.capacity_bytes=128MiB"};
+    auto daemon = DaemonProcess::Start(options);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = std::move(*daemon);
+  }
+
+  CommandResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {KVSTASH_CLI_PATH, "--server", daemon_->uri()});
+    return RunTool(std::move(args));
+  }
+
+  std::unique_ptr<DaemonProcess> daemon_;
+};
+
+#define EXPECT_EXIT_CODE(result, want)                                     \
+  EXPECT_TRUE((result).exit.exited && (result).exit.code == (want))        \
+      << (result).exit.ToString() << ", want exit code " << (want) << "\n" \
+      << (result).output
+
+TEST_F(CliTest, PutLookupGetStatsHealth) {
+  const CommandResult put = Cli({"put", "--tokens", "0-511", "--size", "1MiB", "--all-chunks"});
+  EXPECT_EXIT_CODE(put, 0);
+
+  const CommandResult lookup = Cli({"lookup", "--tokens", "0-1023"});
+  EXPECT_EXIT_CODE(lookup, 0);
+  EXPECT_TRUE(absl::StrContains(lookup.output, "hit 2/4 chunks")) << lookup.output;
+
+  const std::string out_path = daemon_->dir() + "/chunk.bin";
+  const CommandResult get = Cli({"get", "--tokens", "0-511", "--out", out_path});
+  EXPECT_EXIT_CODE(get, 0);
+  const std::string fetched = ReadFileOrEmpty(out_path);
+  EXPECT_EQ(fetched.size(), kMiB);
+
+  // The library derives the same keys from the same tokens and sees the same bytes.
+  Namespace cli_default;
+  cli_default.model_id = "demo-model";
+  std::vector<int32_t> tokens(512);
+  for (int32_t i = 0; i < 512; ++i) tokens[i] = i;
+  const std::vector<Key128> keys = KeyChain(cli_default).PrefixKeys(tokens);
+  ASSERT_EQ(keys.size(), 2u);
+  auto client = ConnectClient(daemon_->uri());
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto ns = (*client)->OpenNamespace(cli_default);
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  auto present = (*client)->Exists(*ns, keys);
+  ASSERT_TRUE(present.ok()) << present.status();
+  EXPECT_EQ(*present, std::vector<ChunkTier>(2, ChunkTier::kDram));
+  std::vector<uint8_t> buf;
+  GetItem item;
+  ASSERT_TRUE(GetOne(**client, *ns, keys[1], kMiB, &buf, &item).ok());
+  ASSERT_TRUE(item.status.ok()) << item.status;
+  EXPECT_TRUE(std::string(buf.begin(), buf.end()) == fetched) << "CLI get differs";
+
+  const CommandResult stats = Cli({"stats"});
+  EXPECT_EXIT_CODE(stats, 0);
+  EXPECT_FALSE(stats.output.empty());
+  const CommandResult health = Cli({"health"});
+  EXPECT_EXIT_CODE(health, 0);
+}
+
+TEST_F(CliTest, MissingChunkAndDeadDaemonExitOne) {
+  const CommandResult get = Cli({"get", "--tokens", "0-255"});
+  EXPECT_EXIT_CODE(get, 1);
+  const int port = daemon_->port();
+  daemon_->Kill();
+  const CommandResult health =
+      RunTool({KVSTASH_CLI_PATH, "--server", absl::StrCat("grpc://127.0.0.1:", port),
+               "--connect-timeout-ms", "500", "health"});
+  EXPECT_EXIT_CODE(health, 1);
+}
+
+TEST_F(CliTest, BadUsageExitsTwo) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"frobnicate"},
+      {},
+      {"put"},
+      {"lookup", "--tokens", "7-3"},
+      {"put", "--tokens", "0-255", "--size", "lots"},
+      {"get", "--key", "not-hex"},
+  };
+  for (const auto& args : bad) {
+    const CommandResult result = Cli(args);
+    EXPECT_EXIT_CODE(result, 2);
+  }
+}
+
+TEST(DaemonCommandLineTest, BadConfigValueExitsTwoNamingTheField) {
+  const CommandResult result = RunDaemon({"--set", "storage.dram.capacity_bytes=lots"});
+  EXPECT_EXIT_CODE(result, 2);
+  EXPECT_TRUE(absl::StrContains(result.output, "storage.dram.capacity_bytes")) << result.output;
+}
+
+TEST(DaemonCommandLineTest, BadFlagsAndFilesExitTwo) {
+  const std::string dir = ::testing::TempDir();
+  const std::string bad_yaml = dir + "/kvstash-bad.yaml";
+  {
+    FILE* f = fopen(bad_yaml.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("storage:\n  max_lease_ms: soon\n", f);
+    fclose(f);
+  }
+  const std::vector<std::vector<std::string>> bad = {
+      {"--no_such_flag"},
+      {"--set", "storage.dram.no_such_key=1"},
+      {"--set", "storage.dram.capacity_bytes"},
+      {"--set", "storage.dram.capacity_bytes=0"},
+      {"--config", dir + "/kvstash-does-not-exist.yaml"},
+      {"--config", bad_yaml},
+  };
+  for (auto args : bad) {
+    // Should a bad argument be ignored, the daemon must not grab a well-known port.
+    args.insert(args.end(), {"--listen", "127.0.0.1:0"});
+    const CommandResult result = RunDaemon(args);
+    EXPECT_EXIT_CODE(result, 2);
+  }
+  const CommandResult from_file = RunDaemon({"--config", bad_yaml});
+  EXPECT_TRUE(absl::StrContains(from_file.output, "storage.max_lease_ms")) << from_file.output;
+}
+
+TEST(DaemonCommandLineTest, PrintConfigShowsEffectiveYaml) {
+  const CommandResult result = RunDaemon({"--set", "storage.dram.capacity_bytes=3GiB", "--listen",
+                                          "127.0.0.1:4567", "--print_config"});
+  EXPECT_EXIT_CODE(result, 0);
+  YAML::Node config;
+  try {
+    config = YAML::Load(result.output);
+  } catch (const YAML::Exception& e) {
+    FAIL() << "not YAML: " << e.what() << "\n" << result.output;
+  }
+  ASSERT_TRUE(config["storage"]["dram"]["capacity_bytes"]) << result.output;
+  const std::string capacity = config["storage"]["dram"]["capacity_bytes"].as<std::string>();
+  EXPECT_TRUE(capacity == "3GiB" || capacity == "3221225472") << capacity;
+  EXPECT_EQ(config["server"]["grpc_listen"].as<std::string>(""), "127.0.0.1:4567");
+  EXPECT_TRUE(config["storage"]["max_chunk_bytes"]) << result.output;
+  EXPECT_TRUE(config["data_dir"]) << result.output;
+}
+
+TEST(DaemonCommandLineTest, PortInUseFailsToStart) {
+  auto first = DaemonProcess::Start({});
+  ASSERT_TRUE(first.ok()) << first.status();
+  const CommandResult second = RunDaemon({"--listen", (*first)->address()});
+  EXPECT_FALSE(second.exit.exited && second.exit.code == 0) << second.output;
+  EXPECT_TRUE((*first)->Running());
+}
+
+}  // namespace
+}  // namespace kvstash::testing

@@ -1,0 +1,216 @@
+#include "tests/test_util.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/status_map.h"
+
+namespace kvstash::testing {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t SeedOf(const Key128& key) {
+  uint64_t a = 0, b = 0;
+  memcpy(&a, key.data(), 8);
+  memcpy(&b, key.data() + 8, 8);
+  return SplitMix64(a ^ SplitMix64(b));
+}
+
+// Pattern word at word index `i`; the offset is mixed in so shifted data never matches.
+uint64_t PatternWord(uint64_t seed, uint64_t i) { return SplitMix64(seed + i); }
+
+}  // namespace
+
+Namespace TestNamespace(const std::string& model_id, uint32_t chunk_tokens) {
+  Namespace ns;
+  ns.tenant = "integration";
+  ns.model_id = model_id;
+  ns.revision = "r1";
+  ns.num_layers = 2;
+  ns.kv_heads = 2;
+  ns.head_dim = 64;
+  ns.chunk_tokens = chunk_tokens;
+  return ns;
+}
+
+Key128 RandomKey(std::mt19937_64& rng) {
+  Key128 key;
+  for (size_t i = 0; i < key.size(); i += 8) {
+    const uint64_t r = rng();
+    memcpy(key.data() + i, &r, 8);
+  }
+  return key;
+}
+
+void FillPattern(const Key128& key, uint8_t* data, size_t size) {
+  const uint64_t seed = SeedOf(key);
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    const uint64_t w = PatternWord(seed, i / 8);
+    memcpy(data + i, &w, 8);
+  }
+  if (i < size) {
+    const uint64_t w = PatternWord(seed, i / 8);
+    memcpy(data + i, &w, size - i);
+  }
+}
+
+std::vector<uint8_t> PatternBytes(const Key128& key, size_t size) {
+  std::vector<uint8_t> out(size);
+  FillPattern(key, out.data(), size);
+  return out;
+}
+
+int64_t FirstPatternMismatch(const Key128& key, const uint8_t* data, size_t size) {
+  const uint64_t seed = SeedOf(key);
+  for (size_t i = 0; i < size; i += 8) {
+    const uint64_t w = PatternWord(seed, i / 8);
+    const size_t n = std::min<size_t>(8, size - i);
+    if (memcmp(data + i, &w, n) != 0) {
+      const auto* expected = reinterpret_cast<const uint8_t*>(&w);
+      for (size_t j = 0; j < n; ++j) {
+        if (data[i + j] != expected[j]) return static_cast<int64_t>(i + j);
+      }
+    }
+  }
+  return -1;
+}
+
+std::vector<uint8_t> RandomBytes(std::mt19937_64& rng, size_t size) {
+  std::vector<uint8_t> out(size);
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    const uint64_t r = rng();
+    memcpy(out.data() + i, &r, 8);
+  }
+  for (; i < size; ++i) out[i] = static_cast<uint8_t>(rng());
+  return out;
+}
+
+PutItem Payload::AsPutItem() const {
+  PutItem item;
+  item.key = key;
+  item.data = bytes.data();
+  item.size = bytes.size();
+  item.tokens = tokens;
+  item.format = format;
+  return item;
+}
+
+absl::Status PutAll(Client& client, NamespaceHandle ns, const std::vector<Payload>& payloads) {
+  std::vector<PutItem> items;
+  items.reserve(payloads.size());
+  for (const Payload& p : payloads) items.push_back(p.AsPutItem());
+  absl::Status status = client.Put(ns, absl::MakeSpan(items));
+  if (!status.ok()) return status;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].status.ok()) {
+      return absl::Status(items[i].status.code(),
+                          absl::StrCat("item ", i, ": ", items[i].status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GetOne(Client& client, NamespaceHandle ns, const Key128& key, size_t capacity,
+                    std::vector<uint8_t>* out, GetItem* item) {
+  out->assign(capacity, 0);
+  *item = GetItem();
+  item->key = key;
+  item->data = out->data();
+  item->capacity = capacity;
+  return client.Get(ns, absl::MakeSpan(item, 1));
+}
+
+absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& uri,
+                                                      ClientOptions options) {
+  if (kUnderAsan) {
+    options.deadline_ms *= 3;
+    options.connect_timeout_ms *= 3;
+  }
+  return Client::Connect(uri, options);
+}
+
+std::unique_ptr<v1::KvStash::Stub> RawStub(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // A private channel per stub: tests that break connections must not share one.
+  args.SetInt("grpc.use_local_subchannel_pool", 1);
+  return v1::KvStash::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+}
+
+v1::NamespaceSpec ToProto(const Namespace& spec) {
+  v1::NamespaceSpec p;
+  p.set_tenant(spec.tenant);
+  p.set_model_id(spec.model_id);
+  p.set_revision(spec.revision);
+  p.set_dtype(spec.dtype);
+  p.set_kv_layout(spec.kv_layout);
+  p.set_num_layers(spec.num_layers);
+  p.set_kv_heads(spec.kv_heads);
+  p.set_head_dim(spec.head_dim);
+  p.set_tp_rank(spec.tp_rank);
+  p.set_tp_size(spec.tp_size);
+  p.set_chunk_tokens(spec.chunk_tokens);
+  p.set_hash_algo(static_cast<uint32_t>(spec.hash_algo));
+  return p;
+}
+
+absl::StatusOr<std::string> RawRegister(v1::KvStash::Stub& stub, const Namespace& spec) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::RegisterNamespaceRequest req;
+  *req.mutable_spec() = ToProto(spec);
+  v1::RegisterNamespaceResponse resp;
+  grpc::Status status = stub.RegisterNamespace(&ctx, req, &resp);
+  if (!status.ok()) return wire::FromGrpcStatus(status);
+  return resp.namespace_id();
+}
+
+std::string KeyBytes(const Key128& key) {
+  return std::string(reinterpret_cast<const char*>(key.data()), key.size());
+}
+
+bool PollUntil(const std::function<bool()>& done, absl::Duration timeout, absl::Duration interval) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(interval);
+  }
+}
+
+absl::Status RunWithTimeout(std::function<absl::Status()> fn, absl::Duration timeout) {
+  struct State {
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    absl::Status status ABSL_GUARDED_BY(mu);
+  };
+  auto state = std::make_shared<State>();
+  std::thread([state, fn = std::move(fn)] {
+    absl::Status s = fn();
+    absl::MutexLock lock(&state->mu);
+    state->status = std::move(s);
+    state->done = true;
+  }).detach();
+  absl::MutexLock lock(&state->mu);
+  if (!state->mu.AwaitWithTimeout(absl::Condition(&state->done), timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("call still running after ", absl::FormatDuration(timeout)));
+  }
+  return state->status;
+}
+
+}  // namespace kvstash::testing

@@ -1,10 +1,10 @@
 #include "server/config.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <fstream>
 #include <limits>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -15,7 +15,8 @@
 
 namespace kvstash::server {
 
-const char kDefaultConfigYaml[] = R"yaml(# kvstashd configuration. Sizes take KiB/MiB/GiB/TiB (or KB/MB/GB/TB) suffixes.
+const char kDefaultConfigYaml[] =
+    R"yaml(# kvstashd configuration. Sizes take KiB/MiB/GiB/TiB (or KB/MB/GB/TB) suffixes.
 server:
   grpc_listen: "127.0.0.1:7070"   # HOST:PORT; port 0 picks a free port
   max_frame_bytes: 4MiB           # largest payload per Put frame
@@ -34,6 +35,7 @@ storage:
     capacity_bytes: 1GiB
     page_bytes: 1MiB
     huge_pages: auto              # off | auto | on
+    prefault: true                # fault the arena in at start, not on the put path
     eviction: lru
 )yaml";
 
@@ -50,9 +52,9 @@ struct Suffix {
   uint64_t factor;
 };
 constexpr Suffix kSuffixes[] = {
-    {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
-    {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull}, {"TB", 1000000000000ull},
-    {"B", 1},
+    {"KiB", 1ull << 10},   {"MiB", 1ull << 20},      {"GiB", 1ull << 30},
+    {"TiB", 1ull << 40},   {"KB", 1000ull},          {"MB", 1000000ull},
+    {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"B", 1},
 };
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
@@ -62,7 +64,8 @@ bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 absl::Status ApplyOverride(const ConfigOverride& o, YAML::Node* root) {
   std::vector<std::string> parts = absl::StrSplit(o.key, '.');
   for (const std::string& p : parts) {
-    if (p.empty()) return absl::InvalidArgumentError(absl::StrCat("--set: bad key \"", o.key, "\""));
+    if (p.empty())
+      return absl::InvalidArgumentError(absl::StrCat("--set: bad key \"", o.key, "\""));
   }
   YAML::Node value(o.value);
   try {
@@ -128,6 +131,7 @@ void ReadStorage(ConfigReader& r, StorageConfig* c) {
                {"false", HugePages::kOff},
                {"true", HugePages::kOn}},
               &d->huge_pages);
+  dram.Choice("prefault", {{"true", true}, {"false", false}}, &d->prefault);
   dram.Choice("eviction", {{"lru", std::string("lru")}}, &d->eviction);
   if (d->capacity_bytes < d->page_bytes) {
     dram.Fail("capacity_bytes", absl::StrCat("must be at least page_bytes (", d->page_bytes,
@@ -143,24 +147,23 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
     size_t colon = s.grpc_listen.rfind(':');
     int port = -1;
     if (colon == std::string::npos || colon == 0 ||
-        !absl::SimpleAtoi(absl::string_view(s.grpc_listen).substr(colon + 1), &port) ||
-        port < 0 || port > 65535) {
+        !absl::SimpleAtoi(absl::string_view(s.grpc_listen).substr(colon + 1), &port) || port < 0 ||
+        port > 65535) {
       return absl::InvalidArgumentError(absl::StrCat(
           "server.grpc_listen: expected HOST:PORT or unix:PATH, got \"", s.grpc_listen, "\""));
     }
   }
   if (s.send_frame_bytes > s.max_frame_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("server.send_frame_bytes: must not exceed server.max_frame_bytes (",
-                     FormatByteSize(s.max_frame_bytes), "), got ",
-                     FormatByteSize(s.send_frame_bytes)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server.send_frame_bytes: must not exceed server.max_frame_bytes (",
+        FormatByteSize(s.max_frame_bytes), "), got ", FormatByteSize(s.send_frame_bytes)));
   }
   // A request naming max_keys_per_request keys must still fit the message size limit.
   if (uint64_t{s.max_keys_per_request} * 16 > s.max_frame_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "server.max_keys_per_request: ", s.max_keys_per_request,
-        " keys of 16 bytes exceed server.max_frame_bytes (", FormatByteSize(s.max_frame_bytes),
-        ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("server.max_keys_per_request: ", s.max_keys_per_request,
+                     " keys of 16 bytes exceed server.max_frame_bytes (",
+                     FormatByteSize(s.max_frame_bytes), ")"));
   }
   if (c.data_dir.empty()) return absl::InvalidArgumentError("data_dir: must not be empty");
   return absl::OkStatus();
@@ -194,6 +197,7 @@ storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
   o.huge_pages = storage.dram.huge_pages;
   o.max_chunk_bytes = storage.max_chunk_bytes;
   o.dram_eviction = storage.dram.eviction;
+  o.prefault_dram = storage.dram.prefault;
   o.index_shards = storage.index_shards;
   o.max_lease = absl::Milliseconds(storage.max_lease_ms);
   return o;
@@ -205,8 +209,8 @@ absl::StatusOr<ServerConfig> ParseConfig(absl::string_view yaml,
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("line ", e.mark.line + 1, ", column ",
-                                                   e.mark.column + 1, ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
   }
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) {
@@ -253,8 +257,7 @@ std::string EmitConfig(const ServerConfig& c) {
   out << YAML::Key << "format" << YAML::Value << std::string(LogFormatName(c.log.format));
   out << YAML::EndMap;
   out << YAML::Key << "storage" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "max_chunk_bytes" << YAML::Value
-      << FormatByteSize(c.storage.max_chunk_bytes);
+  out << YAML::Key << "max_chunk_bytes" << YAML::Value << FormatByteSize(c.storage.max_chunk_bytes);
   out << YAML::Key << "max_lease_ms" << YAML::Value << c.storage.max_lease_ms;
   out << YAML::Key << "index_shards" << YAML::Value << c.storage.index_shards;
   out << YAML::Key << "dram" << YAML::Value << YAML::BeginMap;
@@ -262,6 +265,7 @@ std::string EmitConfig(const ServerConfig& c) {
   out << YAML::Key << "capacity_bytes" << YAML::Value << FormatByteSize(d.capacity_bytes);
   out << YAML::Key << "page_bytes" << YAML::Value << FormatByteSize(d.page_bytes);
   out << YAML::Key << "huge_pages" << YAML::Value << std::string(HugePagesName(d.huge_pages));
+  out << YAML::Key << "prefault" << YAML::Value << d.prefault;
   out << YAML::Key << "eviction" << YAML::Value << d.eviction;
   out << YAML::EndMap << YAML::EndMap << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

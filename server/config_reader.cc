@@ -9,8 +9,7 @@ namespace kvstash::server {
 ConfigReader::ConfigReader(YAML::Node node, std::string path)
     : ConfigReader(std::move(node), std::move(path), std::make_shared<absl::Status>()) {}
 
-ConfigReader::ConfigReader(YAML::Node node, std::string path,
-                           std::shared_ptr<absl::Status> status)
+ConfigReader::ConfigReader(YAML::Node node, std::string path, std::shared_ptr<absl::Status> status)
     : node_(std::move(node)), path_(std::move(path)), status_(std::move(status)) {}
 
 std::string ConfigReader::FieldName(const std::string& key) const {

@@ -8,6 +8,8 @@
 // Thread-safety: not thread-safe; used by one thread while a config is parsed.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -15,8 +17,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -71,8 +71,7 @@ void ConfigReader::Int(const std::string& key, int64_t min, int64_t max, T* out)
   if (text == nullptr) return;
   int64_t v = 0;
   if (!absl::SimpleAtoi(*text, &v) || v < min || v > max) {
-    Fail(key, absl::StrCat("expected an integer in [", min, ", ", max, "], got \"", *text,
-                           "\""));
+    Fail(key, absl::StrCat("expected an integer in [", min, ", ", max, "], got \"", *text, "\""));
     return;
   }
   *out = static_cast<T>(v);

@@ -1,5 +1,6 @@
 #include "server/daemon.h"
 
+#include <grpc/grpc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <cstring>
 #include <iostream>
 #include <thread>
-
-#include <grpc/grpc.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -137,8 +136,8 @@ int RunDaemon(int argc, char** argv) {
   SignalWaiter signals(&log);
   if (!cl.ready_file.empty()) {
     absl::Status s = WriteFileAtomically(
-        cl.ready_file, absl::StrCat("grpc=", (*server)->connect_address(), "\npid=", getpid(),
-                                    "\n"));
+        cl.ready_file,
+        absl::StrCat("grpc=", (*server)->connect_address(), "\npid=", getpid(), "\n"));
     if (!s.ok()) {
       log.Error("cannot write the ready file", {{"status", s}});
       (*server)->Shutdown(absl::ZeroDuration());

@@ -1,9 +1,9 @@
 #include "server/flags.h"
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 
 namespace kvstash::server {
 namespace {

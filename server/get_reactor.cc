@@ -157,8 +157,8 @@ std::vector<grpc::Slice> GetReactor::TakePayload() {
 }  // namespace
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const ServiceEnv* env,
-                                                         grpc::CallbackServerContext* context,
-                                                         const grpc::ByteBuffer* request) {
+                                                          grpc::CallbackServerContext* context,
+                                                          const grpc::ByteBuffer* request) {
   return new GetReactor(env, context, request);
 }
 

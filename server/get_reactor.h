@@ -7,8 +7,8 @@
 // itself in OnDone.
 #pragma once
 
-#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
 #include "server/service_env.h"
@@ -17,7 +17,7 @@ namespace kvstash::server {
 
 // Starts the reactor of one Get call. `env` must outlive the call.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const ServiceEnv* env,
-                                                         grpc::CallbackServerContext* context,
-                                                         const grpc::ByteBuffer* request);
+                                                          grpc::CallbackServerContext* context,
+                                                          const grpc::ByteBuffer* request);
 
 }  // namespace kvstash::server

@@ -55,8 +55,8 @@ grpc::ServerUnaryReactor* KvStashService::Lookup(grpc::CallbackServerContext* co
   return Reply(context, DoLookup(*request, response));
 }
 
-grpc::ServerReadReactor<grpc::ByteBuffer>* KvStashService::Put(
-    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* KvStashService::Put(grpc::CallbackServerContext* context,
+                                                               grpc::ByteBuffer* response) {
   return NewPutReactor(env_, context, response);
 }
 
@@ -110,8 +110,7 @@ absl::Status KvStashService::DoLookup(const v1::LookupRequest& req, v1::LookupRe
   absl::StatusOr<std::vector<Key128>> keys =
       ParseKeys(req.keys(), env_->limits.max_keys_per_request);
   if (!keys.ok()) return keys.status();
-  storage::LookupResult r =
-      env_->store->Lookup(*ns, *keys, absl::Milliseconds(req.lease_ms()));
+  storage::LookupResult r = env_->store->Lookup(*ns, *keys, absl::Milliseconds(req.lease_ms()));
   resp->set_hit_count(r.hit_count);
   std::string* tiers = resp->mutable_tiers();
   for (storage::Tier t : r.tiers) tiers->push_back(static_cast<char>(t));

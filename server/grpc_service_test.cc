@@ -61,13 +61,12 @@ struct Fetched {
 class GrpcServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<ServerConfig> config =
-        ParseConfig("", {{"server.grpc_listen", "127.0.0.1:0"},
-                         {"server.max_keys_per_request", "1000"},
-                         {"storage.max_chunk_bytes", "8MiB"},
-                         {"storage.dram.capacity_bytes", "64MiB"},
-                         {"storage.dram.huge_pages", "off"},
-                         {"log.level", "error"}});
+    absl::StatusOr<ServerConfig> config = ParseConfig("", {{"server.grpc_listen", "127.0.0.1:0"},
+                                                           {"server.max_keys_per_request", "1000"},
+                                                           {"storage.max_chunk_bytes", "8MiB"},
+                                                           {"storage.dram.capacity_bytes", "64MiB"},
+                                                           {"storage.dram.huge_pages", "off"},
+                                                           {"log.level", "error"}});
     ASSERT_TRUE(config.ok()) << config.status();
     log_ = std::make_unique<Logger>(config->log);
     absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(*config, log_.get());
@@ -221,9 +220,9 @@ TEST_F(GrpcServiceTest, RegisterNamespaceReturnsTheCanonicalId) {
 
 TEST_F(GrpcServiceTest, PutThenGetRoundTripsChunksOfAnySize) {
   std::vector<PutChunk> chunks = {
-      {TestKey(1), Payload(3 * kMiB + 100, 1), kMiB},       // several frames, odd tail
-      {TestKey(2), Payload(1000, 2), 1000},                 // one small frame
-      {TestKey(3), Payload(2 * kMiB, 3), 700 * 1024},       // frames not page aligned
+      {TestKey(1), Payload(3 * kMiB + 100, 1), kMiB},  // several frames, odd tail
+      {TestKey(2), Payload(1000, 2), 1000},            // one small frame
+      {TestKey(3), Payload(2 * kMiB, 3), 700 * 1024},  // frames not page aligned
       {TestKey(4), Payload(1, 4), 1},
   };
   v1::PutResponse put = PutOk(chunks);
@@ -238,8 +237,8 @@ TEST_F(GrpcServiceTest, PutThenGetRoundTripsChunksOfAnySize) {
   const int expected_chunk[] = {0, -1, 1, 2, 3};
   for (uint32_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].index, i);
-    EXPECT_EQ(got[i].header.key(), i == 1 ? KeyBytes(TestKey(9))
-                                          : KeyBytes(chunks[expected_chunk[i]].key));
+    EXPECT_EQ(got[i].header.key(),
+              i == 1 ? KeyBytes(TestKey(9)) : KeyBytes(chunks[expected_chunk[i]].key));
     if (expected_chunk[i] < 0) {
       EXPECT_EQ(got[i].code, static_cast<int>(grpc::StatusCode::NOT_FOUND));
       EXPECT_TRUE(got[i].data.empty());
@@ -267,7 +266,7 @@ TEST_F(GrpcServiceTest, RepeatedPutIsAcknowledgedAsAlreadyPresent) {
 TEST_F(GrpcServiceTest, PerChunkErrorsDoNotEndTheStream) {
   std::string good = Payload(4096, 5);
   std::vector<PutChunk> chunks = {
-      {TestKey(1), Payload(9 * kMiB, 1), kMiB},            // above max_chunk_bytes
+      {TestKey(1), Payload(9 * kMiB, 1), kMiB},                  // above max_chunk_bytes
       {TestKey(2), Payload(4096, 2), 4096, /*checksum=*/12345},  // wrong checksum
       {TestKey(3), good, 1000},
   };
@@ -308,15 +307,23 @@ TEST_F(GrpcServiceTest, MalformedPutStreamsFailTheCallAndLeaveNoTrace) {
   no_ns.clear_namespace_id();
   const Case cases[] = {
       {"data before header", {data_first}, grpc::StatusCode::INVALID_ARGUMENT, "no header"},
-      {"payload past size", {header_frame(key, 100, 50), data_frame(51)},
-       grpc::StatusCode::INVALID_ARGUMENT, "only 50 remain"},
-      {"short key", {header_frame("short", 100, 100)}, grpc::StatusCode::INVALID_ARGUMENT,
+      {"payload past size",
+       {header_frame(key, 100, 50), data_frame(51)},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "only 50 remain"},
+      {"short key",
+       {header_frame("short", 100, 100)},
+       grpc::StatusCode::INVALID_ARGUMENT,
        "key must be 16 bytes"},
       {"zero size", {header_frame(key, 0, 0)}, grpc::StatusCode::INVALID_ARGUMENT, "size_bytes"},
-      {"ends mid-chunk", {header_frame(key, 8192, 4000)}, grpc::StatusCode::INVALID_ARGUMENT,
+      {"ends mid-chunk",
+       {header_frame(key, 8192, 4000)},
+       grpc::StatusCode::INVALID_ARGUMENT,
        "stream ended"},
-      {"header inside chunk", {header_frame(key, 8192, 10), header_frame(key, 10, 10)},
-       grpc::StatusCode::INVALID_ARGUMENT, "still missing"},
+      {"header inside chunk",
+       {header_frame(key, 8192, 10), header_frame(key, 10, 10)},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "still missing"},
       {"no namespace", {no_ns}, grpc::StatusCode::INVALID_ARGUMENT, "namespace_id"},
   };
   for (const Case& c : cases) {
@@ -337,14 +344,12 @@ TEST_F(GrpcServiceTest, UnknownNamespaceIsAFailedPrecondition) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(s.error_message(), HasSubstr("call RegisterNamespace first"));
   std::vector<Fetched> got;
-  EXPECT_EQ(Fetch(unknown, {TestKey(1)}, &got).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Fetch(unknown, {TestKey(1)}, &got).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   grpc::ClientContext ctx;
   v1::LookupRequest req;
   req.set_namespace_id(unknown);
   v1::LookupResponse lookup;
-  EXPECT_EQ(stub_->Lookup(&ctx, req, &lookup).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(stub_->Lookup(&ctx, req, &lookup).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
 TEST_F(GrpcServiceTest, OversizeFramesAreRefused) {
@@ -438,8 +443,7 @@ TEST_F(GrpcServiceTest, StatsCoverTotalsTiersAndNamespaces) {
   EXPECT_EQ(one.namespaces(0).counters().puts(), 2u);
   one_req.set_namespace_id(std::string(16, 'x'));
   grpc::ClientContext ctx3;
-  EXPECT_EQ(stub_->Stats(&ctx3, one_req, &one).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(stub_->Stats(&ctx3, one_req, &one).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
 TEST_F(GrpcServiceTest, CancelledPutLeavesNoTrace) {

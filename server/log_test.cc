@@ -4,8 +4,8 @@
 #include <thread>
 #include <vector>
 
-#include "gmock/gmock.h"
 #include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace kvstash::server {
@@ -16,8 +16,9 @@ using ::testing::MatchesRegex;
 const absl::Time kTs = absl::FromUnixMillis(1714564800123);  // 2024-05-01T12:00:00.123Z
 
 TEST(LogFormatTest, Logfmt) {
-  std::string line = Logger::FormatLine(LogFormat::kLogfmt, kTs, LogLevel::kInfo, "kvstashd serving",
-                                        {{"port", 7070}, {"addr", "127.0.0.1"}, {"ok", true}});
+  std::string line =
+      Logger::FormatLine(LogFormat::kLogfmt, kTs, LogLevel::kInfo, "kvstashd serving",
+                         {{"port", 7070}, {"addr", "127.0.0.1"}, {"ok", true}});
   EXPECT_EQ(line,
             "ts=2024-05-01T12:00:00.123Z level=info msg=\"kvstashd serving\" port=7070 "
             "addr=127.0.0.1 ok=true\n");

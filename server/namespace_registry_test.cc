@@ -99,8 +99,7 @@ TEST(NamespaceRegistryTest, ResolveChecksTheIdLength) {
   EXPECT_EQ(*registry.Resolve(Bytes(id)), id);
   EXPECT_EQ(registry.Resolve("").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(registry.Resolve("short").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.Resolve(Bytes(id) + "x").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Resolve(Bytes(id) + "x").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(NamespaceRegistryTest, ConcurrentRegisterAndCheck) {

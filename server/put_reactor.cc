@@ -120,9 +120,9 @@ absl::Status PutReactor::StartChunk(const v1::ChunkHeader& header) {
     return absl::InvalidArgumentError(absl::StrCat("chunk ", index, ": size_bytes is 0"));
   }
   if (static_cast<uint32_t>(index) >= env_->limits.max_keys_per_request) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("more than server.max_keys_per_request (",
-                     env_->limits.max_keys_per_request, ") chunks in one Put call"));
+    return absl::InvalidArgumentError(absl::StrCat("more than server.max_keys_per_request (",
+                                                   env_->limits.max_keys_per_request,
+                                                   ") chunks in one Put call"));
   }
   std::memcpy(id.key.data(), header.key().data(), id.key.size());
   storage::ChunkMeta meta;
@@ -133,8 +133,7 @@ absl::Status PutReactor::StartChunk(const v1::ChunkHeader& header) {
   active_ = true;
   remaining_ = meta.size_bytes;
   result_.Clear();
-  absl::StatusOr<std::unique_ptr<storage::PendingChunk>> pending =
-      env_->store->BeginPut(id, meta);
+  absl::StatusOr<std::unique_ptr<storage::PendingChunk>> pending = env_->store->BeginPut(id, meta);
   if (pending.ok()) {
     pending_ = std::move(*pending);
   } else if (absl::IsAlreadyExists(pending.status())) {
@@ -196,14 +195,13 @@ void PutReactor::OnStreamEnd() {
     return;
   }
   if (active_) {
-    EndWithError(absl::InvalidArgumentError(
-        absl::StrCat("stream ended with ", remaining_, " bytes of chunk ",
-                     results_.results_size(), " missing")));
+    EndWithError(absl::InvalidArgumentError(absl::StrCat("stream ended with ", remaining_,
+                                                         " bytes of chunk ",
+                                                         results_.results_size(), " missing")));
     return;
   }
   *response_ = SerializeMessage(results_);
-  env_->log->Debug("put done",
-                   {{"chunks", results_.results_size()}, {"bytes", bytes_received_}});
+  env_->log->Debug("put done", {{"chunks", results_.results_size()}, {"bytes", bytes_received_}});
   Finish(grpc::Status::OK);
 }
 
@@ -216,8 +214,8 @@ void PutReactor::EndWithError(const absl::Status& s) {
 }  // namespace
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* NewPutReactor(const ServiceEnv* env,
-                                                        grpc::CallbackServerContext* context,
-                                                        grpc::ByteBuffer* response) {
+                                                         grpc::CallbackServerContext* context,
+                                                         grpc::ByteBuffer* response) {
   return new PutReactor(env, context, response);
 }
 

@@ -6,8 +6,8 @@
 // itself in OnDone.
 #pragma once
 
-#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/server_context.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
 #include "server/service_env.h"
@@ -16,7 +16,7 @@ namespace kvstash::server {
 
 // Starts the reactor of one Put call. `env` must outlive the call.
 grpc::ServerReadReactor<grpc::ByteBuffer>* NewPutReactor(const ServiceEnv* env,
-                                                        grpc::CallbackServerContext* context,
-                                                        grpc::ByteBuffer* response);
+                                                         grpc::CallbackServerContext* context,
+                                                         grpc::ByteBuffer* response);
 
 }  // namespace kvstash::server

@@ -1,11 +1,11 @@
 #include "server/server.h"
 
-#include <cstdio>
-#include <fstream>
-
 #include <grpc/grpc.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+
+#include <cstdio>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -58,8 +58,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   return std::unique_ptr<Server>(new Server(config, log, std::move(*store)));
 }
 
-Server::Server(const ServerConfig& config, Logger* log,
-               std::unique_ptr<storage::ChunkStore> store)
+Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store)
     : config_(config), log_(log), store_(std::move(store)), service_(&env_, KVSTASH_VERSION) {
   env_.store = store_.get();
   env_.registry = &registry_;
@@ -98,17 +97,16 @@ absl::Status Server::Start() {
 
 void Server::LogStartup() const {
   const DramConfig& d = config_.storage.dram;
-  log_->Info("kvstashd serving",
-             {{"version", KVSTASH_VERSION},
-              {"grpc", connect_address()},
-              {"listen", config_.server.grpc_listen},
-              {"dram_capacity", FormatByteSize(d.capacity_bytes)},
-              {"page", FormatByteSize(d.page_bytes)},
-              {"max_chunk", FormatByteSize(config_.storage.max_chunk_bytes)},
-              {"max_frame", FormatByteSize(config_.server.max_frame_bytes)},
-              {"huge_pages", HugePagesName(d.huge_pages)},
-              {"huge_page_use", HugePageUsage()},
-              {"eviction", d.eviction}});
+  log_->Info("kvstashd serving", {{"version", KVSTASH_VERSION},
+                                  {"grpc", connect_address()},
+                                  {"listen", config_.server.grpc_listen},
+                                  {"dram_capacity", FormatByteSize(d.capacity_bytes)},
+                                  {"page", FormatByteSize(d.page_bytes)},
+                                  {"max_chunk", FormatByteSize(config_.storage.max_chunk_bytes)},
+                                  {"max_frame", FormatByteSize(config_.server.max_frame_bytes)},
+                                  {"huge_pages", HugePagesName(d.huge_pages)},
+                                  {"huge_page_use", HugePageUsage()},
+                                  {"eviction", d.eviction}});
 }
 
 void Server::Shutdown(absl::Duration grace) {

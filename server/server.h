@@ -8,10 +8,10 @@
 // runs on gRPC's threads. store() and registry() are thread-safe objects.
 #pragma once
 
+#include <grpcpp/server.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

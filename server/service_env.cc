@@ -1,9 +1,9 @@
 #include "server/service_env.h"
 
+#include <grpcpp/support/slice.h>
+
 #include <cstring>
 #include <string>
-
-#include <grpcpp/support/slice.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -24,8 +24,8 @@ absl::StatusOr<std::vector<Key128>> ParseKeys(absl::string_view bytes, uint32_t 
   }
   const size_t n = bytes.size() / kKeyBytes;
   if (n > max_keys) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        n, " keys exceed server.max_keys_per_request (", max_keys, "); split the request"));
+    return absl::InvalidArgumentError(absl::StrCat(n, " keys exceed server.max_keys_per_request (",
+                                                   max_keys, "); split the request"));
   }
   std::vector<Key128> keys(n);
   if (n > 0) std::memcpy(keys.data(), bytes.data(), bytes.size());

@@ -6,12 +6,12 @@
 // the pointees are thread-safe. The helpers are stateless.
 #pragma once
 
+#include <google/protobuf/message_lite.h>
+#include <grpcpp/support/byte_buffer.h>
+
 #include <atomic>
 #include <cstdint>
 #include <vector>
-
-#include <google/protobuf/message_lite.h>
-#include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

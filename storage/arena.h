@@ -39,8 +39,10 @@ class Arena {
   // Maps floor(capacity_bytes / page_bytes) pages. kOn fails (RESOURCE_EXHAUSTED) when
   // MAP_HUGETLB fails; kAuto then falls back to transparent huge pages.
   // REQUIRES: page_bytes is a power of two >= 4096 and capacity_bytes >= page_bytes.
+  // With `prefault` every page is faulted in now, so the first puts do not pay for page
+  // zeroing on the data path (and RSS shows the whole budget from the start).
   static absl::StatusOr<std::unique_ptr<Arena>> Create(uint64_t capacity_bytes, uint64_t page_bytes,
-                                                       HugePages huge);
+                                                       HugePages huge, bool prefault = false);
   ~Arena();
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;

@@ -102,9 +102,28 @@ struct TierStats {
   uint64_t chunks = 0;
 };
 
+// NVMe tier and DRAM<->NVMe movement since the store started; all zero when the NVMe tier
+// is off. Hits and misses of the NVMe tier are also in CounterSnapshot (a get that DRAM
+// missed and NVMe served counts once, as a hit).
+struct NvmeCounters {
+  uint64_t hits = 0;                // gets served from NVMe (or from the demotion queue)
+  uint64_t misses = 0;              // gets that missed DRAM and NVMe
+  uint64_t evictions = 0;           // chunks evicted from NVMe to stay within its budget
+  uint64_t demotions = 0;           // DRAM evictions written to NVMe
+  uint64_t demotion_drops = 0;      // DRAM evictions dropped because the queue was full
+  uint64_t demotion_failures = 0;   // demotions whose NVMe write failed (also in io_errors)
+  uint64_t demotions_pending = 0;   // gauge: queued or being written now
+  uint64_t promotions = 0;          // NVMe hits copied into DRAM
+  uint64_t write_throughs = 0;      // puts also written to NVMe at commit
+  uint64_t checksum_failures = 0;   // NVMe reads that failed verification (chunk deleted)
+  uint64_t io_errors = 0;           // failed NVMe reads, writes, deletes, compactions
+  uint64_t recovered_chunks = 0;    // chunks found on NVMe at start-up
+};
+
 struct StoreStats {
   CounterSnapshot total;
-  std::vector<TierStats> tiers;
+  std::vector<TierStats> tiers;  // DRAM first, then NVMe when enabled
+  NvmeCounters nvme;
 };
 
 }  // namespace kvstash::storage

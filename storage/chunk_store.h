@@ -1,6 +1,10 @@
 // ChunkStore: the daemon's cache of KV chunks. It owns the chunk index and the tiers
-// (DRAM now; NVMe and GPU staging plug in behind the same calls later) and applies the
-// eviction policy and leases. Transports (gRPC, UCX) talk to this class only.
+// (DRAM, optionally NVMe below it; GPU staging later) and applies the eviction policy and
+// leases. Transports (gRPC, UCX) talk to this class only.
+//
+// With the NVMe tier, chunks evicted from DRAM are demoted to NVMe in the background; Get,
+// Lookup and Locate see both tiers (DRAM first). Leases protect DRAM hits only: an NVMe hit
+// is reported but not leased (the NVMe budget evicts rarely, and a lost chunk is a miss).
 //
 // Thread-safety: every method is thread-safe. ChunkRef and PendingChunk are owned by one
 // thread at a time.
@@ -31,6 +35,10 @@ struct ChunkStoreOptions {
   uint64_t page_bytes = 1ull << 20;
   // Back the arena with huge pages: kAuto tries MAP_HUGETLB, then transparent huge pages.
   enum class HugePages { kOff, kAuto, kOn } huge_pages = HugePages::kAuto;
+  // Fault the whole arena in at start-up. Costs start-up time (about 0.3 s per GiB) and
+  // shows the full budget in RSS at once, but keeps page zeroing off the put path, where
+  // it otherwise costs most of the daemon's CPU on a cold tier.
+  bool prefault_dram = true;
   // Largest accepted chunk; larger puts fail with RESOURCE_EXHAUSTED. Also capped by the
   // DRAM capacity.
   uint64_t max_chunk_bytes = 256ull << 20;
@@ -40,6 +48,34 @@ struct ChunkStoreOptions {
   int index_shards = 64;
   // Longest lease a Lookup may ask for; longer requests are clamped.
   absl::Duration max_lease = absl::Seconds(60);
+
+  // The NVMe tier (RocksDB with blob files, see docs/storage-format.md). Off by default.
+  struct Nvme {
+    // Database directory on a local SSD. Empty: no NVMe tier (DRAM only). An existing
+    // database there is reopened and its chunks served again after the index is rebuilt
+    // from the metadata family.
+    std::string path;
+    // Byte budget of chunk payloads on NVMe; approximately-LRU chunks are evicted past it.
+    // The directory settles within ~1.25x of it (blob garbage, WAL, SST files).
+    uint64_t capacity_bytes = 64ull << 30;
+    // Background threads writing DRAM evictions to NVMe. One keeps up with a single SSD
+    // for MiB-sized chunks; more help with many small chunks or sync_writes.
+    int demotion_threads = 1;
+    // Evicted chunks waiting to be written. A full queue drops the chunk (counted in
+    // demotion_drops) instead of blocking the put. Queued chunks keep their DRAM until
+    // written, so this bounds the DRAM held by demotion: chunks x chunk size.
+    int demotion_queue_chunks = 16;
+    // Also write every put to NVMe before CommitPut returns (not only on eviction): puts
+    // then survive a restart as soon as they are acknowledged, at disk speed. A failed
+    // NVMe write is counted in io_errors; the chunk is still served from DRAM.
+    bool write_through = false;
+    // fsync the WAL on every NVMe write. Off: written chunks survive kill -9 but not
+    // power loss. On: they survive both, at one fsync per chunk.
+    bool sync_writes = false;
+    // Copy a chunk that Get served from NVMe into DRAM (evicting as a put would), so the
+    // next get is a DRAM hit. Off: NVMe hits stay on NVMe.
+    bool promote_on_hit = true;
+  } nvme;
 
   absl::Status Validate() const;
 };

@@ -22,18 +22,40 @@ constexpr uint64_t kChunkBookkeepingBytes = 320;
 
 absl::StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Create(const ChunkStoreOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  auto dram =
-      DramAllocator::Create(options.dram_capacity_bytes, options.page_bytes, options.huge_pages);
+  auto dram = DramAllocator::Create(options.dram_capacity_bytes, options.page_bytes,
+                                   options.huge_pages, options.prefault_dram);
   if (!dram.ok()) return dram.status();
   auto index = ChunkIndex::Create(options.index_shards, options.dram_eviction);
   if (!index.ok()) return index.status();
-  return std::make_unique<ChunkStoreImpl>(options, *std::move(dram), *std::move(index));
+  std::unique_ptr<RocksDbTier> nvme;
+  if (!options.nvme.path.empty()) {
+    RocksDbTierOptions tier;
+    tier.path = options.nvme.path;
+    tier.capacity_bytes = options.nvme.capacity_bytes;
+    tier.sync_writes = options.nvme.sync_writes;
+    auto opened = RocksDbTier::Open(tier);
+    if (!opened.ok()) return opened.status();
+    nvme = *std::move(opened);
+  }
+  return std::make_unique<ChunkStoreImpl>(options, *std::move(dram), *std::move(index),
+                                          std::move(nvme));
 }
 
 ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                                std::shared_ptr<DramAllocator> dram,
-                               std::unique_ptr<ChunkIndex> index)
-    : options_(options), dram_(std::move(dram)), index_(std::move(index)) {}
+                               std::unique_ptr<ChunkIndex> index, std::unique_ptr<RocksDbTier> nvme)
+    : options_(options),
+      dram_(std::move(dram)),
+      index_(std::move(index)),
+      nvme_(std::move(nvme)),
+      demoter_(nvme_ == nullptr ? nullptr
+                                : std::make_unique<Demoter>(
+                                      nvme_.get(), options.nvme.demotion_threads,
+                                      static_cast<size_t>(options.nvme.demotion_queue_chunks),
+                                      // Keeps 3/4 of DRAM evictable however far demotion lags.
+                                      dram_->capacity_bytes() / 4)) {}
+
+ChunkStoreImpl::~ChunkStoreImpl() = default;
 
 absl::Status ChunkStoreImpl::CheckFits(uint64_t size) const {
   if (size > options_.max_chunk_bytes) {
@@ -55,7 +77,7 @@ absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const Chu
                                                                        const ChunkMeta& meta) {
   if (meta.size_bytes == 0) return absl::InvalidArgumentError("chunk size_bytes must be > 0");
   if (absl::Status s = CheckFits(meta.size_bytes); !s.ok()) return s;
-  if (index_->Locate(id) != Tier::kNone) {
+  if (Locate(id) != Tier::kNone) {
     return absl::AlreadyExistsError("chunk already stored");
   }
   Allocation allocation;
@@ -68,8 +90,12 @@ absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
   ExpireLeases(absl::Now());
   const uint64_t max_rounds = index_->size() + kExtraEvictionRounds;
   for (uint64_t round = 1;; ++round) {
-    // Dropping the victim here frees its bytes: EvictOne only picks unreferenced chunks.
-    const bool evicted = index_->EvictOne() != nullptr;
+    // Dropping the victim here frees its bytes (EvictOne only picks unreferenced chunks),
+    // unless the demotion queue keeps it until written to NVMe.
+    ChunkId victim_id;
+    ChunkRef victim = index_->EvictOne(&victim_id);
+    const bool evicted = victim != nullptr;
+    if (evicted) Demote(victim_id, std::move(victim));
     ChargeBookkeeping();
     if (!evicted) {
       return absl::ResourceExhaustedError(
@@ -93,12 +119,18 @@ absl::Status ChunkStoreImpl::CommitPut(std::unique_ptr<PendingChunk> pending) {
   absl::StatusOr<ChunkRef> chunk = dram_pending->Seal();
   if (!chunk.ok()) return chunk.status();
   // False when a concurrent put of the same key committed first: ours is dropped here.
-  if (index_->Insert(pending->id(), *std::move(chunk), Tier::kDram)) ChargeBookkeeping();
+  if (!index_->Insert(pending->id(), *chunk, Tier::kDram)) return absl::OkStatus();
+  ChargeBookkeeping();
+  if (nvme_ != nullptr && options_.nvme.write_through) WriteThrough(pending->id(), **chunk);
   return absl::OkStatus();
 }
 
 absl::StatusOr<ChunkRef> ChunkStoreImpl::Get(const ChunkId& id) {
-  ChunkRef chunk = index_->Get(id);
+  ChunkRef chunk = index_->Get(id, /*count_miss=*/nvme_ == nullptr);
+  if (chunk != nullptr) return chunk;
+  if (nvme_ == nullptr) return absl::NotFoundError("chunk not found");
+  chunk = GetBelowDram(id);
+  index_->RecordGet(id, chunk != nullptr);
   if (chunk == nullptr) return absl::NotFoundError("chunk not found");
   return chunk;
 }
@@ -118,7 +150,11 @@ LookupResult ChunkStoreImpl::Lookup(const Key128& ns, absl::Span<const Key128> k
   for (const Key128& key : keys) {
     const ChunkId id{ns, key};
     const ProbeResult probe = index_->Probe(id, take_lease);
-    if (probe.tier == Tier::kNone) break;
+    if (probe.tier == Tier::kNone) {
+      if (!BelowDram(id)) break;
+      result.tiers.push_back(Tier::kNvme);  // reported, not leased (see ChunkStore)
+      continue;
+    }
     result.tiers.push_back(probe.tier);
     if (take_lease) holds.push_back({id, probe.generation});
   }
@@ -137,13 +173,22 @@ void ChunkStoreImpl::ExpireLeases(absl::Time now) {
   }
 }
 
-Tier ChunkStoreImpl::Locate(const ChunkId& id) const { return index_->Locate(id); }
+Tier ChunkStoreImpl::Locate(const ChunkId& id) const {
+  const Tier tier = index_->Locate(id);
+  if (tier != Tier::kNone) return tier;
+  return BelowDram(id) ? Tier::kNvme : Tier::kNone;
+}
 
 absl::Status ChunkStoreImpl::Delete(const ChunkId& id) {
   // The bytes go when the last reader drops its ref; here if there is none.
-  if (index_->Erase(id) == nullptr) return absl::NotFoundError("chunk not found");
-  ChargeBookkeeping();
-  return absl::OkStatus();
+  bool found = index_->Erase(id) != nullptr;
+  if (found) ChargeBookkeeping();
+  if (nvme_ != nullptr) {
+    // Both, in this order: a demotion cancelled after landing deletes its own write.
+    found = demoter_->Cancel(id) || found;
+    found = nvme_->Delete(id).ok() || found;
+  }
+  return found ? absl::OkStatus() : absl::NotFoundError("chunk not found");
 }
 
 void ChunkStoreImpl::ChargeBookkeeping() {
@@ -159,6 +204,7 @@ StoreStats ChunkStoreImpl::Stats() const {
   dram.used_bytes = dram_->used_bytes();
   std::tie(dram.chunks, dram.chunk_bytes) = index_->TierUsage(Tier::kDram);
   stats.tiers.push_back(dram);
+  AddNvmeStats(&stats);
   return stats;
 }
 

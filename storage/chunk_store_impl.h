@@ -1,27 +1,36 @@
-// ChunkStoreImpl: the ChunkStore over the sharded index, the DRAM tier and the lease table.
+// ChunkStoreImpl: the ChunkStore over the sharded index, the DRAM tier, the lease table and
+// (when configured) the NVMe tier with its demotion threads.
 //
 // Space is reserved at BeginPut, evicting by policy until the payload fits; the chunk
 // joins the index only at CommitPut. Expired leases are released lazily, in Lookup and
-// before evicting, so the store runs no thread of its own.
+// before evicting, so the DRAM-only store runs no thread of its own; the NVMe tier adds the
+// demotion threads and RocksDB's garbage-collection thread. The NVMe glue lives in
+// chunk_store_nvme.cc.
 //
 // Thread-safety: thread-safe (see ChunkStore).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "storage/chunk_store.h"
+#include "storage/demoter.h"
 #include "storage/dram_allocator.h"
 #include "storage/index.h"
 #include "storage/lease_table.h"
+#include "storage/rocksdb_tier.h"
 
 namespace kvstash::storage {
 
 class ChunkStoreImpl final : public ChunkStore {
  public:
+  // `nvme` null: DRAM only.
   ChunkStoreImpl(const ChunkStoreOptions& options, std::shared_ptr<DramAllocator> dram,
-                 std::unique_ptr<ChunkIndex> index);
+                 std::unique_ptr<ChunkIndex> index, std::unique_ptr<RocksDbTier> nvme = nullptr);
+  // Writes out queued demotions, then closes the NVMe tier.
+  ~ChunkStoreImpl() override;
 
   absl::StatusOr<std::unique_ptr<PendingChunk>> BeginPut(const ChunkId& id,
                                                          const ChunkMeta& meta) override;
@@ -45,10 +54,29 @@ class ChunkStoreImpl final : public ChunkStore {
   // Counts the index's heap bookkeeping against the DRAM budget; call when its size changed.
   void ChargeBookkeeping();
 
+  // NVMe glue (chunk_store_nvme.cc); each is a no-op or a miss without the NVMe tier.
+  // Hands a chunk evicted from DRAM to the demotion queue unless NVMe already has it.
+  void Demote(const ChunkId& id, ChunkRef victim);
+  // A chunk below DRAM (demotion queue or NVMe), promoted when options say so; or null.
+  ChunkRef GetBelowDram(const ChunkId& id);
+  // Copies an NVMe chunk into DRAM and indexes it; null when DRAM has no room.
+  ChunkRef Promote(const ChunkId& id, const StoredChunk& chunk);
+  // Whether the chunk is below DRAM (queued for NVMe or on NVMe).
+  bool BelowDram(const ChunkId& id) const;
+  void WriteThrough(const ChunkId& id, const StoredChunk& chunk);
+  void AddNvmeStats(StoreStats* stats) const;
+
   const ChunkStoreOptions options_;
   const std::shared_ptr<DramAllocator> dram_;
   const std::unique_ptr<ChunkIndex> index_;
   LeaseTable leases_;
+  // Declared after nvme_ so that it is destroyed (drained) first.
+  const std::unique_ptr<RocksDbTier> nvme_;
+  const std::unique_ptr<Demoter> demoter_;
+  std::atomic<uint64_t> nvme_hits_{0};
+  std::atomic<uint64_t> nvme_misses_{0};
+  std::atomic<uint64_t> promotions_{0};
+  std::atomic<uint64_t> write_throughs_{0};
 };
 
 }  // namespace kvstash::storage

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "storage/chunk_store.h"
 #include "storage/eviction_policy.h"
+#include "storage/rocksdb_tier.h"
 
 namespace kvstash::storage {
 namespace {
@@ -41,10 +42,31 @@ absl::Status ValidateDram(const ChunkStoreOptions& o) {
   return absl::OkStatus();
 }
 
+constexpr int kMaxDemotionThreads = 64;
+
+absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
+  if (n.path.empty()) return absl::OkStatus();  // tier off: the rest is ignored
+  RocksDbTierOptions tier;
+  tier.path = n.path;
+  tier.capacity_bytes = n.capacity_bytes;
+  if (absl::Status s = tier.Validate(); !s.ok()) return s;
+  if (n.demotion_threads < 1 || n.demotion_threads > kMaxDemotionThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("nvme.demotion_threads must be between 1 and ",
+                                                   kMaxDemotionThreads, " (got ",
+                                                   n.demotion_threads, ")"));
+  }
+  if (n.demotion_queue_chunks < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nvme.demotion_queue_chunks must be >= 1 (got ", n.demotion_queue_chunks, ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ChunkStoreOptions::Validate() const {
   if (absl::Status s = ValidateDram(*this); !s.ok()) return s;
+  if (absl::Status s = ValidateNvme(nvme); !s.ok()) return s;
   if (index_shards < 1 || index_shards > kMaxIndexShards ||
       !IsPowerOfTwo(static_cast<uint64_t>(index_shards))) {
     return absl::InvalidArgumentError(

@@ -16,8 +16,9 @@ Allocation& Allocation::operator=(Allocation&& other) noexcept {
 
 absl::StatusOr<std::shared_ptr<DramAllocator>> DramAllocator::Create(uint64_t capacity_bytes,
                                                                      uint64_t page_bytes,
-                                                                     Arena::HugePages huge) {
-  auto arena = Arena::Create(capacity_bytes, page_bytes, huge);
+                                                                     Arena::HugePages huge,
+                                                                     bool prefault) {
+  auto arena = Arena::Create(capacity_bytes, page_bytes, huge, prefault);
   if (!arena.ok()) return arena.status();
   return std::shared_ptr<DramAllocator>(new DramAllocator(*std::move(arena)));
 }

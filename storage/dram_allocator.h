@@ -41,7 +41,8 @@ class DramAllocator {
  public:
   static absl::StatusOr<std::shared_ptr<DramAllocator>> Create(uint64_t capacity_bytes,
                                                                uint64_t page_bytes,
-                                                               Arena::HugePages huge);
+                                                               Arena::HugePages huge,
+                                                               bool prefault = false);
 
   // Fills `out` with memory for `size` bytes. Returns false (out empty) when the arena
   // cannot provide it right now. REQUIRES: size > 0, out->empty().

@@ -63,7 +63,7 @@ Tier ChunkIndex::Locate(const ChunkId& id) const {
   return it == s.entries.end() ? Tier::kNone : it->second->tier;
 }
 
-bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier) {
+bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put) {
   auto entry = std::make_unique<IndexEntry>();  // allocated outside the lock
   entry->id = id;
   entry->size_bytes = chunk->meta().size_bytes;
@@ -78,7 +78,7 @@ bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier) {
   it->second = std::move(entry);
   s.policy->OnInsert(e);
   CounterSnapshot& c = s.counters[id.ns];
-  ++c.puts;
+  if (count_put) ++c.puts;
   ++c.chunks;
   c.bytes += e->size_bytes;
   ++s.tier_chunks[TierSlot(tier)];
@@ -87,18 +87,25 @@ bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier) {
   return true;
 }
 
-ChunkRef ChunkIndex::Get(const ChunkId& id) {
+ChunkRef ChunkIndex::Get(const ChunkId& id, bool count_miss) {
   Shard& s = ShardFor(id);
   absl::MutexLock lock(&s.mu);
   CounterSnapshot& c = s.counters[id.ns];
   auto it = s.entries.find(id);
   if (it == s.entries.end()) {
-    ++c.misses;
+    if (count_miss) ++c.misses;
     return nullptr;
   }
   ++c.hits;
   s.policy->OnAccess(it->second.get());
   return it->second->chunk;
+}
+
+void ChunkIndex::RecordGet(const ChunkId& id, bool hit) {
+  Shard& s = ShardFor(id);
+  absl::MutexLock lock(&s.mu);
+  CounterSnapshot& c = s.counters[id.ns];
+  ++(hit ? c.hits : c.misses);
 }
 
 ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e) {
@@ -131,13 +138,13 @@ bool ChunkIndex::Evictable(const PolicyHook* h) {
   return e->lease_refs == 0 && e->chunk.use_count() == 1;
 }
 
-ChunkRef ChunkIndex::EvictOne() {
+ChunkRef ChunkIndex::EvictOne(ChunkId* victim_id) {
   // A candidate that vanishes between the scan and the eviction (a racing Get or Delete)
   // sends us round again; a few rounds only fail under heavy churn.
   for (int attempt = 0; attempt < kEvictAttempts; ++attempt) {
     Shard* best = BestVictimShard();
     if (best == nullptr) return nullptr;
-    if (ChunkRef victim = EvictFrom(*best)) return victim;
+    if (ChunkRef victim = EvictFrom(*best, victim_id)) return victim;
   }
   return nullptr;
 }
@@ -165,11 +172,12 @@ ChunkIndex::Shard* ChunkIndex::BestVictimShard() {
   return best;
 }
 
-ChunkRef ChunkIndex::EvictFrom(Shard& s) {
+ChunkRef ChunkIndex::EvictFrom(Shard& s, ChunkId* victim_id) {
   absl::MutexLock lock(&s.mu);
   PolicyHook* victim = s.policy->PickVictim(Evictable);
   if (victim == nullptr) return nullptr;
   auto* e = static_cast<IndexEntry*>(victim);
+  if (victim_id != nullptr) *victim_id = e->id;
   ++s.counters[e->id.ns].evictions;
   return RemoveLocked(s, e);
 }

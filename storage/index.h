@@ -54,17 +54,20 @@ class ChunkIndex {
   ChunkIndex& operator=(const ChunkIndex&) = delete;
 
   Tier Locate(const ChunkId& id) const;
-  // Adds `chunk` unless `id` is present; counts a put. Returns false (and leaves the index
-  // unchanged) when present.
-  bool Insert(const ChunkId& id, ChunkRef chunk, Tier tier);
-  // The chunk, or null. Counts a hit or miss and tells the policy.
-  ChunkRef Get(const ChunkId& id);
+  // Adds `chunk` unless `id` is present; counts a put unless !count_put (a promotion from a
+  // lower tier is not a new put). Returns false (and leaves the index unchanged) when present.
+  bool Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put = true);
+  // The chunk, or null. Counts a hit, or a miss unless !count_miss (the caller then tries a
+  // lower tier and reports the outcome with RecordGet), and tells the policy.
+  ChunkRef Get(const ChunkId& id, bool count_miss = true);
+  // Counts a get of `id` that Get(id, false) did not count.
+  void RecordGet(const ChunkId& id, bool hit);
   // Removes the entry whatever its leases; returns its chunk (null when absent).
   ChunkRef Erase(const ChunkId& id);
   // Evicts the policy's best victim; entries that are leased or referenced outside the
   // index are skipped, so releasing the returned ref frees memory. Returns null when no
-  // entry is evictable.
-  ChunkRef EvictOne();
+  // entry is evictable. Sets *victim_id (when given) to the evicted chunk's id.
+  ChunkRef EvictOne(ChunkId* victim_id = nullptr);
 
   // Presence and tier of `id`; with take_lease, also raises its lease count.
   ProbeResult Probe(const ChunkId& id, bool take_lease);
@@ -99,7 +102,7 @@ class ChunkIndex {
   static bool Evictable(const PolicyHook* h);
   // The shard whose policy victim ranks first among the scanned shards, or null.
   Shard* BestVictimShard();
-  ChunkRef EvictFrom(Shard& s);
+  ChunkRef EvictFrom(Shard& s, ChunkId* victim_id);
 
   static constexpr int kEvictAttempts = 8;
   static constexpr int kSampledShards = 8;

@@ -1,0 +1,212 @@
+// ChunkStore with the NVMe tier: demotion, promotion, write-through, restart, drops.
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "storage/chunk_store.h"
+#include "storage/nvme_test_util.h"
+#include "storage/test_util.h"
+
+namespace kvstash::storage {
+namespace {
+
+using testing::HasPattern;
+using testing::MakeId;
+using testing::PutPattern;
+using testing::ScratchDir;
+
+constexpr uint64_t kPage = 64 << 10;
+constexpr uint64_t kChunk = 60 << 10;  // one DRAM page each
+constexpr uint64_t kDramPages = 16;
+
+ChunkStoreOptions NvmeOptions(const std::string& path) {
+  ChunkStoreOptions o;
+  o.page_bytes = kPage;
+  o.dram_capacity_bytes = kDramPages * kPage;
+  o.huge_pages = ChunkStoreOptions::HugePages::kOff;
+  o.index_shards = 4;
+  o.nvme.path = path;
+  o.nvme.capacity_bytes = 64 << 20;
+  o.nvme.demotion_queue_chunks = 64;
+  return o;
+}
+
+std::unique_ptr<ChunkStore> MakeStore(const ChunkStoreOptions& o) {
+  auto store = ChunkStore::Create(o);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+const TierStats& NvmeTier(const StoreStats& s) { return s.tiers.at(1); }
+
+// Waits until no demotion is queued or in flight (10 s at most).
+bool WaitForDemotions(const ChunkStore& store) {
+  for (int i = 0; i < 1000; ++i) {
+    if (store.Stats().nvme.demotions_pending == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// Puts chunks 0..count-1, letting demotion catch up after each put. Even so a put into a
+// full DRAM may drop a victim: queued victims keep their DRAM until written, so the put
+// evicts past the queue's byte bound (see Demoter).
+void PutPaced(ChunkStore& store, uint64_t count) {
+  for (uint64_t i = 0; i < count; ++i) {
+    ASSERT_TRUE(PutPattern(store, MakeId(i), i, kChunk).ok());
+    ASSERT_TRUE(WaitForDemotions(store)) << i;
+  }
+}
+
+// Served chunks are byte-exact; returns how many were served.
+uint64_t CheckAll(ChunkStore& store, uint64_t count) {
+  uint64_t served = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    absl::StatusOr<ChunkRef> got = store.Get(MakeId(i));
+    if (!got.ok()) continue;
+    EXPECT_TRUE(HasPattern(**got, i, kChunk)) << i;
+    ++served;
+  }
+  return served;
+}
+
+// The first chunk that Locate places on NVMe, or `count`.
+uint64_t FirstOnNvme(const ChunkStore& store, uint64_t count) {
+  for (uint64_t i = 0; i < count; ++i) {
+    if (store.Locate(MakeId(i)) == Tier::kNvme) return i;
+  }
+  return count;
+}
+
+bool ReadsBack(ChunkStore& store, uint64_t n) {
+  absl::StatusOr<ChunkRef> got = store.Get(MakeId(n));
+  return got.ok() && HasPattern(**got, n, kChunk);
+}
+
+TEST(ChunkStoreNvmeTest, OffByDefault) {
+  EXPECT_TRUE(ChunkStoreOptions{}.nvme.path.empty());
+  ChunkStoreOptions o = NvmeOptions("");
+  auto store = MakeStore(o);
+  EXPECT_EQ(store->Stats().tiers.size(), 1u);
+}
+
+TEST(ChunkStoreNvmeTest, OptionErrorsNameTheField) {
+  ChunkStoreOptions o = NvmeOptions("/tmp/unused");
+  o.nvme.capacity_bytes = 10;
+  EXPECT_NE(o.Validate().message().find("nvme.capacity_bytes"), absl::string_view::npos);
+  o = NvmeOptions("/tmp/unused");
+  o.nvme.demotion_threads = 0;
+  EXPECT_NE(o.Validate().message().find("nvme.demotion_threads"), absl::string_view::npos);
+  o = NvmeOptions("/tmp/unused");
+  o.nvme.demotion_queue_chunks = 0;
+  EXPECT_NE(o.Validate().message().find("nvme.demotion_queue_chunks"), absl::string_view::npos);
+}
+
+TEST(ChunkStoreNvmeTest, DemotesUnderPressureAndReadsBackByteExact) {
+  ScratchDir dir;
+  ChunkStoreOptions o = NvmeOptions(dir.path());
+  o.nvme.promote_on_hit = false;
+  auto store = MakeStore(o);
+  constexpr uint64_t kCount = 64;
+  PutPaced(*store, kCount);
+  const StoreStats stats = store->Stats();
+  EXPECT_GE(stats.nvme.demotions, (kCount - kDramPages) / 2);
+  EXPECT_EQ(NvmeTier(stats).chunks, stats.nvme.demotions);
+  const uint64_t first = FirstOnNvme(*store, kCount);
+  ASSERT_LT(first, kCount);
+  std::vector<Key128> keys;
+  for (uint64_t i = first; i < kCount; ++i) keys.push_back(MakeId(i).key);
+  const LookupResult lookup = store->Lookup(MakeId(0).ns, keys, absl::ZeroDuration());
+  ASSERT_GE(lookup.hit_count, 1u);
+  EXPECT_EQ(lookup.tiers.front(), Tier::kNvme);
+  EXPECT_EQ(CheckAll(*store, kCount), stats.tiers.at(0).chunks + NvmeTier(stats).chunks);
+  EXPECT_EQ(store->Locate(MakeId(first)), Tier::kNvme);  // promotion off
+  EXPECT_GE(store->Stats().nvme.hits, NvmeTier(stats).chunks);
+}
+
+TEST(ChunkStoreNvmeTest, NvmeHitIsPromotedIntoDram) {
+  ScratchDir dir;
+  auto store = MakeStore(NvmeOptions(dir.path()));
+  PutPaced(*store, 40);
+  const uint64_t first = FirstOnNvme(*store, 40);
+  ASSERT_LT(first, 40u);
+  EXPECT_TRUE(ReadsBack(*store, first));
+  EXPECT_EQ(store->Locate(MakeId(first)), Tier::kDram);
+  EXPECT_EQ(store->Stats().nvme.promotions, 1u);
+  EXPECT_TRUE(ReadsBack(*store, first));  // now a DRAM hit
+  EXPECT_EQ(store->Stats().nvme.promotions, 1u);
+}
+
+TEST(ChunkStoreNvmeTest, FullQueueDropsAndCountsWithoutBlocking) {
+  ScratchDir dir;
+  ChunkStoreOptions o = NvmeOptions(dir.path());
+  o.nvme.demotion_queue_chunks = 1;
+  o.nvme.sync_writes = true;  // slow writes keep the queue full
+  auto store = MakeStore(o);
+  for (uint64_t i = 0; i < 200; ++i) ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
+  const StoreStats stats = store->Stats();
+  EXPECT_GT(stats.nvme.demotion_drops, 0u);
+  // A dropped chunk is a miss, never wrong bytes.
+  for (uint64_t i = 0; i < 200; ++i) {
+    absl::StatusOr<ChunkRef> got = store->Get(MakeId(i));
+    if (got.ok()) EXPECT_TRUE(HasPattern(**got, i, kChunk)) << i;
+  }
+}
+
+TEST(ChunkStoreNvmeTest, WriteThroughSurvivesRestart) {
+  ScratchDir dir;
+  ChunkStoreOptions o = NvmeOptions(dir.path());
+  o.nvme.write_through = true;
+  {
+    auto store = MakeStore(o);
+    for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
+    const StoreStats stats = store->Stats();
+    EXPECT_EQ(stats.nvme.write_throughs, 8u);
+    EXPECT_EQ(NvmeTier(stats).chunks, 8u);  // on NVMe as soon as the put returned
+    EXPECT_EQ(store->Locate(MakeId(3)), Tier::kDram);
+  }
+  auto store = MakeStore(o);
+  EXPECT_EQ(store->Stats().nvme.recovered_chunks, 8u);
+  EXPECT_EQ(store->Locate(MakeId(3)), Tier::kNvme);
+  for (uint64_t i = 0; i < 8; ++i) EXPECT_TRUE(ReadsBack(*store, i)) << i;
+}
+
+TEST(ChunkStoreNvmeTest, RestartServesDemotedChunks) {
+  ScratchDir dir;
+  constexpr uint64_t kCount = 48;
+  {
+    auto store = MakeStore(NvmeOptions(dir.path()));
+    PutPaced(*store, kCount);
+    ASSERT_TRUE(store->Delete(MakeId(0)).ok());  // demoted, then deleted: stays deleted
+  }  // queued demotions are written out before the store closes
+  auto store = MakeStore(NvmeOptions(dir.path()));
+  EXPECT_EQ(store->Locate(MakeId(0)), Tier::kNone);
+  // Chunks still in DRAM at shutdown are not written back (or were dropped): misses.
+  const uint64_t recovered = store->Stats().nvme.recovered_chunks;
+  EXPECT_GE(recovered, (kCount - kDramPages) / 2);
+  EXPECT_EQ(CheckAll(*store, kCount), recovered);
+}
+
+TEST(ChunkStoreNvmeTest, DeleteRemovesFromEveryTier) {
+  ScratchDir dir;
+  ChunkStoreOptions o = NvmeOptions(dir.path());
+  o.nvme.write_through = true;
+  auto store = MakeStore(o);
+  ASSERT_TRUE(PutPattern(*store, MakeId(1), 1, kChunk).ok());
+  ASSERT_TRUE(store->Delete(MakeId(1)).ok());
+  EXPECT_EQ(store->Locate(MakeId(1)), Tier::kNone);
+  EXPECT_EQ(store->Get(MakeId(1)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->Delete(MakeId(1)).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(NvmeTier(store->Stats()).chunks, 0u);
+}
+
+TEST(ChunkStoreNvmeTest, UnusablePathFailsCreate) {
+  ScratchDir dir;
+  std::ofstream(dir.Sub("file")) << "x";
+  EXPECT_FALSE(ChunkStore::Create(NvmeOptions(dir.Sub("file"))).ok());
+}
+
+}  // namespace
+}  // namespace kvstash::storage

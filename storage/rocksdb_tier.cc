@@ -1,0 +1,422 @@
+#include "storage/rocksdb_tier.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rocksdb/db.h"
+#include "rocksdb/slice.h"
+#include "rocksdb/write_batch.h"
+#include "storage/nvme_format.h"
+#include "storage/rocksdb_tier_config.h"
+
+namespace kvstash::storage {
+namespace {
+
+enum Family { kDefault = 0, kPayload = 1, kMeta = 2 };
+
+// A chunk read from NVMe: owns the buffer RocksDB read the blob into (no further copy).
+class NvmeChunk final : public StoredChunk {
+ public:
+  NvmeChunk(const ChunkMeta& meta, std::unique_ptr<rocksdb::PinnableSlice> value)
+      : meta_(meta),
+        value_(std::move(value)),
+        segment_{reinterpret_cast<const uint8_t*>(value_->data()), value_->size()} {}
+  const ChunkMeta& meta() const override { return meta_; }
+  absl::Span<const Segment> segments() const override { return {&segment_, 1}; }
+
+ private:
+  const ChunkMeta meta_;
+  const std::unique_ptr<rocksdb::PinnableSlice> value_;
+  const Segment segment_;
+};
+
+absl::string_view View(const rocksdb::Slice& s) { return absl::string_view(s.data(), s.size()); }
+
+absl::Status CheckFormat(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, nvme::kFormatKey, &value);
+  if (s.IsNotFound()) {
+    rocksdb::WriteOptions w;
+    w.sync = true;  // once per database
+    s = db->Put(w, cf, nvme::kFormatKey, std::string(1, static_cast<char>(nvme::kFormatVersion)));
+    if (!s.ok()) return absl::UnavailableError(absl::StrCat("nvme: ", s.ToString()));
+    return absl::OkStatus();
+  }
+  if (!s.ok()) return absl::UnavailableError(absl::StrCat("nvme: ", s.ToString()));
+  if (value.size() != 1 || static_cast<uint8_t>(value[0]) != nvme::kFormatVersion) {
+    return absl::FailedPreconditionError(
+        "nvme.path holds a database of an unknown format version; move it away or point "
+        "nvme.path elsewhere");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RocksDbTier>> RocksDbTier::Open(const RocksDbTierOptions& options) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  const nvme::DbConfig config = nvme::BuildDbConfig(options);
+  const std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {nvme::kPayloadFamily, config.payload},
+      {nvme::kMetaFamily, config.meta}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(config.db, options.path, descriptors, &handles, &raw);
+  if (!s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("nvme: cannot open RocksDB at nvme.path '", options.path, "': ", s.ToString()));
+  }
+  std::unique_ptr<RocksDbTier> tier(
+      new RocksDbTier(options, std::unique_ptr<rocksdb::DB>(raw), std::move(handles)));
+  if (absl::Status st = CheckFormat(tier->db_.get(), tier->families_[kDefault]); !st.ok()) {
+    return st;
+  }
+  if (absl::Status st = tier->LoadIndex(); !st.ok()) return st;
+  tier->gc_thread_ = std::thread([t = tier.get()] { t->GcLoop(); });
+  return tier;
+}
+
+RocksDbTier::RocksDbTier(const RocksDbTierOptions& options, std::unique_ptr<rocksdb::DB> db,
+                         std::vector<rocksdb::ColumnFamilyHandle*> families)
+    : options_(options),
+      db_(std::move(db)),
+      families_(std::move(families)),
+      gc_trigger_bytes_(nvme::GcTriggerBytes(options)) {}
+
+RocksDbTier::~RocksDbTier() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  db_->DisableManualCompaction();  // a running GC compaction returns early
+  if (gc_thread_.joinable()) gc_thread_.join();
+  for (rocksdb::ColumnFamilyHandle* h : families_) db_->DestroyColumnFamilyHandle(h);
+  db_->Close().PermitUncheckedError();  // the WAL makes an unclean close safe
+}
+
+absl::Status RocksDbTier::LoadIndex() {
+  std::vector<std::unique_ptr<Entry>> loaded;
+  rocksdb::WriteBatch drop;
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;  // one pass; caching would only evict useful blocks
+  ro.readahead_size = 2 << 20;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, families_[kMeta]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const std::optional<ChunkId> id = nvme::DecodeKey(View(it->key()));
+    const std::optional<nvme::MetaRecord> rec = nvme::DecodeMeta(View(it->value()));
+    if (!id || !rec) {
+      // Unknown version or truncated: never trust it; deleting keeps restarts clean.
+      drop.Delete(families_[kMeta], it->key()).PermitUncheckedError();
+      drop.Delete(families_[kPayload], it->key()).PermitUncheckedError();
+      continue;
+    }
+    auto e = std::make_unique<Entry>();
+    e->id = *id;
+    e->meta = rec->meta;
+    e->size_bytes = rec->meta.size_bytes;
+    e->stamp = rec->sequence;
+    loaded.push_back(std::move(e));
+  }
+  if (!it->status().ok()) {
+    return absl::UnavailableError(absl::StrCat("nvme: scanning metadata: ", it->status().ToString()));
+  }
+  it.reset();
+  // Oldest first, so the most recently used ends at the LRU front.
+  std::sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) {
+    return a->stamp < b->stamp;
+  });
+  {
+    absl::MutexLock lock(&mu_);
+    counters_.dropped_records = drop.Count() / 2;
+    counters_.recovered_chunks = loaded.size();
+    if (!loaded.empty()) next_sequence_ = loaded.back()->stamp + 1;
+    for (auto& e : loaded) InsertLocked(std::move(e));
+  }
+  if (drop.Count() > 0) {
+    rocksdb::Status s = db_->Write(nvme::ChunkWriteOptions(options_), &drop);
+    if (!s.ok()) return absl::UnavailableError(absl::StrCat("nvme: ", s.ToString()));
+  }
+  MakeRoom(0);  // the budget may have shrunk since the last run
+  return absl::OkStatus();
+}
+
+absl::Mutex& RocksDbTier::StripeFor(const ChunkId& id) const {
+  return stripes_[absl::HashOf(id) % kStripes];
+}
+
+void RocksDbTier::InsertLocked(std::unique_ptr<Entry> entry) {
+  Entry* e = entry.get();
+  e->generation = next_generation_++;
+  lru_.PushFront(e);
+  live_bytes_ += e->meta.size_bytes;
+  entries_[e->id] = std::move(entry);
+}
+
+void RocksDbTier::EraseLocked(Entry* e) {
+  lru_.Remove(e);
+  live_bytes_ -= e->meta.size_bytes;
+  garbage_bytes_ += e->meta.size_bytes;
+  const ChunkId id = e->id;  // erase destroys *e
+  entries_.erase(id);
+}
+
+absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk) {
+  const uint64_t size = chunk.meta().size_bytes;
+  if (size > options_.capacity_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "chunk of ", size, " bytes exceeds nvme.capacity_bytes (", options_.capacity_bytes, ")"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (entries_.contains(id)) return absl::OkStatus();
+    reserved_bytes_ += size;
+  }
+  MakeRoom(0);  // the reservation above already counts `size`
+  absl::MutexLock stripe(&StripeFor(id));
+  bool present;
+  uint64_t sequence;
+  {
+    absl::MutexLock lock(&mu_);
+    present = entries_.contains(id);
+    sequence = next_sequence_++;
+  }
+  absl::Status s = present ? absl::OkStatus() : WriteChunk(id, chunk, sequence);
+  absl::MutexLock lock(&mu_);
+  reserved_bytes_ -= size;
+  if (present || !s.ok()) return s;
+  auto e = std::make_unique<Entry>();
+  e->id = id;
+  e->meta = chunk.meta();
+  e->size_bytes = size;
+  e->stamp = sequence;
+  InsertLocked(std::move(e));
+  ++counters_.puts;
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbTier::WriteChunk(const ChunkId& id, const StoredChunk& chunk,
+                                     uint64_t sequence) {
+  const std::string key = nvme::EncodeKey(id);
+  const std::string meta = nvme::EncodeMeta({chunk.meta(), sequence});
+  std::vector<rocksdb::Slice> parts;
+  for (const Segment& seg : chunk.segments()) {
+    parts.emplace_back(reinterpret_cast<const char*>(seg.data), seg.size);
+  }
+  const rocksdb::Slice key_slice(key);
+  rocksdb::WriteBatch batch;
+  // One batch: after a crash both families hold the chunk or neither does.
+  rocksdb::Status s = batch.Put(families_[kPayload], rocksdb::SliceParts(&key_slice, 1),
+                                rocksdb::SliceParts(parts.data(), static_cast<int>(parts.size())));
+  if (s.ok()) s = batch.Put(families_[kMeta], key, meta);
+  if (s.ok()) s = db_->Write(nvme::ChunkWriteOptions(options_), &batch);
+  if (!s.ok()) return IoError("write", s.ToString());
+  return absl::OkStatus();
+}
+
+void RocksDbTier::MakeRoom(uint64_t size) {
+  for (;;) {
+    ChunkId victim;
+    uint64_t generation;
+    {
+      absl::MutexLock lock(&mu_);
+      if (live_bytes_ + reserved_bytes_ + size <= options_.capacity_bytes) return;
+      const PolicyHook* h = lru_.back();
+      if (h == nullptr) return;  // only reservations left: let them overshoot briefly
+      victim = static_cast<const Entry*>(h)->id;
+      generation = static_cast<const Entry*>(h)->generation;
+    }
+    if (Remove(victim, generation)) {
+      absl::MutexLock lock(&mu_);
+      ++counters_.evictions;
+    }
+  }
+}
+
+bool RocksDbTier::Remove(const ChunkId& id, uint64_t generation) {
+  absl::MutexLock stripe(&StripeFor(id));
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return false;
+    if (generation != 0 && it->second->generation != generation) return false;
+    EraseLocked(it->second.get());
+  }
+  const std::string key = nvme::EncodeKey(id);
+  rocksdb::WriteBatch batch;
+  rocksdb::Status s = batch.Delete(families_[kPayload], key);
+  if (s.ok()) s = batch.Delete(families_[kMeta], key);
+  if (s.ok()) s = db_->Write(nvme::ChunkWriteOptions(options_), &batch);
+  // On failure the chunk stays on disk but not in the index: it is garbage until the next
+  // restart re-indexes it (and then it is still verified before being served).
+  if (!s.ok()) IoError("delete", s.ToString()).IgnoreError();
+  return true;
+}
+
+absl::Status RocksDbTier::Delete(const ChunkId& id) {
+  if (!Remove(id, 0)) return absl::NotFoundError("chunk not found");
+  absl::MutexLock lock(&mu_);
+  ++counters_.deletes;
+  return absl::OkStatus();
+}
+
+bool RocksDbTier::Contains(const ChunkId& id) const {
+  absl::MutexLock lock(&mu_);
+  return entries_.contains(id);
+}
+
+absl::StatusOr<ChunkRef> RocksDbTier::Get(const ChunkId& id) {
+  ChunkMeta meta;
+  uint64_t generation;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      ++counters_.misses;
+      return absl::NotFoundError("chunk not found");
+    }
+    meta = it->second->meta;
+    generation = it->second->generation;
+  }
+  auto value = std::make_unique<rocksdb::PinnableSlice>();
+  const rocksdb::Status s = db_->Get(nvme::PayloadReadOptions(), families_[kPayload],
+                                     nvme::EncodeKey(id), value.get());
+  const bool corrupt =
+      s.IsCorruption() ||
+      (s.ok() && (value->size() != meta.size_bytes ||
+                  XXH3_64bits(value->data(), value->size()) != meta.checksum));
+  if (corrupt || s.IsNotFound()) {
+    // Never served: drop it so the next put of this key stores good bytes.
+    Remove(id, generation);
+    absl::MutexLock lock(&mu_);
+    ++counters_.misses;
+    if (corrupt) ++counters_.checksum_failures;
+    return absl::NotFoundError(corrupt ? "chunk failed checksum verification (deleted)"
+                                       : "chunk payload missing (deleted)");
+  }
+  if (!s.ok()) {
+    IoError("read", s.ToString()).IgnoreError();
+    absl::MutexLock lock(&mu_);
+    ++counters_.misses;
+    return absl::NotFoundError(absl::StrCat("nvme read failed: ", s.ToString()));
+  }
+  Touch(id, generation);
+  return std::make_shared<NvmeChunk>(meta, std::move(value));
+}
+
+void RocksDbTier::Touch(const ChunkId& id, uint64_t generation) {
+  uint64_t sequence;
+  {
+    absl::MutexLock lock(&mu_);
+    ++counters_.hits;
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second->generation != generation) return;
+    Entry* e = it->second.get();
+    lru_.Remove(e);
+    lru_.PushFront(e);
+    // Persist the new position only once the chunk has fallen behind half the index, so a
+    // hot chunk costs one metadata write per half turnover, not one per hit.
+    if (next_sequence_ - e->stamp <= entries_.size() / 2) return;
+    sequence = next_sequence_++;
+  }
+  absl::MutexLock stripe(&StripeFor(id));  // keeps a concurrent Remove from being undone
+  ChunkMeta meta;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second->generation != generation) return;
+    it->second->stamp = sequence;
+    meta = it->second->meta;
+  }
+  rocksdb::WriteOptions w;  // not synced: a lost update only ages the chunk after restart
+  const rocksdb::Status s = db_->Put(w, families_[kMeta], nvme::EncodeKey(id),
+                                     nvme::EncodeMeta({meta, sequence}));
+  if (!s.ok()) IoError("write", s.ToString()).IgnoreError();
+}
+
+absl::Status RocksDbTier::IoError(const char* what, const std::string& detail) {
+  bool resume = false;
+  {
+    absl::MutexLock lock(&mu_);
+    ++counters_.io_errors;
+    const absl::Time now = absl::Now();
+    if (now - last_resume_ >= absl::Seconds(1)) {
+      last_resume_ = now;
+      resume = true;
+    }
+  }
+  // After ENOSPC or an I/O error RocksDB refuses writes until resumed; Resume() fails
+  // harmlessly while the cause persists (e.g. the disk is still full).
+  if (resume) db_->Resume().PermitUncheckedError();
+  return absl::UnavailableError(absl::StrCat("nvme ", what, " failed: ", detail));
+}
+
+absl::Status RocksDbTier::Flush() {
+  rocksdb::FlushOptions fo;
+  const rocksdb::Status s = db_->Flush(fo, {families_[kPayload], families_[kMeta]});
+  return s.ok() ? absl::OkStatus() : IoError("flush", s.ToString());
+}
+
+absl::Status RocksDbTier::CollectGarbage() {
+  absl::MutexLock gc(&gc_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    garbage_bytes_ = 0;  // deletes from now on count toward the next run
+  }
+  rocksdb::CompactRangeOptions cro;
+  cro.exclusive_manual_compaction = false;  // automatic flushes/compactions keep running
+  // The payload family's SSTs hold only keys and blob references, so rewriting all of them
+  // is cheap; forcing the bottommost level makes every blob file eligible for GC.
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  cro.blob_garbage_collection_policy = rocksdb::BlobGarbageCollectionPolicy::kForce;
+  const rocksdb::Status s = db_->CompactRange(cro, families_[kPayload], nullptr, nullptr);
+  {
+    absl::MutexLock lock(&mu_);
+    ++counters_.gc_runs;
+  }
+  if (s.IsIncomplete() || s.IsShutdownInProgress()) return absl::OkStatus();  // stopping
+  return s.ok() ? absl::OkStatus() : IoError("garbage collection", s.ToString());
+}
+
+void RocksDbTier::GcLoop() {
+  absl::MutexLock lock(&mu_);
+  for (;;) {
+    mu_.Await(absl::Condition(this, &RocksDbTier::GcWanted));
+    if (stopping_) return;
+    mu_.Unlock();
+    CollectGarbage().IgnoreError();  // counted in io_errors
+    mu_.Lock();
+  }
+}
+
+TierStats RocksDbTier::Stats() const {
+  TierStats t;
+  t.tier = Tier::kNvme;
+  t.capacity_bytes = options_.capacity_bytes;
+  {
+    absl::MutexLock lock(&mu_);
+    t.chunks = entries_.size();
+    t.chunk_bytes = live_bytes_;
+  }
+  // On-disk bytes of blob and SST files (WAL and LOG aside), garbage included.
+  for (int f : {kPayload, kMeta}) {
+    uint64_t v = 0;
+    if (db_->GetIntProperty(families_[f], rocksdb::DB::Properties::kTotalBlobFileSize, &v)) {
+      t.used_bytes += v;
+    }
+    if (db_->GetIntProperty(families_[f], rocksdb::DB::Properties::kTotalSstFilesSize, &v)) {
+      t.used_bytes += v;
+    }
+  }
+  return t;
+}
+
+RocksDbTierCounters RocksDbTier::Counters() const {
+  absl::MutexLock lock(&mu_);
+  return counters_;
+}
+
+}  // namespace kvstash::storage

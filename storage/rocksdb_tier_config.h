@@ -1,0 +1,29 @@
+// The RocksDB options of the NVMe tier, derived from RocksDbTierOptions. Every option set
+// is explained where it is set (rocksdb_tier_config.cc); anything not mentioned there is a
+// RocksDB 7.8 default on purpose.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+
+#include "rocksdb/options.h"
+#include "storage/rocksdb_tier.h"
+
+namespace kvstash::storage::nvme {
+
+struct DbConfig {
+  rocksdb::DBOptions db;
+  rocksdb::ColumnFamilyOptions payload;  // chunk bytes, in blob files
+  rocksdb::ColumnFamilyOptions meta;     // small fixed-size records, scanned at start-up
+};
+
+DbConfig BuildDbConfig(const RocksDbTierOptions& options);
+rocksdb::WriteOptions ChunkWriteOptions(const RocksDbTierOptions& options);
+rocksdb::ReadOptions PayloadReadOptions();
+// Deleted payload bytes after which a blob garbage-collection compaction runs.
+uint64_t GcTriggerBytes(const RocksDbTierOptions& options);
+// Blob files are cut at this size (derived from the budget).
+uint64_t BlobFileBytes(const RocksDbTierOptions& options);
+
+}  // namespace kvstash::storage::nvme

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "absl/strings/str_join.h"
+#include "bench/nvme_suite.h"
 #include "bench/options.h"
 #include "bench/report.h"
 #include "bench/runner.h"
@@ -41,6 +42,29 @@ void PrintHeader(const BenchOptions& o) {
             << FormatBytes(r.budget_bytes) << "; build " << KVSTASH_BENCH_BUILD_TYPE << "\n";
 }
 
+int RunNvme(const BenchOptions& o) {
+  std::cout << "kvstash_bench --nvme: rounds " << o.run.rounds << "; " << o.run.limits.seconds
+            << " s/cell; build " << KVSTASH_BENCH_BUILD_TYPE << "\n";
+  absl::StatusOr<NvmeSuiteOutput> out = RunNvmeSuite(o.run, std::cerr);
+  if (!out.ok()) {
+    std::cerr << "kvstash_bench: " << out.status() << "\n";
+    return 1;
+  }
+  std::cout << "\n== NVMe results (median of " << o.run.rounds << " rounds) ==\n";
+  PrintNvmeRows(std::cout, out->rows);
+  std::cout << "\n== NVMe targets ==\n";
+  PrintNvmeTargets(std::cout, out->rows);
+  for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
+  if (o.json_path.empty()) return 0;
+  absl::Status s = WriteNvmeJsonLines(o.json_path, out->rows);
+  if (!s.ok()) {
+    std::cerr << "kvstash_bench: " << s << "\n";
+    return 1;
+  }
+  std::cout << "JSON lines appended to " << o.json_path << "\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<BenchOptions> options = ParseOptions(argc, argv, KVSTASH_BENCH_KVSTASHD);
   if (!options.ok()) {
@@ -52,6 +76,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   InstallSignalHandlers();
+  if (options->nvme) return RunNvme(*options);
   PrintHeader(*options);
   absl::StatusOr<RunOutput> out = RunBenchmark(options->run, std::cerr);
   if (!out.ok()) {

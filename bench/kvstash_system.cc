@@ -93,7 +93,9 @@ absl::Status KvstashSystem::Launch() {
       "--set",
       absl::StrCat("storage.dram.capacity_bytes=", options_.dram_budget_bytes),
       "--set",
-      absl::StrCat("data_dir=", dir, "/kvstash-data")};
+      absl::StrCat("data_dir=", dir, "/kvstash-data"),
+      "--set",
+      "metrics.listen=127.0.0.1:0"};
   for (const std::string& kv : options_.extra_sets) argv.insert(argv.end(), {"--set", kv});
   auto child = ChildProcess::Spawn("kvstashd", argv, dir + "/kvstashd.log");
   if (!child.ok()) return child.status();
@@ -130,7 +132,21 @@ absl::StatusOr<KvstashTierStats> KvstashSystem::Stats() {
   out.dram_used_bytes = s->dram_used_bytes;
   out.chunks = s->chunks;
   out.evictions = s->evictions;
+  out.nvme_chunks = s->nvme_chunks;
+  out.demotions = s->demotions;
+  out.demotion_drops = s->demotion_drops;
+  out.demotions_pending = s->demotions_pending;
+  out.nvme_hits = s->nvme_hits;
+  out.recovered_chunks = s->recovered_chunks;
   return out;
+}
+
+absl::StatusOr<absl::Duration> KvstashSystem::Restart() {
+  admin_.reset();
+  child_->Stop(/*grace_ms=*/60000);
+  const absl::Time begin = absl::Now();
+  if (absl::Status s = Launch(); !s.ok()) return s;
+  return absl::Now() - begin;
 }
 
 std::vector<BenchKey> PromptKeys(int chunks) {

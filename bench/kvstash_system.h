@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "bench/systems.h"
 #include "kvstash/client.h"
 
@@ -33,6 +34,12 @@ struct KvstashTierStats {
   uint64_t dram_used_bytes = 0;
   uint64_t chunks = 0;
   uint64_t evictions = 0;
+  uint64_t nvme_chunks = 0;
+  uint64_t demotions = 0;
+  uint64_t demotion_drops = 0;
+  uint64_t demotions_pending = 0;
+  uint64_t nvme_hits = 0;
+  uint64_t recovered_chunks = 0;
 };
 
 class KvstashSystem : public System {
@@ -49,6 +56,11 @@ class KvstashSystem : public System {
   std::string ServerExit() override;
 
   absl::StatusOr<KvstashTierStats> Stats();
+  // Stops the daemon (SIGTERM, clean) and starts it again on the same data directory;
+  // returns the time from spawn until it reported ready (with NVMe: the index rebuild).
+  absl::StatusOr<absl::Duration> Restart();
+  // The last `lines` lines of the daemon's log.
+  std::string LogTail(int lines) const { return child_->LogTail(lines); }
   // "127.0.0.1:PORT", as the daemon reported it.
   const std::string& address() const { return address_; }
 

@@ -15,7 +15,7 @@ namespace kvstash::bench {
 namespace {
 
 const std::set<std::string>& BoolFlags() {
-  static const auto* flags = new std::set<std::string>{"quick", "keep_scratch", "no_fill", "help"};
+  static const auto* flags = new std::set<std::string>{"quick", "keep_scratch", "no_fill", "nvme", "help"};
   return *flags;
 }
 
@@ -147,6 +147,7 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
   if (flag == "kvstash_set") r.kvstash_sets.push_back(value);
   if (flag == "keep_scratch") r.keep_scratch = true;
   if (flag == "no_fill") r.fill_tier = false;
+  if (flag == "nvme") o.nvme = true;
   if (flag == "help") o.help = true;
   return absl::OkStatus();
 }
@@ -222,6 +223,9 @@ std::string UsageText() {
   --kvstash_set K=V   extra daemon config override (repeatable), e.g. server.send_frame_bytes=4MiB
   --frame_bytes SIZE  client frame size (default: the client's default)
   --keep_scratch      keep the scratch directory with server logs
+  --nvme              instead of the sweep: the NVMe tier next to fio (NVMe-hit gets, puts
+                      with demotion, DRAM hits under demotion, index rebuild of 10k/100k
+                      chunks); uses --rounds, --seconds, --kvstash_set, --json
 )";
 }
 

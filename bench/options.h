@@ -15,6 +15,7 @@ namespace kvstash::bench {
 struct BenchOptions {
   RunConfig run;
   std::string json_path;  // --json; empty: no JSON
+  bool nvme = false;  // --nvme: run the NVMe suite (nvme_suite.h) instead of the sweep
   bool help = false;
 };
 

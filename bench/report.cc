@@ -18,6 +18,7 @@ constexpr int kTargetClients = 4;
 constexpr double kGetVsRedisMin = 1.2;
 constexpr double kPutVsRedisMin = 0.8;
 constexpr double kLookupP50MaxUs = 1000;
+constexpr int kLookupTargetKeys = 1000;
 constexpr double kRssBudgetFactor = 1.05;
 constexpr uint64_t kRssSlackBytes = 150ull << 20;
 
@@ -204,6 +205,8 @@ void PrintTargets(std::ostream& out, const std::vector<Row>& rows, const RssResu
   out << absl::StrFormat("  %-44s ", "lookup 1,000-chunk prompt p50 < 1 ms");
   if (lookup == nullptr) {
     out << "NOT MEASURED\n";
+  } else if (lookup->keys_per_op != kLookupTargetKeys) {
+    out << "NOT MEASURED (prompts had " << lookup->keys_per_op << " keys; see --lookup_keys)\n";
   } else {
     out << absl::StrFormat("%-8s p50 %.1f us, p99 %.1f us (%d keys, %d client%s)\n",
                            Verdict(lookup->p50_us < kLookupP50MaxUs && lookup->errors == 0),
@@ -235,6 +238,7 @@ absl::Status WriteJsonLines(const std::string& path, const std::vector<Row>& row
         "\"rounds\":%d,\"errors\":%d",
         r.system, r.transport, OpName(r.op), r.chunk_bytes, r.clients, r.gbps, r.ops_per_s,
         r.p50_us, r.p99_us, r.rounds, r.errors);
+    if (r.system == "kvstash") out << ",\"tier\":\"dram\"";  // the sweep runs DRAM only
     if (r.op == Op::kLookup) out << ",\"keys_per_op\":" << r.keys_per_op;
     if (r.errors > 0) out << ",\"first_error\":\"" << JsonEscape(r.first_error) << "\"";
     out << "}\n";

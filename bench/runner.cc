@@ -125,8 +125,11 @@ absl::Status Runner::StartOne(const std::string& name) {
       return absl::NotFoundError(absl::StrCat("kvstashd not found at '", config_.kvstashd_path,
                                               "' (build it or pass --kvstashd)"));
     }
-    KvstashOptions k{config_.kvstashd_path, scratch_->path(), config_.budget_bytes,
-                     config_.kvstash_sets, config_.kvstash_frame_bytes};
+    // The sweep measures the DRAM tier (rows tier=dram); --nvme measures the NVMe tier.
+    std::vector<std::string> sets = {"storage.nvme.enabled=false"};
+    sets.insert(sets.end(), config_.kvstash_sets.begin(), config_.kvstash_sets.end());
+    KvstashOptions k{config_.kvstashd_path, scratch_->path(), config_.budget_bytes, sets,
+                     config_.kvstash_frame_bytes};
     auto system = KvstashSystem::Start(k);
     if (!system.ok()) return system.status();
     e.kvstash = system->get();

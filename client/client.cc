@@ -1,5 +1,7 @@
 // Client::Connect: picks the transport from the URI scheme and proves the daemon answers
 // before handing out a client, so a wrong address fails here rather than at first use.
+#include "kvstash/client.h"
+
 #include <memory>
 #include <utility>
 
@@ -8,7 +10,6 @@
 #include "client/client_impl.h"
 #include "client/grpc_transport.h"
 #include "client/uri.h"
-#include "kvstash/client.h"
 
 namespace kvstash {
 namespace {
@@ -29,8 +30,7 @@ absl::Status CheckServing(client_internal::Transport* transport, absl::string_vi
   }
   if (!s.ok()) {
     return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " did not answer within ",
-                                               options.connect_timeout_ms, " ms: ",
-                                               s.message()));
+                                               options.connect_timeout_ms, " ms: ", s.message()));
   }
   if (!health->serving) {
     return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " is draining"));
@@ -49,8 +49,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
     return absl::UnimplementedError(absl::StrCat(
         "the UCX transport is not built into this client yet; use grpc://", parsed->HostPort()));
   }
-  auto transport =
-      std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options);
+  auto transport = std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options);
   if (absl::Status s = CheckServing(transport.get(), uri, options); !s.ok()) return s;
   return std::unique_ptr<Client>(
       std::make_unique<client_internal::ClientImpl>(std::move(transport), options));

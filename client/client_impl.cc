@@ -116,8 +116,7 @@ absl::StatusOr<NamespaceHandle> ClientImpl::OpenNamespace(const Namespace& spec)
   return handle;
 }
 
-absl::StatusOr<LookupResult> ClientImpl::Lookup(NamespaceHandle ns,
-                                                absl::Span<const Key128> keys,
+absl::StatusOr<LookupResult> ClientImpl::Lookup(NamespaceHandle ns, absl::Span<const Key128> keys,
                                                 uint32_t lease_ms) {
   LookupResult result;
   if (keys.empty()) return result;  // a prompt shorter than one chunk hits nothing
@@ -139,17 +138,15 @@ absl::Status ClientImpl::Put(NamespaceHandle ns, absl::Span<PutItem> items) {
   for (size_t i = 0; i < items.size(); ++i) {
     checksums[i] = XXH3_64bits(items[i].data, items[i].size);
   }
-  return Run(&ns.id, [&](const CallContext& ctx) {
-    return transport_->Put(ctx, ns.id, items, checksums);
-  });
+  return Run(&ns.id,
+             [&](const CallContext& ctx) { return transport_->Put(ctx, ns.id, items, checksums); });
 }
 
 absl::Status ClientImpl::Get(NamespaceHandle ns, absl::Span<GetItem> items, uint64_t lease_id) {
   if (absl::Status s = CheckGetItems(items); !s.ok()) return s;
   if (items.empty()) return absl::OkStatus();
-  absl::Status s = Run(&ns.id, [&](const CallContext& ctx) {
-    return transport_->Get(ctx, ns.id, items, lease_id);
-  });
+  absl::Status s = Run(
+      &ns.id, [&](const CallContext& ctx) { return transport_->Get(ctx, ns.id, items, lease_id); });
   if (s.ok() && options_.verify_checksums) VerifyChecksums(items);
   return s;
 }

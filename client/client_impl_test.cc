@@ -32,8 +32,7 @@ class FakeTransport final : public Transport {
 
   absl::Status WaitConnected(absl::Time) override { return absl::OkStatus(); }
 
-  absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx,
-                                           const Namespace& spec) override {
+  absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx, const Namespace& spec) override {
     absl::MutexLock lock(&mu);
     if (absl::Status s = Begin(ctx); !s.ok()) return s;
     ++registrations;
@@ -118,8 +117,8 @@ class FakeTransport final : public Transport {
     if (absl::Status s = Begin(ctx); !s.ok()) return s;
     if (forget_always) known.clear();
     if (known.count(ns) == 0) {
-      return absl::FailedPreconditionError(
-          "unknown namespace " + KeyToHex(ns) + "; call RegisterNamespace first");
+      return absl::FailedPreconditionError("unknown namespace " + KeyToHex(ns) +
+                                           "; call RegisterNamespace first");
     }
     return absl::OkStatus();
   }
@@ -373,8 +372,8 @@ TEST_F(ClientImplTest, PendingAsyncCallsFinishOnDestruction) {
 }
 
 TEST(IsUnknownNamespaceTest, MatchesDaemonMessageOnly) {
-  EXPECT_TRUE(IsUnknownNamespace(absl::FailedPreconditionError(
-      "unknown namespace 00ff; call RegisterNamespace first")));
+  EXPECT_TRUE(IsUnknownNamespace(
+      absl::FailedPreconditionError("unknown namespace 00ff; call RegisterNamespace first")));
   EXPECT_FALSE(IsUnknownNamespace(absl::FailedPreconditionError("lease expired")));
   EXPECT_FALSE(IsUnknownNamespace(absl::NotFoundError("unknown namespace")));
 }

@@ -15,8 +15,8 @@ constexpr int64_t kMaxThreadsOrConnections = 256;
 
 absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("ClientOptions.", field, " = ", value,
-                                                 " is out of range [", lo, ", ", hi, "]"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("ClientOptions.", field, " = ", value, " is out of range [", lo, ", ", hi, "]"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -28,40 +29,43 @@ namespace {
 
 using ByteBuffer = grpc::ByteBuffer;
 
-// Counts payload slices that reference caller memory and are still held anywhere inside
-// gRPC. A call returns only once the count is back to zero: a stream cut short can
-// leave frames queued in the transport after the call itself completed, and the caller
-// may free its buffers the moment we return.
-class SliceTracker {
- public:
-  grpc::Slice Wrap(const void* data, size_t len) {
-    {
-      absl::MutexLock lock(&mu_);
-      ++live_;
-    }
-    // gRPC never writes through the pointer; the slice API simply is not const.
-    return grpc::Slice(const_cast<void*>(data), len, &SliceTracker::Release, this);
-  }
-  void WaitAllReleased() {
-    absl::MutexLock lock(&mu_);
-    absl::Time t0 = absl::Now();
-    int at0 = live_;
-    while (!mu_.AwaitWithTimeout(absl::Condition(+[](int* live) { return *live == 0; }, &live_), absl::Seconds(1))) {
-      fprintf(stderr, "DBG live=%d after %s\n", live_, absl::FormatDuration(absl::Now() - t0).c_str());
-    }
-    if (at0 > 0) fprintf(stderr, "DBG had %d live at done, released after %s\n", at0, absl::FormatDuration(absl::Now() - t0).c_str());
-  }
-
- private:
-  static void Release(void* self) {
-    auto* tracker = static_cast<SliceTracker*>(self);
-    absl::MutexLock lock(&tracker->mu_);
-    --tracker->live_;
-  }
-
-  absl::Mutex mu_;
-  int live_ = 0;
+// Payload slices that reference caller memory and are still held anywhere inside gRPC.
+// A Put returns only once none is left (or a grace period passed): the caller may free
+// its buffers the moment Put returns. Each slice co-owns the count, so a slice released
+// after Put gave up waiting still finds it alive.
+struct SliceCount {
+  absl::Mutex mu;
+  int live ABSL_GUARDED_BY(mu) = 0;
 };
+using SliceCountPtr = std::shared_ptr<SliceCount>;
+
+// How long a finished Put waits for gRPC to drop its last references to caller memory.
+// Normally they are gone when the call's context is destroyed; only bytes stuck in a
+// socket to a peer that stopped reading can take longer, and waiting for those would
+// hold the caller past its deadline indefinitely.
+constexpr absl::Duration kSliceReleaseGrace = absl::Seconds(2);
+
+void ReleaseCallerBytes(void* hold) {
+  std::unique_ptr<SliceCountPtr> owner(static_cast<SliceCountPtr*>(hold));
+  absl::MutexLock lock(&(*owner)->mu);  // released before `owner` drops its reference
+  --(*owner)->live;
+}
+
+grpc::Slice WrapCallerBytes(const SliceCountPtr& count, const void* data, size_t len) {
+  {
+    absl::MutexLock lock(&count->mu);
+    ++count->live;
+  }
+  // gRPC never writes through the pointer; the slice API simply is not const.
+  return grpc::Slice(const_cast<void*>(data), len, &ReleaseCallerBytes, new SliceCountPtr(count));
+}
+
+bool WaitAllReleased(SliceCount* count, absl::Duration grace) {
+  absl::MutexLock lock(&count->mu);
+  return count->mu.AwaitWithTimeout(absl::Condition(
+                                        +[](int* live) { return *live == 0; }, &count->live),
+                                    grace);
+}
 
 // One Put call. Lives on the calling thread's stack; gRPC callbacks drive the writes,
 // one in flight at a time, and the caller blocks in Run until OnDone.
@@ -72,8 +76,9 @@ class PutStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
       : ns_(ns), items_(items), checksums_(checksums), frame_bytes_(frame_bytes) {}
 
   absl::Status Run(grpc::GenericStub* stub, const CallContext& ctx) {
-    ApplyDeadline(ctx, &context_);
-    stub->PrepareBidiStreamingCall(&context_, kPutMethod, grpc::StubOptions(), this);
+    context_ = std::make_unique<grpc::ClientContext>();
+    ApplyDeadline(ctx, context_.get());
+    stub->PrepareBidiStreamingCall(context_.get(), kPutMethod, grpc::StubOptions(), this);
     StartRead(&response_);
     if (items_.empty()) {
       StartWritesDone();
@@ -82,8 +87,11 @@ class PutStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
     }
     StartCall();
     done_.WaitForNotification();
-    frame_.Clear();  // drop our own reference to the last frame's slices
-    tracker_.WaitAllReleased();
+    // The context holds the last reference to the core call, and a call cut short keeps
+    // its unsent frame until it is destroyed; then our own reference to the last frame.
+    context_.reset();
+    frame_.Clear();
+    WaitAllReleased(slices_.get(), kSliceReleaseGrace);
     return Finish();
   }
 
@@ -129,7 +137,7 @@ class PutStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
       frame = wire::EncodeFrame(head, {});
     } else {
       grpc::Slice payload =
-          tracker_.Wrap(static_cast<const uint8_t*>(item.data) + offset_, n);
+          WrapCallerBytes(slices_, static_cast<const uint8_t*>(item.data) + offset_, n);
       frame = wire::EncodeFrame(head, absl::MakeConstSpan(&payload, 1));
     }
     offset_ += n;
@@ -164,8 +172,8 @@ class PutStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
   const absl::Span<PutItem> items_;
   const absl::Span<const uint64_t> checksums_;
   const uint32_t frame_bytes_;
-  SliceTracker tracker_;  // outlives context_: destroyed after it
-  grpc::ClientContext context_;
+  const SliceCountPtr slices_ = std::make_shared<SliceCount>();
+  std::unique_ptr<grpc::ClientContext> context_;
   // Write position: next chunk, next byte within it, whether its header went out.
   size_t item_ = 0;
   size_t offset_ = 0;
@@ -231,9 +239,8 @@ class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
     }
     if (payload.bytes == 0) return absl::OkStatus();
     if (payload.bytes > remaining_) {
-      return absl::InternalError(absl::StrCat("Get stream: ", payload.bytes,
-                                              " payload bytes where ", remaining_,
-                                              " were expected"));
+      return absl::InternalError(absl::StrCat(
+          "Get stream: ", payload.bytes, " payload bytes where ", remaining_, " were expected"));
     }
     for (const grpc::Slice& slice : payload.slices) {
       if (dest_ != nullptr) {
@@ -249,8 +256,8 @@ class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
   // A frame that opens the answer for one requested key.
   absl::Status StartChunk(const v1::GetFrame& head) {
     if (remaining_ > 0) {
-      return absl::InternalError(absl::StrCat("Get stream: chunk ", current_, " cut short by ",
-                                              remaining_, " bytes"));
+      return absl::InternalError(
+          absl::StrCat("Get stream: chunk ", current_, " cut short by ", remaining_, " bytes"));
     }
     size_t index = head.index();
     if (index >= items_.size() || answered_[index]) {
@@ -266,7 +273,9 @@ class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
     if (head.code() != 0) {
       item.status = wire::FromCode(
           head.code(), absl::StrCat("chunk ", KeyToHex(item.key),
-                                    head.code() == static_cast<int>(absl::StatusCode::kNotFound) ? " not found" : " could not be read"));
+                                    head.code() == static_cast<int>(absl::StatusCode::kNotFound)
+                                        ? " not found"
+                                        : " could not be read"));
       return absl::OkStatus();
     }
     const v1::ChunkHeader& h = head.header();
@@ -283,8 +292,8 @@ class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
       return absl::OkStatus();
     }
     dest_ = static_cast<uint8_t*>(item.data);
-    item.status = remaining_ == 0 ? absl::OkStatus()
-                                  : absl::DataLossError("chunk payload incomplete");
+    item.status =
+        remaining_ == 0 ? absl::OkStatus() : absl::DataLossError("chunk payload incomplete");
     return absl::OkStatus();
   }
 
@@ -297,8 +306,8 @@ class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
     }
     for (size_t i = 0; i < items_.size(); ++i) {
       if (!answered_[i]) {
-        return absl::InternalError(absl::StrCat("Get stream ended without an answer for key ",
-                                                i, " of ", items_.size()));
+        return absl::InternalError(
+            absl::StrCat("Get stream ended without an answer for key ", i, " of ", items_.size()));
       }
     }
     return absl::OkStatus();

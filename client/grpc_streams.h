@@ -27,7 +27,9 @@ inline constexpr char kGetMethod[] = "/kvstash.v1.KvStash/Get";
 // Sends `items` as PutFrames of at most `frame_bytes` payload bytes each: namespace_id in
 // the stream's first frame only, one header frame per chunk carrying its first bytes.
 // Returns the call's status; on OK every item's status and already_present are filled.
-// Caller memory is referenced by the frames and no longer referenced once this returns.
+// Caller memory is referenced by the frames, without copies, and no longer referenced
+// once this returns; the one exception is bytes stuck in a socket to a peer that stopped
+// reading, which are waited for only a short grace period (see grpc_streams.cc).
 absl::Status RunPutStream(grpc::GenericStub* stub, const CallContext& ctx, const Key128& ns,
                           absl::Span<PutItem> items, absl::Span<const uint64_t> checksums,
                           uint32_t frame_bytes);

@@ -73,8 +73,8 @@ GrpcTransport::Connection& GrpcTransport::Next() {
 absl::Status GrpcTransport::WaitConnected(absl::Time deadline) {
   for (size_t i = 0; i < connections_.size(); ++i) {
     if (!connections_[i].channel->WaitForConnected(absl::ToChronoTime(deadline))) {
-      return absl::UnavailableError(absl::StrCat("connection ", i, " to kvstashd at ", target_,
-                                                 " not established in time"));
+      return absl::UnavailableError(
+          absl::StrCat("connection ", i, " to kvstashd at ", target_, " not established in time"));
     }
   }
   return absl::OkStatus();
@@ -112,13 +112,13 @@ absl::StatusOr<LookupResult> GrpcTransport::Lookup(const CallContext& ctx, const
   return out;
 }
 
-absl::Status GrpcTransport::Put(const CallContext& ctx, const Key128& ns,
-                                absl::Span<PutItem> items, absl::Span<const uint64_t> checksums) {
+absl::Status GrpcTransport::Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
+                                absl::Span<const uint64_t> checksums) {
   return RunPutStream(Next().generic.get(), ctx, ns, items, checksums, frame_bytes_);
 }
 
-absl::Status GrpcTransport::Get(const CallContext& ctx, const Key128& ns,
-                                absl::Span<GetItem> items, uint64_t lease_id) {
+absl::Status GrpcTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
+                                uint64_t lease_id) {
   return RunGetStream(Next().generic.get(), ctx, ns, items, lease_id);
 }
 
@@ -126,8 +126,8 @@ absl::StatusOr<std::vector<ChunkTier>> GrpcTransport::Exists(const CallContext& 
                                                              const Key128& ns,
                                                              absl::Span<const Key128> keys) {
   v1::ExistsResponse resp;
-  absl::Status s = Unary(Next().stub.get(), &v1::KvStash::Stub::Exists, ctx,
-                         MakeKeysRequest(ns, keys), &resp);
+  absl::Status s =
+      Unary(Next().stub.get(), &v1::KvStash::Stub::Exists, ctx, MakeKeysRequest(ns, keys), &resp);
   if (!s.ok()) return s;
   if (resp.present().size() != keys.size()) {
     return absl::InternalError(absl::StrCat("ExistsResponse: ", resp.present().size(),
@@ -139,8 +139,8 @@ absl::StatusOr<std::vector<ChunkTier>> GrpcTransport::Exists(const CallContext& 
 absl::StatusOr<uint32_t> GrpcTransport::Delete(const CallContext& ctx, const Key128& ns,
                                                absl::Span<const Key128> keys) {
   v1::DeleteResponse resp;
-  absl::Status s = Unary(Next().stub.get(), &v1::KvStash::Stub::Delete, ctx,
-                         MakeKeysRequest(ns, keys), &resp);
+  absl::Status s =
+      Unary(Next().stub.get(), &v1::KvStash::Stub::Delete, ctx, MakeKeysRequest(ns, keys), &resp);
   if (!s.ok()) return s;
   return resp.deleted();
 }

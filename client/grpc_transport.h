@@ -39,8 +39,7 @@ class GrpcTransport final : public Transport {
   GrpcTransport(const std::string& target, const ClientOptions& options);
 
   absl::Status WaitConnected(absl::Time deadline) override;
-  absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx,
-                                           const Namespace& spec) override;
+  absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx, const Namespace& spec) override;
   absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
                                       absl::Span<const Key128> keys, uint32_t lease_ms) override;
   absl::Status Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,

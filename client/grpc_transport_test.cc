@@ -55,8 +55,8 @@ class FakeDaemon final : public v1::KvStash::Service {
   size_t largest_put_payload ABSL_GUARDED_BY(mu) = 0;
   size_t send_frame_bytes ABSL_GUARDED_BY(mu) = 3000;
   grpc::Status get_break ABSL_GUARDED_BY(mu);  // not OK: Get fails after its first frame
-  bool put_break ABSL_GUARDED_BY(mu) = false;   // Put fails after its first frame
-  bool get_hang ABSL_GUARDED_BY(mu) = false;    // Get waits until cancelled
+  bool put_break ABSL_GUARDED_BY(mu) = false;  // Put fails after its first frame
+  bool get_hang ABSL_GUARDED_BY(mu) = false;   // Get waits until cancelled
 
   grpc::Status RegisterNamespace(grpc::ServerContext* ctx, const v1::RegisterNamespaceRequest* req,
                                  v1::RegisterNamespaceResponse* resp) override {
@@ -109,7 +109,8 @@ class FakeDaemon final : public v1::KvStash::Service {
       return grpc::Status(grpc::FAILED_PRECONDITION, "unknown namespace; register first");
     }
     if (get_hang) {
-      while (!ctx->IsCancelled()) mu.AwaitWithTimeout(absl::Condition::kTrue, absl::Milliseconds(5));
+      while (!ctx->IsCancelled())
+        mu.AwaitWithTimeout(absl::Condition::kTrue, absl::Milliseconds(5));
       return grpc::Status(grpc::CANCELLED, "cancelled");
     }
     for (size_t i = 0; i * 16 < req->keys().size(); ++i) {

@@ -35,8 +35,7 @@ class Transport {
   virtual absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx,
                                                    const Namespace& spec) = 0;
   virtual absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
-                                              absl::Span<const Key128> keys,
-                                              uint32_t lease_ms) = 0;
+                                              absl::Span<const Key128> keys, uint32_t lease_ms) = 0;
   // Streams items[i] with checksums[i] (XXH3-64 of its payload); fills each item's status
   // and already_present. REQUIRES: checksums.size() == items.size().
   virtual absl::Status Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
@@ -45,8 +44,7 @@ class Transport {
   // error status.
   virtual absl::Status Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                            uint64_t lease_id) = 0;
-  virtual absl::StatusOr<std::vector<ChunkTier>> Exists(const CallContext& ctx,
-                                                        const Key128& ns,
+  virtual absl::StatusOr<std::vector<ChunkTier>> Exists(const CallContext& ctx, const Key128& ns,
                                                         absl::Span<const Key128> keys) = 0;
   virtual absl::StatusOr<uint32_t> Delete(const CallContext& ctx, const Key128& ns,
                                           absl::Span<const Key128> keys) = 0;

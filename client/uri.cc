@@ -9,14 +9,12 @@ namespace kvstash::client_internal {
 namespace {
 
 absl::Status Bad(absl::string_view uri, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("bad daemon URI \"", uri, "\": ", why,
-                   " (expected grpc://HOST:PORT or ucx://HOST:PORT)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "bad daemon URI \"", uri, "\": ", why, " (expected grpc://HOST:PORT or ucx://HOST:PORT)"));
 }
 
 bool IsHostChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
-         c == '_';
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
 }
 
 // Splits "host:port" or "[v6]:port"; the host comes back without brackets.
@@ -28,8 +26,8 @@ bool SplitHostPort(absl::string_view hp, absl::string_view* host, absl::string_v
     }
     *host = hp.substr(1, close - 1);
     *port = hp.substr(close + 2);
-    return !host->empty() && host->find_first_not_of("0123456789abcdefABCDEF:.") ==
-                                 absl::string_view::npos;
+    return !host->empty() &&
+           host->find_first_not_of("0123456789abcdefABCDEF:.") == absl::string_view::npos;
   }
   size_t colon = hp.rfind(':');
   if (colon == absl::string_view::npos) return false;

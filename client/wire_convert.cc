@@ -78,6 +78,25 @@ std::vector<ChunkTier> TiersFromBytes(absl::string_view bytes) {
   return out;
 }
 
+namespace {
+
+void NvmeFromProto(const v1::NvmeCounters& n, ServerStats* out) {
+  out->nvme_hits = n.hits();
+  out->nvme_misses = n.misses();
+  out->nvme_evictions = n.evictions();
+  out->demotions = n.demotions();
+  out->demotion_drops = n.demotion_drops();
+  out->demotion_failures = n.demotion_failures();
+  out->demotions_pending = n.demotions_pending();
+  out->promotions = n.promotions();
+  out->write_throughs = n.write_throughs();
+  out->checksum_failures = n.checksum_failures();
+  out->nvme_io_errors = n.io_errors();
+  out->recovered_chunks = n.recovered_chunks();
+}
+
+}  // namespace
+
 ServerStats StatsFromProto(const v1::StatsResponse& resp, const Key128* ns) {
   ServerStats out;
   CountersFromProto(resp.total(), &out);
@@ -89,10 +108,16 @@ ServerStats StatsFromProto(const v1::StatsResponse& resp, const Key128* ns) {
     }
   }
   for (const v1::TierStats& t : resp.tiers()) {
-    if (t.tier() != v1::TIER_DRAM) continue;
-    out.dram_capacity_bytes = t.capacity_bytes();
-    out.dram_used_bytes = t.used_bytes();
+    if (t.tier() == v1::TIER_DRAM) {
+      out.dram_capacity_bytes = t.capacity_bytes();
+      out.dram_used_bytes = t.used_bytes();
+    } else if (t.tier() == v1::TIER_NVME) {
+      out.nvme_capacity_bytes = t.capacity_bytes();
+      out.nvme_used_bytes = t.used_bytes();
+      out.nvme_chunks = t.chunks();
+    }
   }
+  NvmeFromProto(resp.nvme(), &out);
   return out;
 }
 

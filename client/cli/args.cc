@@ -1,5 +1,6 @@
 #include "client/cli/args.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -16,8 +17,8 @@ using Apply = absl::Status (*)(absl::string_view value, CliArgs* args);
 
 constexpr uint32_t Bit(Command c) { return 1u << static_cast<int>(c); }
 constexpr uint32_t kGlobal = ~0u;
-constexpr uint32_t kKeyed = Bit(Command::kPut) | Bit(Command::kGet) | Bit(Command::kExists) |
-                            Bit(Command::kDelete);
+constexpr uint32_t kKeyed =
+    Bit(Command::kPut) | Bit(Command::kGet) | Bit(Command::kExists) | Bit(Command::kDelete);
 constexpr uint32_t kNamespaced = kKeyed | Bit(Command::kLookup) | Bit(Command::kStats);
 
 struct FlagDef {
@@ -29,20 +30,46 @@ struct FlagDef {
 
 absl::Status Usage(absl::string_view msg) { return absl::InvalidArgumentError(msg); }
 
+// Flag parsers return a message without the flag name; ParseArgs prefixes "--name: ".
 template <typename T>
-absl::Status ParseNumber(absl::string_view flag, absl::string_view v, T* out) {
+absl::Status ParseNumber(absl::string_view v, T* out) {
   if (v.empty() || v.find_first_not_of("0123456789") != v.npos || !absl::SimpleAtoi(v, out)) {
-    return Usage(absl::StrCat("--", flag, ": expected a non-negative integer, got \"", v, "\""));
+    return Usage(absl::StrCat("expected a non-negative integer, got \"", v, "\""));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSize(absl::string_view v, uint64_t* out) {
+  absl::StatusOr<uint64_t> n = ParseByteSize(v);
+  if (!n.ok()) return n.status();
+  *out = *n;
+  return absl::OkStatus();
+}
+
+template <std::string CliArgs::*kField>
+absl::Status SetString(absl::string_view v, CliArgs* a) {
+  a->*kField = std::string(v);
+  return absl::OkStatus();
+}
+template <std::string Namespace::*kField>
+absl::Status SetNsString(absl::string_view v, CliArgs* a) {
+  a->ns.*kField = std::string(v);
+  return absl::OkStatus();
+}
+template <uint32_t Namespace::*kField>
+absl::Status SetNsNumber(absl::string_view v, CliArgs* a) {
+  return ParseNumber(v, &(a->ns.*kField));
+}
+template <bool CliArgs::*kField>
+absl::Status SetTrue(absl::string_view, CliArgs* a) {
+  a->*kField = true;
   return absl::OkStatus();
 }
 
 absl::Status ParseKeys(absl::string_view v, CliArgs* a) {
   for (absl::string_view hex : absl::StrSplit(v, ',')) {
     absl::StatusOr<Key128> key = KeyFromHex(absl::StripAsciiWhitespace(hex));
-    if (!key.ok()) {
-      return Usage(absl::StrCat("--key: \"", hex, "\" is not 32 hex digits"));
-    }
+    if (!key.ok()) return Usage(absl::StrCat("\"", hex, "\" is not 32 hex digits"));
     a->keys.push_back(*key);
   }
   return absl::OkStatus();
@@ -50,7 +77,7 @@ absl::Status ParseKeys(absl::string_view v, CliArgs* a) {
 
 absl::Status ParseTokens(absl::string_view v, CliArgs* a) {
   absl::StatusOr<std::vector<int32_t>> tokens = ParseTokenSpec(v);
-  if (!tokens.ok()) return Usage(absl::StrCat("--tokens: ", tokens.status().message()));
+  if (!tokens.ok()) return tokens.status();
   a->tokens = *std::move(tokens);
   a->has_tokens = true;
   return absl::OkStatus();
@@ -62,105 +89,63 @@ absl::Status ParseHash(absl::string_view v, CliArgs* a) {
   } else if (v == "sha256") {
     a->ns.hash_algo = HashAlgo::kSha256_128;
   } else {
-    return Usage(absl::StrCat("--hash: expected xxh3 or sha256, got \"", v, "\""));
+    return Usage(absl::StrCat("expected xxh3 or sha256, got \"", v, "\""));
   }
   return absl::OkStatus();
 }
 
-absl::Status ParseSizeFlag(absl::string_view flag, absl::string_view v, uint64_t* out) {
-  absl::StatusOr<uint64_t> n = ParseByteSize(v);
-  if (!n.ok()) return Usage(absl::StrCat("--", flag, ": ", n.status().message()));
-  *out = *n;
-  return absl::OkStatus();
+absl::Status ParseFrameBytes(absl::string_view v, CliArgs* a) {
+  uint64_t n = 0;
+  absl::Status s = ParseSize(v, &n);
+  // Out-of-range values are left to ClientOptions::Validate, which names the field.
+  a->options.frame_bytes = static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX));
+  return s;
 }
 
+constexpr uint32_t kPut = Bit(Command::kPut);
+constexpr uint32_t kGet = Bit(Command::kGet);
+
 const FlagDef kFlags[] = {
-    {"help", false, kGlobal, [](absl::string_view, CliArgs* a) {
-       a->help = true;
-       return absl::OkStatus();
+    {"help", false, kGlobal, SetTrue<&CliArgs::help>},
+    {"server", true, kGlobal, SetString<&CliArgs::server>},
+    {"deadline-ms", true, kGlobal,
+     [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->options.deadline_ms); }},
+    {"connect-timeout-ms", true, kGlobal,
+     [](absl::string_view v, CliArgs* a) {
+       return ParseNumber(v, &a->options.connect_timeout_ms);
      }},
-    {"server", true, kGlobal, [](absl::string_view v, CliArgs* a) {
-       a->server = std::string(v);
-       return absl::OkStatus();
-     }},
-    {"deadline-ms", true, kGlobal, [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("deadline-ms", v, &a->options.deadline_ms);
-     }},
-    {"connect-timeout-ms", true, kGlobal, [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("connect-timeout-ms", v, &a->options.connect_timeout_ms);
-     }},
-    {"frame-bytes", true, kGlobal, [](absl::string_view v, CliArgs* a) {
-       uint64_t n = 0;
-       absl::Status s = ParseSizeFlag("frame-bytes", v, &n);
-       a->options.frame_bytes = static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX));
-       return s;
-     }},
-    {"tenant", true, kNamespaced, [](absl::string_view v, CliArgs* a) {
-       a->ns.tenant = std::string(v);
-       return absl::OkStatus();
-     }},
-    {"model", true, kNamespaced, [](absl::string_view v, CliArgs* a) {
-       a->ns.model_id = std::string(v);
-       return absl::OkStatus();
-     }},
-    {"revision", true, kNamespaced, [](absl::string_view v, CliArgs* a) {
-       a->ns.revision = std::string(v);
-       return absl::OkStatus();
-     }},
-    {"dtype", true, kNamespaced, [](absl::string_view v, CliArgs* a) {
-       a->ns.dtype = std::string(v);
-       return absl::OkStatus();
-     }},
-    {"chunk-tokens", true, kNamespaced, [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("chunk-tokens", v, &a->ns.chunk_tokens);
-     }},
-    {"layers", true, kNamespaced, [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("layers", v, &a->ns.num_layers);
-     }},
-    {"kv-heads", true, kNamespaced, [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("kv-heads", v, &a->ns.kv_heads);
-     }},
-    {"head-dim", true, kNamespaced, [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("head-dim", v, &a->ns.head_dim);
-     }},
+    {"frame-bytes", true, kGlobal, ParseFrameBytes},
+    {"tenant", true, kNamespaced, SetNsString<&Namespace::tenant>},
+    {"model", true, kNamespaced, SetNsString<&Namespace::model_id>},
+    {"revision", true, kNamespaced, SetNsString<&Namespace::revision>},
+    {"dtype", true, kNamespaced, SetNsString<&Namespace::dtype>},
+    {"chunk-tokens", true, kNamespaced, SetNsNumber<&Namespace::chunk_tokens>},
+    {"layers", true, kNamespaced, SetNsNumber<&Namespace::num_layers>},
+    {"kv-heads", true, kNamespaced, SetNsNumber<&Namespace::kv_heads>},
+    {"head-dim", true, kNamespaced, SetNsNumber<&Namespace::head_dim>},
     {"hash", true, kNamespaced, ParseHash},
     {"key", true, kKeyed, ParseKeys},
     {"tokens", true, kKeyed | Bit(Command::kLookup), ParseTokens},
-    {"all-chunks", false, Bit(Command::kPut) | Bit(Command::kExists) | Bit(Command::kDelete),
-     [](absl::string_view, CliArgs* a) {
-       a->all_chunks = true;
-       return absl::OkStatus();
-     }},
-    {"file", true, Bit(Command::kPut), [](absl::string_view v, CliArgs* a) {
-       a->file = std::string(v);
-       return absl::OkStatus();
-     }},
-    {"size", true, Bit(Command::kPut), [](absl::string_view v, CliArgs* a) {
+    {"all-chunks", false, kPut | Bit(Command::kExists) | Bit(Command::kDelete),
+     SetTrue<&CliArgs::all_chunks>},
+    {"file", true, kPut, SetString<&CliArgs::file>},
+    {"size", true, kPut,
+     [](absl::string_view v, CliArgs* a) {
        uint64_t n = 0;
-       absl::Status s = ParseSizeFlag("size", v, &n);
+       absl::Status s = ParseSize(v, &n);
        a->size_bytes = n;
        return s;
      }},
-    {"pattern-seed", true, Bit(Command::kPut), [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("pattern-seed", v, &a->pattern_seed);
-     }},
-    {"format", true, Bit(Command::kPut), [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("format", v, &a->format);
-     }},
-    {"out", true, Bit(Command::kGet), [](absl::string_view v, CliArgs* a) {
-       a->out = std::string(v);
-       return absl::OkStatus();
-     }},
-    {"capacity", true, Bit(Command::kGet), [](absl::string_view v, CliArgs* a) {
-       return ParseSizeFlag("capacity", v, &a->capacity_bytes);
-     }},
-    {"lease-ms", true, Bit(Command::kLookup), [](absl::string_view v, CliArgs* a) {
-       return ParseNumber("lease-ms", v, &a->lease_ms);
-     }},
-    {"namespace", false, Bit(Command::kStats), [](absl::string_view, CliArgs* a) {
-       a->namespace_stats = true;
-       return absl::OkStatus();
-     }},
+    {"pattern-seed", true, kPut,
+     [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->pattern_seed); }},
+    {"format", true, kPut,
+     [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->format); }},
+    {"out", true, kGet, SetString<&CliArgs::out>},
+    {"capacity", true, kGet,
+     [](absl::string_view v, CliArgs* a) { return ParseSize(v, &a->capacity_bytes); }},
+    {"lease-ms", true, Bit(Command::kLookup),
+     [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->lease_ms); }},
+    {"namespace", false, Bit(Command::kStats), SetTrue<&CliArgs::namespace_stats>},
 };
 
 const FlagDef* FindFlag(absl::string_view name) {
@@ -280,7 +265,9 @@ absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
     if ((use.def->commands & Bit(args.command)) == 0) {
       return Usage(absl::StrCat("--", use.def->name, " does not apply to ", command));
     }
-    if (absl::Status st = use.def->apply(use.value, &args); !st.ok()) return st;
+    if (absl::Status st = use.def->apply(use.value, &args); !st.ok()) {
+      return Usage(absl::StrCat("--", use.def->name, ": ", st.message()));
+    }
   }
   if (absl::Status st = args.ns.Validate(); !st.ok()) {
     return Usage(absl::StrCat("namespace flags: ", st.message()));
@@ -292,9 +279,14 @@ absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
 
 absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
   static constexpr std::pair<const char*, uint64_t> kSuffixes[] = {
-      {"kib", uint64_t{1} << 10}, {"mib", uint64_t{1} << 20}, {"gib", uint64_t{1} << 30},
-      {"tib", uint64_t{1} << 40}, {"kb", 1000},               {"mb", 1000 * 1000},
-      {"gb", 1000 * 1000 * 1000}, {"tb", uint64_t{1000} * 1000 * 1000 * 1000},
+      {"kib", uint64_t{1} << 10},
+      {"mib", uint64_t{1} << 20},
+      {"gib", uint64_t{1} << 30},
+      {"tib", uint64_t{1} << 40},
+      {"kb", 1000},
+      {"mb", 1000 * 1000},
+      {"gb", 1000 * 1000 * 1000},
+      {"tb", uint64_t{1000} * 1000 * 1000 * 1000},
       {"b", 1}};
   std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
   uint64_t unit = 1;

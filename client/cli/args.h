@@ -26,18 +26,18 @@ struct CliArgs {
   Namespace ns;  // model_id defaults to "demo-model"
 
   // Command inputs; which apply depends on the command (see UsageText()).
-  std::vector<Key128> keys;          // --key HEX[,HEX...]
-  std::vector<int32_t> tokens;       // --tokens SPEC
+  std::vector<Key128> keys;     // --key HEX[,HEX...]
+  std::vector<int32_t> tokens;  // --tokens SPEC
   bool has_tokens = false;
-  bool all_chunks = false;           // --all-chunks
-  std::string file;                  // --file PATH
-  std::optional<uint64_t> size_bytes;  // --size BYTES
-  uint64_t pattern_seed = 0;         // --pattern-seed N
-  uint32_t format = 0;               // --format N
-  std::string out;                   // --out PATH
+  bool all_chunks = false;                        // --all-chunks
+  std::string file;                               // --file PATH
+  std::optional<uint64_t> size_bytes;             // --size BYTES
+  uint64_t pattern_seed = 0;                      // --pattern-seed N
+  uint32_t format = 0;                            // --format N
+  std::string out;                                // --out PATH
   uint64_t capacity_bytes = uint64_t{256} << 20;  // --capacity BYTES (get's first buffer)
-  uint32_t lease_ms = 0;             // --lease-ms N
-  bool namespace_stats = false;      // --namespace
+  uint32_t lease_ms = 0;                          // --lease-ms N
+  bool namespace_stats = false;                   // --namespace
 };
 
 // Parses argv (without the program name). INVALID_ARGUMENT carries a one-line message

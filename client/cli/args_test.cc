@@ -47,22 +47,22 @@ TEST(ArgsTest, UsageErrors) {
       {"frobnicate"},
       {"health", "extra"},
       {"--unknown", "health"},
-      {"health", "--size", "1"},               // flag of another command
-      {"put", "--size", "10"},                 // no key source
+      {"health", "--size", "1"},  // flag of another command
+      {"put", "--size", "10"},    // no key source
       {"put", "--key", key, "--tokens", "0-255", "--size", "1"},
-      {"put", "--key", key},                   // no payload source
+      {"put", "--key", key},  // no payload source
       {"put", "--key", key, "--size", "1", "--file", "f"},
       {"put", "--key", key, "--size", "lots"},
       {"put", "--key", key, "--size", "1", "--all-chunks"},
       {"put", "--tokens", "0-99", "--size", "1"},  // less than one chunk
       {"get", "--key", "xyz"},
       {"get", "--key", key + "," + key},
-      {"get", "--tokens"},                     // missing value
+      {"get", "--tokens"},  // missing value
       {"lookup"},
       {"lookup", "--tokens", "0-9", "--lease-ms", "-1"},
       {"stats", "--namespace=yes"},
-      {"--model", "", "stats"},                // invalid namespace
-      {"--frame-bytes", "10", "health"},       // invalid client option
+      {"--model", "", "stats"},           // invalid namespace
+      {"--frame-bytes", "10", "health"},  // invalid client option
   };
   for (const auto& argv : bad) {
     auto a = Parse(argv);

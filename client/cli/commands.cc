@@ -103,8 +103,8 @@ absl::Status RunGet(Client& client, NamespaceHandle ns, const CliArgs& a, std::o
     return s;
   }
   out << "get key=" << KeyToHex(item.key) << " size=" << item.size << " tokens=" << item.tokens
-      << " format=" << item.format << " checksum=" << absl::StrFormat("%016x", item.checksum)
-      << " " << RateText(item.size, elapsed) << "\n";
+      << " format=" << item.format << " checksum=" << absl::StrFormat("%016x", item.checksum) << " "
+      << RateText(item.size, elapsed) << "\n";
   if (!a.out.empty()) return WriteFile(a.out, item.data, item.size);
   return absl::OkStatus();
 }
@@ -141,17 +141,25 @@ absl::Status RunDelete(Client& client, NamespaceHandle ns, const CliArgs& a, std
 }
 
 void PrintStats(const ServerStats& s, std::ostream& out) {
-  out << "chunks " << s.chunks << "\nbytes " << s.bytes << " (" << HumanBytes(s.bytes)
-      << ")\nhits " << s.hits << "\nmisses " << s.misses << "\nputs " << s.puts
-      << "\nevictions " << s.evictions << "\ndeletes " << s.deletes << "\nlookups " << s.lookups
-      << "\nlookup_hit_chunks " << s.lookup_hit_chunks << "\n";
-  double pct = s.dram_capacity_bytes == 0
-                   ? 0.0
-                   : 100.0 * static_cast<double>(s.dram_used_bytes) /
-                         static_cast<double>(s.dram_capacity_bytes);
+  out << "chunks " << s.chunks << "\nbytes " << s.bytes << " (" << HumanBytes(s.bytes) << ")\nhits "
+      << s.hits << "\nmisses " << s.misses << "\nputs " << s.puts << "\nevictions " << s.evictions
+      << "\ndeletes " << s.deletes << "\nlookups " << s.lookups << "\nlookup_hit_chunks "
+      << s.lookup_hit_chunks << "\n";
+  double pct = s.dram_capacity_bytes == 0 ? 0.0
+                                          : 100.0 * static_cast<double>(s.dram_used_bytes) /
+                                                static_cast<double>(s.dram_capacity_bytes);
   out << "dram used " << s.dram_used_bytes << " / capacity " << s.dram_capacity_bytes << " ("
       << HumanBytes(s.dram_used_bytes) << " of " << HumanBytes(s.dram_capacity_bytes) << ", "
       << absl::StrFormat("%.1f%%", pct) << ")\n";
+  if (s.nvme_capacity_bytes == 0) return;  // DRAM-only daemon
+  out << "nvme used " << s.nvme_used_bytes << " / capacity " << s.nvme_capacity_bytes << " ("
+      << HumanBytes(s.nvme_used_bytes) << " of " << HumanBytes(s.nvme_capacity_bytes)
+      << "), chunks " << s.nvme_chunks << "\nnvme hits " << s.nvme_hits << " misses "
+      << s.nvme_misses << " evictions " << s.nvme_evictions << "\ndemotions " << s.demotions
+      << " drops " << s.demotion_drops << " failures " << s.demotion_failures << " pending "
+      << s.demotions_pending << "\npromotions " << s.promotions << "\nwrite_throughs "
+      << s.write_throughs << "\nchecksum_failures " << s.checksum_failures << "\nnvme io_errors "
+      << s.nvme_io_errors << "\nrecovered_chunks " << s.recovered_chunks << "\n";
 }
 
 absl::Status RunHealth(Client& client, std::ostream& out) {
@@ -197,8 +205,7 @@ absl::Status Dispatch(Client& client, const CliArgs& a, std::ostream& out) {
 }
 
 void PrintError(const absl::Status& s, std::ostream& err) {
-  err << "kvstash: error: " << absl::StatusCodeToString(s.code()) << ": " << s.message()
-      << "\n";
+  err << "kvstash: error: " << absl::StatusCodeToString(s.code()) << ": " << s.message() << "\n";
 }
 
 }  // namespace

@@ -48,9 +48,7 @@ std::string LookupSummary(uint32_t hit_chunks, size_t total_chunks, uint32_t chu
 
 std::string TierList(absl::Span<const ChunkTier> tiers) {
   if (tiers.empty()) return "-";
-  return absl::StrJoin(tiers, " ", [](std::string* out, ChunkTier t) {
-    out->append(TierName(t));
-  });
+  return absl::StrJoin(tiers, " ", [](std::string* out, ChunkTier t) { out->append(TierName(t)); });
 }
 
 std::vector<uint8_t> PatternBytes(uint64_t seed, size_t size) {

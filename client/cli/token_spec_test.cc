@@ -28,9 +28,22 @@ TEST(TokenSpecTest, ExtremesAndSingletonRange) {
 }
 
 TEST(TokenSpecTest, RejectsMalformed) {
-  const char* bad[] = {"",      " ",     ",",       "1,,2",       "1,",        "a",
-                       "-5",    "5-",    "9-3",     "1-2-3",      "2147483648", "+4",
-                       "0x10",  "1.5",   "0-99999999999", "0-2000000000"};
+  const char* bad[] = {"",
+                       " ",
+                       ",",
+                       "1,,2",
+                       "1,",
+                       "a",
+                       "-5",
+                       "5-",
+                       "9-3",
+                       "1-2-3",
+                       "2147483648",
+                       "+4",
+                       "0x10",
+                       "1.5",
+                       "0-99999999999",
+                       "0-2000000000"};
   for (const char* spec : bad) {
     auto t = ParseTokenSpec(spec);
     EXPECT_TRUE(absl::IsInvalidArgument(t.status())) << "\"" << spec << "\"";

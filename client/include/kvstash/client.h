@@ -57,9 +57,9 @@ struct ClientOptions {
 enum class ChunkTier : uint8_t { kNone = 0, kGpu = 1, kDram = 2, kNvme = 3 };
 
 struct LookupResult {
-  uint32_t hit_count = 0;         // leading keys present
-  std::vector<ChunkTier> tiers;   // one per hit
-  uint64_t lease_id = 0;          // pass to Get to release the lease as chunks arrive
+  uint32_t hit_count = 0;        // leading keys present
+  std::vector<ChunkTier> tiers;  // one per hit
+  uint64_t lease_id = 0;         // pass to Get to release the lease as chunks arrive
 };
 
 // One chunk to store. `data` must stay valid until the call completes. REQUIRES: size > 0
@@ -92,9 +92,15 @@ struct GetItem {
 };
 
 struct ServerStats {
-  uint64_t chunks = 0, bytes = 0, hits = 0, misses = 0, puts = 0, evictions = 0,
-           deletes = 0, lookups = 0, lookup_hit_chunks = 0;
+  uint64_t chunks = 0, bytes = 0, hits = 0, misses = 0, puts = 0, evictions = 0, deletes = 0,
+           lookups = 0, lookup_hit_chunks = 0;
   uint64_t dram_capacity_bytes = 0, dram_used_bytes = 0;
+  // NVMe tier; all zero when the daemon runs DRAM only. The counters are daemon-wide even
+  // when the stats were asked for one namespace.
+  uint64_t nvme_capacity_bytes = 0, nvme_used_bytes = 0, nvme_chunks = 0;
+  uint64_t nvme_hits = 0, nvme_misses = 0, nvme_evictions = 0, demotions = 0,
+           demotion_drops = 0, demotion_failures = 0, demotions_pending = 0, promotions = 0,
+           write_throughs = 0, checksum_failures = 0, nvme_io_errors = 0, recovered_chunks = 0;
 };
 
 struct HealthInfo {

@@ -1,0 +1,101 @@
+// Tables, target checks and JSON lines of the NVMe suite (nvme_suite.h).
+#include <fstream>
+
+#include "absl/strings/str_format.h"
+#include "bench/nvme_suite.h"
+#include "bench/report.h"
+
+namespace kvstash::bench {
+namespace {
+
+// The targets.
+constexpr double kNvmeGetVsFioReadMin = 0.6;
+constexpr double kPutVsFioWriteMin = 0.5;
+constexpr double kDramGetDropMax = 0.10;
+constexpr double kRebuildChunksPerSecMin = 100000;
+
+const NvmeRow* Find(const std::vector<NvmeRow>& rows, const std::string& system,
+                    const std::string& op, const std::string& variant, int clients) {
+  for (const NvmeRow& r : rows) {
+    if (r.system == system && r.op == op && r.variant == variant &&
+        (clients == 0 || r.clients == clients) && r.errors == 0) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+void PrintRatio(std::ostream& out, const char* what, const NvmeRow* a, const NvmeRow* b,
+                double min) {
+  out << absl::StrFormat("  %-52s ", what);
+  if (a == nullptr || b == nullptr || b->gbps <= 0) {
+    out << "NOT MEASURED\n";
+    return;
+  }
+  const double ratio = a->gbps / b->gbps;
+  out << absl::StrFormat("%s  %.3f / %.3f GB/s = %.2fx (target >= %.2fx)\n",
+                         ratio >= min ? "MET    " : "NOT MET", a->gbps, b->gbps, ratio, min);
+}
+
+}  // namespace
+
+void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows) {
+  out << absl::StrFormat("%-8s %-5s %-8s %-14s %7s %4s %9s %10s %9s %9s %8s %6s %6s\n", "system",
+                         "tier", "op", "variant", "size", "cli", "GB/s", "ops/s", "p50 us",
+                         "p99 us", "chunks", "drops", "errors");
+  for (const NvmeRow& r : rows) {
+    out << absl::StrFormat("%-8s %-5s %-8s %-14s %7s %4d %9.3f %10.0f %9.0f %9.0f %8d %6d %6d\n",
+                           r.system, r.tier, r.op, r.variant, FormatBytes(r.chunk_bytes),
+                           r.clients, r.gbps, r.ops_per_s, r.p50_us, r.p99_us, r.chunks, r.drops,
+                           r.errors);
+    if (r.op == "rebuild") {
+      out << absl::StrFormat("    rebuild %.0f ms (daemon log), ready after %.0f ms\n",
+                             r.rebuild_ms, r.ready_ms);
+    }
+    if (r.errors > 0) out << "    first error: " << r.first_error << "\n";
+  }
+}
+
+void PrintNvmeTargets(std::ostream& out, const std::vector<NvmeRow>& rows) {
+  const NvmeRow* fio_read = Find(rows, "fio", "read", "", 0);
+  const NvmeRow* fio_write = Find(rows, "fio", "write", "", 0);
+  PrintRatio(out, "NVMe-hit get 4MiB x4 >= 0.6x fio read", Find(rows, "kvstash", "get", "", 4),
+             fio_read, kNvmeGetVsFioReadMin);
+  PrintRatio(out, "put 4MiB x4 with demotion >= 0.5x fio write",
+             Find(rows, "kvstash", "put", "with_demotion", 4), fio_write, kPutVsFioWriteMin);
+  PrintRatio(out, "DRAM-hit get with/without demotion >= 0.9x",
+             Find(rows, "kvstash", "get", "with_demotion", 1),
+             Find(rows, "kvstash", "get", "no_demotion", 1), 1 - kDramGetDropMax);
+  const NvmeRow* rebuild = Find(rows, "kvstash", "rebuild", "100k", 0);
+  out << absl::StrFormat("  %-52s ", "index rebuild of 100k chunks >= 100k chunks/s");
+  if (rebuild == nullptr) {
+    out << "NOT MEASURED\n";
+  } else {
+    out << absl::StrFormat("%s  %d chunks in %.0f ms = %.0f chunks/s\n",
+                           rebuild->ops_per_s >= kRebuildChunksPerSecMin ? "MET    " : "NOT MET",
+                           rebuild->chunks, rebuild->rebuild_ms, rebuild->ops_per_s);
+  }
+}
+
+absl::Status WriteNvmeJsonLines(const std::string& path, const std::vector<NvmeRow>& rows) {
+  std::ofstream out(path, std::ios::app);
+  if (!out) return absl::UnavailableError("cannot write " + path);
+  for (const NvmeRow& r : rows) {
+    out << absl::StrFormat(
+        "{\"system\":\"%s\",\"transport\":\"%s\",\"tier\":\"%s\",\"op\":\"%s\","
+        "\"variant\":\"%s\",\"chunk_bytes\":%d,\"clients\":%d,\"gbps\":%.4f,"
+        "\"ops_per_s\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"rounds\":%d,\"errors\":%d",
+        r.system, r.system == "fio" ? "disk" : "grpc", r.tier, r.op, r.variant, r.chunk_bytes,
+        r.clients, r.gbps, r.ops_per_s, r.p50_us, r.p99_us, r.rounds, r.errors);
+    if (r.op == "rebuild") {
+      out << absl::StrFormat(",\"chunks\":%d,\"rebuild_ms\":%.1f,\"ready_ms\":%.1f", r.chunks,
+                             r.rebuild_ms, r.ready_ms);
+    }
+    if (r.op == "put") out << ",\"demotion_drops\":" << r.drops;
+    out << "}\n";
+  }
+  out.flush();
+  return out ? absl::OkStatus() : absl::DataLossError("write failed: " + path);
+}
+
+}  // namespace kvstash::bench

@@ -1,0 +1,412 @@
+#include "bench/nvme_suite.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <tuple>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "bench/kvstash_system.h"
+#include "bench/process.h"
+
+namespace kvstash::bench {
+namespace {
+
+constexpr size_t kChunk = 4u << 20;       // the chunk size for NVMe gets and puts
+constexpr size_t kSmallChunk = 1u << 10;  // rebuild: stays inline in SSTs, 100k fit easily
+constexpr uint64_t kDram = 128ull << 20;  // small, so most chunks live on NVMe
+constexpr int kNvmeGetChunks = 512;       // 2 GiB on NVMe: a cell never reads one twice
+
+using RowKey = std::tuple<std::string, std::string, std::string, std::string, size_t, int>;
+
+// Collects one NvmeRow per round for each measurement; Rows() takes the medians.
+class Collector {
+ public:
+  void Add(const NvmeRow& r) {
+    samples_[{r.system, r.tier, r.op, r.variant, r.chunk_bytes, r.clients}].push_back(r);
+  }
+  std::vector<NvmeRow> Rows() const;
+
+ private:
+  std::map<RowKey, std::vector<NvmeRow>> samples_;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::vector<NvmeRow> Collector::Rows() const {
+  std::vector<NvmeRow> rows;
+  for (const auto& [key, rounds] : samples_) {
+    NvmeRow r = rounds.front();
+    auto median = [&](double NvmeRow::*field) {
+      std::vector<double> v;
+      for (const NvmeRow& s : rounds) v.push_back(s.*field);
+      return Median(v);
+    };
+    r.gbps = median(&NvmeRow::gbps);
+    r.ops_per_s = median(&NvmeRow::ops_per_s);
+    r.p50_us = median(&NvmeRow::p50_us);
+    r.p99_us = median(&NvmeRow::p99_us);
+    r.rebuild_ms = median(&NvmeRow::rebuild_ms);
+    r.ready_ms = median(&NvmeRow::ready_ms);
+    r.rounds = static_cast<int>(rounds.size());
+    r.errors = r.drops = 0;
+    for (const NvmeRow& s : rounds) {
+      r.errors += s.errors;
+      r.drops += s.drops;
+      if (r.first_error.empty()) r.first_error = s.first_error;
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+NvmeRow FromCell(const char* tier, const char* op, const char* variant, size_t size, int clients,
+                 const CellResult& c) {
+  NvmeRow r;
+  r.tier = tier;
+  r.op = op;
+  r.variant = variant;
+  r.chunk_bytes = size;
+  r.clients = clients;
+  r.gbps = c.gbps;
+  r.ops_per_s = c.ops_per_s;
+  r.p50_us = c.p50_us;
+  r.p99_us = c.p99_us;
+  r.errors = c.errors;
+  r.first_error = c.first_error;
+  return r;
+}
+
+// A daemon of the suite and the connections its cells use.
+struct Daemon {
+  std::unique_ptr<KvstashSystem> system;
+  std::vector<std::unique_ptr<Conn>> conns;
+
+  std::vector<Conn*> Conns(int n) {
+    std::vector<Conn*> out;
+    for (int i = 0; i < n && i < static_cast<int>(conns.size()); ++i) out.push_back(conns[i].get());
+    return out;
+  }
+};
+
+class Suite {
+ public:
+  Suite(const RunConfig& config, std::ostream& progress)
+      : config_(config), progress_(progress), value_(kChunk, 'k') {}
+  absl::StatusOr<NvmeSuiteOutput> Run();
+
+ private:
+  absl::StatusOr<Daemon> StartDaemon(const std::string& name, uint64_t dram,
+                                     std::vector<std::string> sets);
+  absl::Status OpenConns(Daemon& d, int n);
+  // Puts `count` chunks of `size` with keys MakeKey(space, 0..count-1), `clients` threads.
+  CellResult Populate(Daemon& d, uint64_t space, uint64_t count, size_t size, int clients);
+  void AwaitDemotions(Daemon& d);
+  void NvmeGets(Daemon& d);
+  void PutsWithDemotion(Daemon& d);
+  void DramGetsUnderDemotion(Daemon& d, const char* variant);
+  void Rebuild(Daemon& d, uint64_t chunks);
+  void Fio();
+  void DropPageCache();
+  absl::Status RunRebuilds();
+
+  const RunConfig& config_;
+  std::ostream& progress_;
+  std::string value_;
+  std::unique_ptr<ScratchDir> scratch_;
+  Collector rows_;
+  NvmeSuiteOutput out_;
+  uint64_t put_space_ = 1000;  // fresh key spaces for puts
+  bool noted_cache_ = false;
+};
+
+absl::StatusOr<Daemon> Suite::StartDaemon(const std::string& name, uint64_t dram,
+                                          std::vector<std::string> sets) {
+  const std::string dir = absl::StrCat(scratch_->path(), "/", name);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  sets.insert(sets.end(), config_.kvstash_sets.begin(), config_.kvstash_sets.end());
+  KvstashOptions k{config_.kvstashd_path, dir, dram, sets, 0};
+  absl::StatusOr<std::unique_ptr<KvstashSystem>> system = KvstashSystem::Start(k);
+  if (!system.ok()) return system.status();
+  Daemon d;
+  d.system = *std::move(system);
+  if (absl::Status s = OpenConns(d, 4); !s.ok()) return s;
+  return d;
+}
+
+absl::Status Suite::OpenConns(Daemon& d, int n) {
+  d.conns.clear();
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::unique_ptr<Conn>> c = d.system->NewConn();
+    if (!c.ok()) return c.status();
+    d.conns.push_back(*std::move(c));
+  }
+  return absl::OkStatus();
+}
+
+CellResult Suite::Populate(Daemon& d, uint64_t space, uint64_t count, size_t size, int clients) {
+  OpPlan plan;
+  plan.op = Op::kPut;
+  plan.chunk_bytes = size;
+  plan.put_value = absl::Span<const char>(value_.data(), size);
+  plan.key = [space, clients](int t, uint64_t i) { return MakeKey(space, i * clients + t); };
+  CellLimits limits;
+  limits.seconds = 3600;
+  limits.warmup_ops = 0;
+  limits.max_ops_per_thread = (count + clients - 1) / clients;
+  return RunCell(d.Conns(clients), plan, limits);
+}
+
+void Suite::AwaitDemotions(Daemon& d) {
+  for (int i = 0; i < 6000; ++i) {
+    absl::StatusOr<KvstashTierStats> s = d.system->Stats();
+    if (!s.ok() || s->demotions_pending == 0) return;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+// Without dropping the page cache, "NVMe" gets of recently written chunks are page cache
+// reads; dropping it needs root, so a run without it says so.
+void Suite::DropPageCache() {
+  sync();
+  std::ofstream f("/proc/sys/vm/drop_caches");
+  f << "1\n";
+  f.flush();
+  if (!f && !noted_cache_) {
+    noted_cache_ = true;
+    out_.notes.push_back("cannot drop the page cache (not root?): NVMe gets may hit it");
+  }
+}
+
+// Gets chunks that live only on NVMe, each at most once per cell, page cache dropped.
+void Suite::NvmeGets(Daemon& d) {
+  for (int clients : {1, 4}) {
+    DropPageCache();
+    OpPlan plan;
+    plan.op = Op::kGet;
+    plan.chunk_bytes = kChunk;
+    // The first chunks put are the coldest: evicted from DRAM long ago, only on NVMe.
+    const uint64_t on_nvme = kNvmeGetChunks - 2 * kDram / kChunk;
+    plan.key = [clients, on_nvme](int t, uint64_t i) {
+      return MakeKey(1, (i * clients + t) % on_nvme);
+    };
+    CellLimits limits = config_.limits;
+    limits.max_ops_per_thread = on_nvme / clients;
+    const uint64_t hits = d.system->Stats().ok() ? d.system->Stats()->nvme_hits : 0;
+    CellResult c = RunCell(d.Conns(clients), plan, limits);
+    absl::StatusOr<KvstashTierStats> after = d.system->Stats();
+    progress_ << absl::StrFormat("  nvme get x%d: %.3f GB/s, %d NVMe hits of %d gets\n", clients,
+                                 c.gbps, after.ok() ? after->nvme_hits - hits : 0, c.ops);
+    rows_.Add(FromCell("nvme", "get", "", kChunk, clients, c));
+  }
+}
+
+// Fresh 4 MiB puts into a full DRAM tier: each one evicts, and the eviction is demoted.
+void Suite::PutsWithDemotion(Daemon& d) {
+  for (int clients : {1, 4}) {
+    OpPlan plan;
+    plan.op = Op::kPut;
+    plan.chunk_bytes = kChunk;
+    plan.put_value = absl::Span<const char>(value_.data(), kChunk);
+    const uint64_t space = put_space_++;
+    plan.key = [space, clients](int t, uint64_t i) { return MakeKey(space, i * clients + t); };
+    absl::StatusOr<KvstashTierStats> before = d.system->Stats();
+    CellResult c = RunCell(d.Conns(clients), plan, config_.limits);
+    AwaitDemotions(d);
+    absl::StatusOr<KvstashTierStats> after = d.system->Stats();
+    NvmeRow r = FromCell("nvme", "put", "with_demotion", kChunk, clients, c);
+    if (before.ok() && after.ok()) r.drops = after->demotion_drops - before->demotion_drops;
+    progress_ << absl::StrFormat("  put x%d with demotion: %.3f GB/s, %d demotions, %d dropped\n",
+                                 clients, c.gbps,
+                                 before.ok() && after.ok() ? after->demotions - before->demotions
+                                                           : 0,
+                                 r.drops);
+    rows_.Add(r);
+  }
+}
+
+// DRAM-hit gets of a small hot set while one writer puts fresh chunks at ~200 MB/s; on an
+// NVMe daemon every such put demotes a chunk, on a DRAM-only one it just evicts.
+void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
+  const uint64_t space = put_space_++;
+  constexpr uint64_t kHot = 8;
+  Populate(d, space, kHot, kChunk, 1);
+  std::unique_ptr<Conn> writer = *d.system->NewConn();
+  std::atomic<bool> stop{false};
+  std::thread background([&] {
+    const uint64_t wspace = put_space_ + 500;
+    for (uint64_t i = 0; !stop.load(); ++i) {
+      writer->Put(MakeKey(wspace, i), absl::Span<const char>(value_.data(), kChunk)).IgnoreError();
+      absl::SleepFor(absl::Milliseconds(20));  // ~200 MB/s of 4 MiB puts
+    }
+  });
+  OpPlan plan;
+  plan.op = Op::kGet;
+  plan.chunk_bytes = kChunk;
+  plan.key = [space](int t, uint64_t i) { return MakeKey(space, (i + t) % kHot); };
+  CellResult c = RunCell(d.Conns(1), plan, config_.limits);
+  stop.store(true);
+  background.join();
+  progress_ << absl::StrFormat("  dram get %s: %.3f GB/s\n", variant, c.gbps);
+  rows_.Add(FromCell("dram", "get", variant, kChunk, 1, c));
+}
+
+// The daemon's own rebuild_ms from its start-up line, or -1.
+double LoggedRebuildMs(const std::string& log) {
+  const size_t at = log.rfind("rebuild_ms=");
+  if (at == std::string::npos) return -1;
+  double ms = -1;
+  const size_t end = log.find_first_of(" \n", at);
+  if (!absl::SimpleAtod(log.substr(at + 11, end - at - 11), &ms)) return -1;
+  return ms;
+}
+
+void Suite::Rebuild(Daemon& d, uint64_t chunks) {
+  absl::StatusOr<absl::Duration> ready = d.system->Restart();
+  NvmeRow r;
+  r.tier = "nvme";
+  r.op = "rebuild";
+  r.chunk_bytes = kSmallChunk;
+  if (!ready.ok()) {
+    r.errors = 1;
+    r.first_error = std::string(ready.status().message());
+    rows_.Add(r);
+    return;
+  }
+  absl::StatusOr<KvstashTierStats> s = d.system->Stats();
+  r.chunks = s.ok() ? s->recovered_chunks : 0;
+  r.ready_ms = absl::ToDoubleMilliseconds(*ready);
+  r.rebuild_ms = LoggedRebuildMs(d.system->LogTail(30));
+  const double ms = r.rebuild_ms > 0 ? r.rebuild_ms : r.ready_ms;
+  r.ops_per_s = ms > 0 ? r.chunks / (ms / 1000) : 0;
+  r.variant = chunks >= 100000 ? "100k" : "10k";
+  progress_ << absl::StrFormat("  rebuild of %d chunks: %.0f ms logged, ready after %.0f ms\n",
+                               r.chunks, r.rebuild_ms, r.ready_ms);
+  rows_.Add(r);
+  (void)OpenConns(d, 4);
+}
+
+// bw_bytes of the `section` ("read" or "write") in fio's JSON output, or -1.
+double FioBandwidth(const std::string& json, const std::string& section) {
+  const size_t at = json.find("\"" + section + "\" : {");
+  if (at == std::string::npos) return -1;
+  const size_t bw = json.find("\"bw_bytes\" : ", at);
+  if (bw == std::string::npos) return -1;
+  double v = -1;
+  const size_t begin = bw + 13;
+  const size_t end = json.find_first_of(",\n", begin);
+  return absl::SimpleAtod(json.substr(begin, end - begin), &v) ? v : -1;
+}
+
+absl::StatusOr<std::string> RunCommand(const std::string& command) {
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return absl::UnavailableError("popen failed: " + command);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  if (pclose(p) != 0) return absl::UnavailableError("failed: " + command);
+  return out;
+}
+
+// Sequential 1 MiB direct I/O, queue depth 4, on the scratch filesystem: the raw disk
+// bandwidth the NVMe rows are compared with.
+void Suite::Fio() {
+  const std::string file = scratch_->path() + "/fio.dat";
+  for (const char* rw : {"write", "read"}) {
+    const std::string cmd = absl::StrCat(
+        "fio --name=kvstash --filename=", file, " --rw=", rw,
+        " --bs=1M --direct=1 --ioengine=libaio --iodepth=4 --size=2G --runtime=5 "
+        "--output-format=json 2>/dev/null");
+    absl::StatusOr<std::string> json = RunCommand(cmd);
+    NvmeRow r;
+    r.system = "fio";
+    r.tier = "nvme";
+    r.op = rw;
+    r.chunk_bytes = 1u << 20;
+    r.clients = 1;
+    const double bw = json.ok() ? FioBandwidth(*json, rw) : -1;
+    if (bw < 0) {
+      r.errors = 1;
+      r.first_error = json.ok() ? "no bw_bytes in fio output" : std::string(json.status().message());
+    } else {
+      r.gbps = bw / 1e9;
+      r.ops_per_s = bw / (1 << 20);
+    }
+    progress_ << absl::StrFormat("  fio %s: %.3f GB/s\n", rw, r.gbps);
+    rows_.Add(r);
+  }
+  std::remove(file.c_str());
+}
+
+absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
+  absl::StatusOr<std::unique_ptr<ScratchDir>> scratch = ScratchDir::Create("kvstash-nvme-bench");
+  if (!scratch.ok()) return scratch.status();
+  scratch_ = *std::move(scratch);
+  if (config_.keep_scratch) scratch_->Keep();
+  const bool have_fio = !FindExecutable("fio").empty();
+  if (!have_fio) out_.notes.push_back("fio not found (apt install fio): no fio rows or ratios");
+  const std::vector<std::string> no_promote = {"storage.nvme.capacity_bytes=24GiB",
+                                               "storage.nvme.promote_on_hit=false",
+                                               "storage.nvme.demotion_queue_chunks=64"};
+  absl::StatusOr<Daemon> get = StartDaemon("get", kDram, no_promote);
+  if (!get.ok()) return get.status();
+  progress_ << "populating NVMe with " << kNvmeGetChunks << " chunks of 4MiB...\n";
+  Populate(*get, 1, kNvmeGetChunks, kChunk, 1);
+  AwaitDemotions(*get);
+  absl::StatusOr<Daemon> dram_only = StartDaemon("dram", kDram, {"storage.nvme.enabled=false"});
+  if (!dram_only.ok()) return dram_only.status();
+  for (int round = 0; round < config_.rounds; ++round) {
+    progress_ << "round " << round + 1 << "/" << config_.rounds << "\n";
+    if (have_fio) Fio();
+    NvmeGets(*get);
+    PutsWithDemotion(*get);
+    DramGetsUnderDemotion(*get, "with_demotion");
+    DramGetsUnderDemotion(*dram_only, "no_demotion");
+  }
+  get->system.reset();
+  dram_only->system.reset();
+  if (absl::Status s = RunRebuilds(); !s.ok()) return s;
+  out_.rows = rows_.Rows();
+  return out_;
+}
+
+absl::Status Suite::RunRebuilds() {
+  absl::StatusOr<Daemon> d = StartDaemon("rebuild", 64ull << 20,
+                                         {"storage.nvme.write_through=true",
+                                          "storage.nvme.promote_on_hit=false"});
+  if (!d.ok()) return d.status();
+  uint64_t have = 0;
+  for (uint64_t target : {10000ull, 100000ull}) {
+    progress_ << "populating NVMe with " << target << " chunks of 1KiB...\n";
+    CellResult c = Populate(*d, 7 + have, target - have, kSmallChunk, 4);
+    if (c.errors > 0) out_.notes.push_back("rebuild populate: " + c.first_error);
+    have = target;
+    for (int round = 0; round < config_.rounds; ++round) Rebuild(*d, target);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<NvmeSuiteOutput> RunNvmeSuite(const RunConfig& config, std::ostream& progress) {
+  return Suite(config, progress).Run();
+}
+
+}  // namespace kvstash::bench

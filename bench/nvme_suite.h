@@ -1,0 +1,57 @@
+// The NVMe benchmark (`kvstash_bench --nvme`): kvstashd with its RocksDB tier next to the
+// raw disk (fio) on the same filesystem, in one run:
+//   - get of 4 MiB chunks that hit NVMe (a small DRAM tier, promote_on_hit off);
+//   - put of 4 MiB chunks into a full DRAM tier, every put demoting a chunk to NVMe;
+//   - DRAM-hit get while a background writer keeps demotion busy, against the same load on
+//     a DRAM-only daemon (the cost of demotion to DRAM hits);
+//   - index rebuild at start-up with 10k and 100k chunks on NVMe;
+//   - fio sequential 1 MiB direct write and read (rows with system = fio).
+// Each metric is the median over rounds; targets print as ratios to the fio rows.
+//
+// Thread-safety: RunNvmeSuite is called once, from the main thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bench/runner.h"
+
+namespace kvstash::bench {
+
+// One measurement, the median over rounds of each metric.
+struct NvmeRow {
+  std::string system = "kvstash";  // kvstash | fio
+  std::string tier;                // dram | nvme (the tier the measured ops hit or fill)
+  std::string op;                  // get | put | rebuild | read | write
+  std::string variant;             // e.g. with_demotion, no_demotion; "" when one kind
+  size_t chunk_bytes = 0;
+  int clients = 0;
+  int rounds = 0;
+  double gbps = 0, ops_per_s = 0, p50_us = 0, p99_us = 0;
+  uint64_t chunks = 0;     // rebuild: chunks recovered
+  double rebuild_ms = 0;   // rebuild: as the daemon logged it (index rebuild only)
+  double ready_ms = 0;     // rebuild: spawn until ready (process start included)
+  uint64_t errors = 0;     // failed operations, summed over rounds
+  uint64_t drops = 0;      // put: demotions dropped (queue full), summed over rounds
+  std::string first_error;
+};
+
+struct NvmeSuiteOutput {
+  std::vector<NvmeRow> rows;
+  std::vector<std::string> notes;  // skipped parts and caveats, with reasons
+};
+
+// Uses config.kvstashd_path, rounds, limits, kvstash_sets (applied to every daemon) and
+// keep_scratch. Errors: the scratch directory or a daemon could not be set up.
+absl::StatusOr<NvmeSuiteOutput> RunNvmeSuite(const RunConfig& config, std::ostream& progress);
+
+void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows);
+void PrintNvmeTargets(std::ostream& out, const std::vector<NvmeRow>& rows);
+absl::Status WriteNvmeJsonLines(const std::string& path, const std::vector<NvmeRow>& rows);
+
+}  // namespace kvstash::bench

@@ -117,6 +117,7 @@ class Suite {
   // Puts `count` chunks of `size` with keys MakeKey(space, 0..count-1), `clients` threads.
   CellResult Populate(Daemon& d, uint64_t space, uint64_t count, size_t size, int clients);
   void AwaitDemotions(Daemon& d);
+  void PopulateNvme(Daemon& d);
   void NvmeGets(Daemon& d);
   void PutsWithDemotion(Daemon& d);
   void DramGetsUnderDemotion(Daemon& d, const char* variant);
@@ -172,6 +173,25 @@ CellResult Suite::Populate(Daemon& d, uint64_t space, uint64_t count, size_t siz
   limits.warmup_ops = 0;
   limits.max_ops_per_thread = (count + clients - 1) / clients;
   return RunCell(d.Conns(clients), plan, limits);
+}
+
+// Puts the NVMe get set in steps no larger than the demotion queue, waiting for each to be
+// written, so no demotion is dropped and every chunk of the set reaches NVMe.
+void Suite::PopulateNvme(Daemon& d) {
+  constexpr uint64_t kStep = 16;
+  OpPlan plan;
+  plan.op = Op::kPut;
+  plan.chunk_bytes = kChunk;
+  plan.put_value = absl::Span<const char>(value_.data(), kChunk);
+  CellLimits limits;
+  limits.seconds = 3600;
+  limits.warmup_ops = 0;
+  limits.max_ops_per_thread = kStep;
+  for (uint64_t first = 0; first < kNvmeGetChunks; first += kStep) {
+    plan.key = [first](int, uint64_t i) { return MakeKey(1, first + i); };
+    RunCell(d.Conns(1), plan, limits);
+    AwaitDemotions(d);
+  }
 }
 
 void Suite::AwaitDemotions(Daemon& d) {
@@ -368,8 +388,7 @@ absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
   absl::StatusOr<Daemon> get = StartDaemon("get", kDram, no_promote);
   if (!get.ok()) return get.status();
   progress_ << "populating NVMe with " << kNvmeGetChunks << " chunks of 4MiB...\n";
-  Populate(*get, 1, kNvmeGetChunks, kChunk, 1);
-  AwaitDemotions(*get);
+  PopulateNvme(*get);
   absl::StatusOr<Daemon> dram_only = StartDaemon("dram", kDram, {"storage.nvme.enabled=false"});
   if (!dram_only.ok()) return dram_only.status();
   for (int round = 0; round < config_.rounds; ++round) {

@@ -132,11 +132,14 @@ absl::StatusOr<LookupResult> ClientImpl::Lookup(NamespaceHandle ns, absl::Span<c
 absl::Status ClientImpl::Put(NamespaceHandle ns, absl::Span<PutItem> items) {
   if (absl::Status s = CheckPutItems(items); !s.ok()) return s;
   if (items.empty()) return absl::OkStatus();
-  // The daemon verifies these against the bytes it receives, so corruption anywhere
-  // between this buffer and its memory is caught at write time.
-  std::vector<uint64_t> checksums(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    checksums[i] = XXH3_64bits(items[i].data, items[i].size);
+  // 0 asks the daemon to compute the checksum during its copy. Hashing here costs a full
+  // pass over the payload on the caller's cores (measured: ~20% of a put's CPU), so it is
+  // done only when the caller wants the daemon to verify its copy end to end.
+  std::vector<uint64_t> checksums(items.size(), 0);
+  if (options_.checksum_puts) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      checksums[i] = XXH3_64bits(items[i].data, items[i].size);
+    }
   }
   return Run(&ns.id,
              [&](const CallContext& ctx) { return transport_->Put(ctx, ns.id, items, checksums); });

@@ -258,8 +258,24 @@ TEST_F(ClientImplTest, OpenNamespaceValidatesSpec) {
   EXPECT_EQ(Attempts(), 0);
 }
 
-TEST_F(ClientImplTest, PutSendsXxh3OfEachPayload) {
+TEST_F(ClientImplTest, PutSendsZeroChecksumsByDefault) {
   Make();
+  auto ns = client_->OpenNamespace(TestSpec());
+  ASSERT_TRUE(ns.ok());
+  std::string a = "first chunk";
+  std::vector<PutItem> items(1);
+  items[0].data = a.data();
+  items[0].size = a.size();
+  ASSERT_TRUE(client_->Put(*ns, absl::MakeSpan(items)).ok());
+  absl::MutexLock lock(&fake_->mu);
+  ASSERT_EQ(fake_->put_checksums.size(), 1u);
+  EXPECT_EQ(fake_->put_checksums[0], 0u);
+}
+
+TEST_F(ClientImplTest, PutSendsXxh3OfEachPayloadWithChecksumPuts) {
+  ClientOptions o = FastOptions();
+  o.checksum_puts = true;
+  Make(o);
   auto ns = client_->OpenNamespace(TestSpec());
   ASSERT_TRUE(ns.ok());
   std::string a = "first chunk", b = "second";

@@ -1,18 +1,20 @@
 #include "client/grpc_streams.h"
 
 #include <grpcpp/client_context.h>
+#include <grpcpp/completion_queue.h>
+#include <grpcpp/support/async_stream.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/client_callback.h>
 // Protobuf SerializationTraits, for the small PutResponse and GetRequest messages.
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "client/wire_convert.h"
 #include "kvstash/v1/kvstash.pb.h"
@@ -28,6 +30,7 @@ void ApplyDeadline(const CallContext& ctx, grpc::ClientContext* cc) {
 namespace {
 
 using ByteBuffer = grpc::ByteBuffer;
+using AsyncStream = grpc::GenericClientAsyncReaderWriter;
 
 // Payload slices that reference caller memory and are still held anywhere inside gRPC.
 // A Put returns only once none is left (or a grace period passed): the caller may free
@@ -67,52 +70,142 @@ bool WaitAllReleased(SliceCount* count, absl::Duration grace) {
                                     grace);
 }
 
-// One Put call. Lives on the calling thread's stack; gRPC callbacks drive the writes,
-// one in flight at a time, and the caller blocks in Run until OnDone.
-class PutStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
+// The calling thread's completion queue. Blocking calls run on the thread that made them:
+// the caller itself polls the connection and handles each completion, instead of gRPC's
+// callback threads handling it and then waking the caller (measured: several thread
+// hand-offs per frame). Every call drains all of its operations before it returns, so
+// the queue is idle between calls and the thread's next call reuses it.
+grpc::CompletionQueue* ThreadQueue() {
+  struct Owned {
+    grpc::CompletionQueue cq;
+    ~Owned() {
+      cq.Shutdown();
+      void* tag;
+      bool ok;
+      while (cq.Next(&tag, &ok)) {
+      }
+    }
+  };
+  thread_local Owned owned;
+  return &owned.cq;
+}
+
+// Operations of a streamed call, used as completion-queue tags.
+enum class Op : intptr_t { kWrite = 1, kRead = 2, kFinish = 3 };
+
+void* TagOf(Op op) { return reinterpret_cast<void*>(static_cast<intptr_t>(op)); }
+
+// One streamed call driven by the calling thread: counts the operations in flight so the
+// call is only left once gRPC is done with every one of them.
+// Thread-compatible: used by the thread that made the call.
+class PumpedCall {
+ protected:
+  explicit PumpedCall(grpc::CompletionQueue* cq) : cq_(cq) {}
+
+  // Opens the call; its headers leave with the first message instead of a packet of
+  // their own (corked), so StartCall itself completes no tag.
+  std::unique_ptr<AsyncStream> Open(grpc::GenericStub* stub, grpc::ClientContext* context,
+                                    const char* method) {
+    context->set_initial_metadata_corked(true);
+    std::unique_ptr<AsyncStream> call = stub->PrepareCall(context, method, cq_);
+    call->StartCall(nullptr);
+    return call;
+  }
+
+  // Marks an operation just issued.
+  void Issued() { ++pending_; }
+  bool Pending() const { return pending_ > 0; }
+
+  // Blocks until an issued operation completes; the call's deadline bounds the wait.
+  Op Wait(bool* ok) {
+    void* tag = nullptr;
+    if (!cq_->Next(&tag, ok)) {  // only a shut-down queue says so; ours never is
+      *ok = false;
+      pending_ = 0;
+      return Op::kFinish;
+    }
+    --pending_;
+    return static_cast<Op>(reinterpret_cast<intptr_t>(tag));
+  }
+
+ private:
+  grpc::CompletionQueue* const cq_;
+  int pending_ = 0;
+};
+
+// One Put call. Frames are written one at a time while a read waits for the single
+// PutResponse; Finish is issued once both directions are over.
+// Thread-compatible: lives on the calling thread's stack.
+class PutStream final : private PumpedCall {
  public:
   PutStream(const Key128& ns, absl::Span<PutItem> items, absl::Span<const uint64_t> checksums,
             uint32_t frame_bytes)
-      : ns_(ns), items_(items), checksums_(checksums), frame_bytes_(frame_bytes) {}
+      : PumpedCall(ThreadQueue()),
+        ns_(ns),
+        items_(items),
+        checksums_(checksums),
+        frame_bytes_(frame_bytes) {}
 
   absl::Status Run(grpc::GenericStub* stub, const CallContext& ctx) {
-    context_ = std::make_unique<grpc::ClientContext>();
-    ApplyDeadline(ctx, context_.get());
-    stub->PrepareBidiStreamingCall(context_.get(), kPutMethod, grpc::StubOptions(), this);
-    StartRead(&response_);
-    if (items_.empty()) {
-      StartWritesDone();
-    } else {
-      WriteNextFrame();
-    }
-    StartCall();
-    done_.WaitForNotification();
+    auto context = std::make_unique<grpc::ClientContext>();
+    ApplyDeadline(ctx, context.get());
+    std::unique_ptr<AsyncStream> call = Open(stub, context.get(), kPutMethod);
+    Drive(call.get());
     // The context holds the last reference to the core call, and a call cut short keeps
     // its unsent frame until it is destroyed; then our own reference to the last frame.
-    context_.reset();
+    call.reset();
+    context.reset();
     frame_.Clear();
     WaitAllReleased(slices_.get(), kSliceReleaseGrace);
     return Finish();
   }
 
  private:
-  void OnWriteDone(bool ok) override {
-    if (ok) WriteNextFrame();  // else the stream broke; OnDone brings the status
-  }
-  void OnReadDone(bool ok) override { got_response_ = ok; }
-  void OnDone(const grpc::Status& s) override {
-    status_ = s;
-    done_.Notify();
+  void Drive(AsyncStream* call) {
+    call->Read(&response_, TagOf(Op::kRead));
+    Issued();
+    if (items_.empty()) {
+      call->WritesDone(TagOf(Op::kWrite));
+      Issued();
+    } else {
+      WriteNextFrame(call);
+    }
+    while (Pending()) {
+      bool ok = false;
+      switch (Wait(&ok)) {
+        case Op::kWrite:
+          // A failed write, or an answer before the last frame, means the stream is over.
+          if (ok && !read_over_) {
+            WriteNextFrame(call);
+          } else {
+            writes_over_ = true;
+          }
+          break;
+        case Op::kRead:
+          got_response_ = ok;
+          read_over_ = true;
+          break;
+        case Op::kFinish:
+          break;
+      }
+      if (writes_over_ && read_over_ && !finish_issued_) {
+        call->Finish(&status_, TagOf(Op::kFinish));
+        Issued();
+        finish_issued_ = true;
+      }
+    }
   }
 
-  void WriteNextFrame() {
-    if (item_ == items_.size()) return;  // the last frame went out with StartWriteLast
-    frame_ = NextFrame();
-    if (item_ == items_.size()) {
-      StartWriteLast(&frame_, grpc::WriteOptions());
-    } else {
-      StartWrite(&frame_);
+  void WriteNextFrame(AsyncStream* call) {
+    if (item_ == items_.size()) {  // the last frame went out marked last
+      writes_over_ = true;
+      return;
     }
+    frame_ = NextFrame();
+    grpc::WriteOptions options;
+    if (item_ == items_.size()) options.set_last_message();
+    call->Write(frame_, options, TagOf(Op::kWrite));
+    Issued();
   }
 
   // The frame at the current position: a chunk's header frame (with its first payload
@@ -170,10 +263,9 @@ class PutStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
 
   const Key128 ns_;
   const absl::Span<PutItem> items_;
-  const absl::Span<const uint64_t> checksums_;
+  const absl::Span<const uint64_t> checksums_;  // 0: the daemon computes it
   const uint32_t frame_bytes_;
   const SliceCountPtr slices_ = std::make_shared<SliceCount>();
-  std::unique_ptr<grpc::ClientContext> context_;
   // Write position: next chunk, next byte within it, whether its header went out.
   size_t item_ = 0;
   size_t offset_ = 0;
@@ -182,15 +274,18 @@ class PutStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
   ByteBuffer frame_;     // the write in flight
   ByteBuffer response_;  // the single PutResponse
   bool got_response_ = false;
+  bool writes_over_ = false;
+  bool read_over_ = false;
+  bool finish_issued_ = false;
   grpc::Status status_;
-  absl::Notification done_;
 };
 
-// One Get call: a single request, then frames consumed as they arrive. Lives on the
-// calling thread's stack; reads are issued one at a time from OnReadDone.
-class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
+// One Get call: a single request, then frames consumed as they arrive, one read in
+// flight at a time. Thread-compatible: lives on the calling thread's stack.
+class GetStream final : private PumpedCall {
  public:
-  explicit GetStream(absl::Span<GetItem> items) : items_(items), answered_(items.size(), false) {}
+  explicit GetStream(absl::Span<GetItem> items)
+      : PumpedCall(ThreadQueue()), items_(items), answered_(items.size(), false) {}
 
   absl::Status Run(grpc::GenericStub* stub, const CallContext& ctx, const Key128& ns,
                    uint64_t lease_id) {
@@ -205,28 +300,44 @@ class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
     grpc::Status s = grpc::SerializationTraits<v1::GetRequest>::Serialize(req, &request_, &own);
     if (!s.ok()) return wire::FromGrpcStatus(s);
     ApplyDeadline(ctx, &context_);
-    stub->PrepareBidiStreamingCall(&context_, kGetMethod, grpc::StubOptions(), this);
-    StartWriteLast(&request_, grpc::WriteOptions());
-    StartRead(&frame_);
-    StartCall();
-    done_.WaitForNotification();
+    std::unique_ptr<AsyncStream> call = Open(stub, &context_, kGetMethod);
+    Drive(call.get());
     return Finish();
   }
 
  private:
-  void OnReadDone(bool ok) override {
-    if (!ok) return;  // end of stream or broken; OnDone brings the status
-    absl::Status s = Consume();
-    if (!s.ok()) {
-      protocol_error_ = s;
-      context_.TryCancel();
-      return;
+  void Drive(AsyncStream* call) {
+    call->Write(request_, grpc::WriteOptions().set_last_message(), TagOf(Op::kWrite));
+    Issued();
+    call->Read(&frame_, TagOf(Op::kRead));
+    Issued();
+    bool reads_over = false;
+    bool finish_issued = false;
+    while (Pending()) {
+      bool ok = false;
+      if (Wait(&ok) == Op::kRead) {
+        if (ok && OnFrame()) {
+          call->Read(&frame_, TagOf(Op::kRead));
+          Issued();
+        } else {
+          reads_over = true;  // end of stream, broken, or cancelled for a protocol error
+        }
+      }
+      if (reads_over && !finish_issued) {
+        call->Finish(&status_, TagOf(Op::kFinish));
+        Issued();
+        finish_issued = true;
+      }
     }
-    StartRead(&frame_);
   }
-  void OnDone(const grpc::Status& s) override {
-    status_ = s;
-    done_.Notify();
+
+  // Consumes the frame just read; false cancels the call after a protocol error.
+  bool OnFrame() {
+    absl::Status s = Consume();
+    if (s.ok()) return true;
+    protocol_error_ = s;
+    context_.TryCancel();
+    return false;
   }
 
   absl::Status Consume() {
@@ -325,7 +436,6 @@ class GetStream final : public grpc::ClientBidiReactor<ByteBuffer, ByteBuffer> {
   uint64_t remaining_ = 0;
   absl::Status protocol_error_;
   grpc::Status status_;
-  absl::Notification done_;
 };
 
 }  // namespace

@@ -3,6 +3,9 @@
 // without copying them, Get copies each received slice once, straight into the caller's
 // buffer.
 //
+// Each call is driven by its calling thread through that thread's own completion queue
+// (no hand-offs to gRPC callback threads), which matters for MiB-sized frames.
+//
 // Thread-safety: each function runs one call and blocks its calling thread until the call
 // is over; concurrent calls on one stub are fine.
 #pragma once

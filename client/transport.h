@@ -36,8 +36,9 @@ class Transport {
                                                    const Namespace& spec) = 0;
   virtual absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
                                               absl::Span<const Key128> keys, uint32_t lease_ms) = 0;
-  // Streams items[i] with checksums[i] (XXH3-64 of its payload); fills each item's status
-  // and already_present. REQUIRES: checksums.size() == items.size().
+  // Streams items[i] with checksums[i] (XXH3-64 of its payload, which the daemon verifies,
+  // or 0: the daemon computes it); fills each item's status and already_present.
+  // REQUIRES: checksums.size() == items.size().
   virtual absl::Status Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                            absl::Span<const uint64_t> checksums) = 0;
   // Fills each item's buffer and out fields. Items the stream never answered keep an

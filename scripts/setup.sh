@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kvstash builds and tests with. Idempotent: installs only
 # what is missing, and uses sudo only when not running as root.
-#   scripts/setup.sh [--bench]   (--bench also installs the peers: redis-server, memcached)
+#   scripts/setup.sh [--bench]   (--bench also installs the peers: redis-server, memcached,
+#                                 and fio for the raw-disk rows of the NVMe benchmark)
 set -euo pipefail
 
 packages=(
@@ -9,9 +10,10 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libxxhash-dev libssl-dev
   libgtest-dev libgmock-dev
+  libcivetweb-dev libsystemd-dev prometheus
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(redis-server memcached)
+  packages+=(redis-server memcached fio)
 fi
 
 missing=()

@@ -37,6 +37,20 @@ storage:
     huge_pages: auto              # off | auto | on
     prefault: true                # fault the arena in at start, not on the put path
     eviction: lru
+  nvme:                           # RocksDB tier below DRAM (docs/storage-format.md)
+    enabled: true                 # false: DRAM only, evicted chunks are dropped
+    path: ""                      # "" = <data_dir>/nvme; created at start-up
+    capacity_bytes: 16GiB         # payload budget; the directory settles within ~1.25x
+    demotion_threads: 1           # threads writing DRAM evictions to NVMe
+    demotion_queue_chunks: 16     # evictions waiting to be written; beyond: dropped
+    write_through: false          # also write every put to NVMe before acknowledging it
+    sync_writes: false            # fsync the WAL per write (survives power loss, slower)
+    promote_on_hit: true          # copy a chunk served from NVMe into DRAM
+metrics:                          # HTTP endpoint: /metrics, /healthz, /readyz
+  enabled: true
+  listen: "127.0.0.1:7071"        # HOST:PORT; port 0 picks a free port
+  namespace_labels: false         # per-namespace series (bounded by max_namespaces)
+  max_namespaces: 64
 )yaml";
 
 namespace {
@@ -109,6 +123,39 @@ void ReadLog(ConfigReader& r, LogConfig* c) {
   r.Choice("format", {{"logfmt", LogFormat::kLogfmt}, {"json", LogFormat::kJson}}, &c->format);
 }
 
+void ReadNvme(ConfigReader& r, NvmeConfig* c) {
+  r.Choice("enabled", {{"true", true}, {"false", false}}, &c->enabled);
+  r.String("path", &c->path);
+  r.Size("capacity_bytes", 1ull << 20, std::numeric_limits<uint64_t>::max(), &c->capacity_bytes);
+  r.Int("demotion_threads", 1, 64, &c->demotion_threads);
+  r.Int("demotion_queue_chunks", 1, 1 << 20, &c->demotion_queue_chunks);
+  r.Choice("write_through", {{"true", true}, {"false", false}}, &c->write_through);
+  r.Choice("sync_writes", {{"true", true}, {"false", false}}, &c->sync_writes);
+  r.Choice("promote_on_hit", {{"true", true}, {"false", false}}, &c->promote_on_hit);
+  r.RejectUnknown();
+}
+
+void ReadMetrics(ConfigReader& r, MetricsConfig* c) {
+  r.Choice("enabled", {{"true", true}, {"false", false}}, &c->enabled);
+  r.String("listen", &c->listen);
+  r.Choice("namespace_labels", {{"true", true}, {"false", false}}, &c->namespace_labels);
+  r.Int("max_namespaces", 1, 100000, &c->max_namespaces);
+  r.RejectUnknown();
+}
+
+// OK when `value` is HOST:PORT with a port in [0, 65535].
+absl::Status CheckHostPort(absl::string_view field, const std::string& value) {
+  const size_t colon = value.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(value).substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": expected HOST:PORT, got \"", value, "\""));
+  }
+  return absl::OkStatus();
+}
+
 void ReadStorage(ConfigReader& r, StorageConfig* c) {
   r.Size("max_chunk_bytes", 1, std::numeric_limits<uint64_t>::max(), &c->max_chunk_bytes);
   r.Int("max_lease_ms", 0, kDayMs, &c->max_lease_ms);
@@ -138,10 +185,13 @@ void ReadStorage(ConfigReader& r, StorageConfig* c) {
                                              "), got ", d->capacity_bytes));
   }
   dram.RejectUnknown();
+  ConfigReader nvme = r.Section("nvme");
+  ReadNvme(nvme, &c->nvme);
 }
 
 // Checks that relate several fields, or a field's syntax beyond its type.
 absl::Status CheckCrossFields(const ServerConfig& c) {
+  if (absl::Status s = CheckHostPort("metrics.listen", c.metrics.listen); !s.ok()) return s;
   const GrpcConfig& s = c.server;
   if (!absl::StartsWith(s.grpc_listen, "unix:")) {
     size_t colon = s.grpc_listen.rfind(':');
@@ -182,6 +232,8 @@ absl::StatusOr<ServerConfig> ReadTree(const YAML::Node& root) {
   ConfigReader storage = top.Section("storage");
   ReadStorage(storage, &c.storage);
   storage.RejectUnknown();
+  ConfigReader metrics = top.Section("metrics");
+  ReadMetrics(metrics, &c.metrics);
   top.RejectUnknown();
   if (absl::Status s = top.status(); !s.ok()) return s;
   if (absl::Status s = CheckCrossFields(c); !s.ok()) return s;
@@ -200,7 +252,21 @@ storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
   o.prefault_dram = storage.dram.prefault;
   o.index_shards = storage.index_shards;
   o.max_lease = absl::Milliseconds(storage.max_lease_ms);
+  const NvmeConfig& n = storage.nvme;
+  o.nvme.path = NvmePath();
+  o.nvme.capacity_bytes = n.capacity_bytes;
+  o.nvme.demotion_threads = n.demotion_threads;
+  o.nvme.demotion_queue_chunks = n.demotion_queue_chunks;
+  o.nvme.write_through = n.write_through;
+  o.nvme.sync_writes = n.sync_writes;
+  o.nvme.promote_on_hit = n.promote_on_hit;
   return o;
+}
+
+std::string ServerConfig::NvmePath() const {
+  if (!storage.nvme.enabled) return "";
+  if (!storage.nvme.path.empty()) return storage.nvme.path;
+  return absl::StrCat(data_dir, "/nvme");
 }
 
 absl::StatusOr<ServerConfig> ParseConfig(absl::string_view yaml,
@@ -240,6 +306,32 @@ absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
   return c;
 }
 
+namespace {
+
+void EmitNvme(const NvmeConfig& n, YAML::Emitter& out) {
+  out << YAML::Key << "nvme" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "enabled" << YAML::Value << n.enabled;
+  out << YAML::Key << "path" << YAML::Value << YAML::DoubleQuoted << n.path;
+  out << YAML::Key << "capacity_bytes" << YAML::Value << FormatByteSize(n.capacity_bytes);
+  out << YAML::Key << "demotion_threads" << YAML::Value << n.demotion_threads;
+  out << YAML::Key << "demotion_queue_chunks" << YAML::Value << n.demotion_queue_chunks;
+  out << YAML::Key << "write_through" << YAML::Value << n.write_through;
+  out << YAML::Key << "sync_writes" << YAML::Value << n.sync_writes;
+  out << YAML::Key << "promote_on_hit" << YAML::Value << n.promote_on_hit;
+  out << YAML::EndMap;
+}
+
+void EmitMetrics(const MetricsConfig& m, YAML::Emitter& out) {
+  out << YAML::Key << "metrics" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "enabled" << YAML::Value << m.enabled;
+  out << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << m.listen;
+  out << YAML::Key << "namespace_labels" << YAML::Value << m.namespace_labels;
+  out << YAML::Key << "max_namespaces" << YAML::Value << m.max_namespaces;
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
 std::string EmitConfig(const ServerConfig& c) {
   YAML::Emitter out;
   out << YAML::BeginMap;
@@ -267,7 +359,11 @@ std::string EmitConfig(const ServerConfig& c) {
   out << YAML::Key << "huge_pages" << YAML::Value << std::string(HugePagesName(d.huge_pages));
   out << YAML::Key << "prefault" << YAML::Value << d.prefault;
   out << YAML::Key << "eviction" << YAML::Value << d.eviction;
-  out << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+  out << YAML::EndMap;
+  EmitNvme(c.storage.nvme, out);
+  out << YAML::EndMap;
+  EmitMetrics(c.metrics, out);
+  out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
 

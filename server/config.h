@@ -65,6 +65,29 @@ struct DramConfig {
   std::string eviction = "lru";
 };
 
+// The `storage.nvme:` section: the RocksDB tier below DRAM (docs/storage-format.md).
+struct NvmeConfig {
+  // false: DRAM only; evicted chunks are dropped and nothing is written to disk.
+  bool enabled = true;
+  // Database directory on a local SSD. Empty: `<data_dir>/nvme`. Created at start-up; an
+  // existing database there is reopened and its chunks served again.
+  std::string path;
+  // Byte budget of chunk payloads on NVMe (least recently used chunks are evicted past
+  // it). The directory settles within ~1.25x of it. 16 GiB fits a laptop or CI disk; set
+  // it to most of a dedicated SSD in production.
+  uint64_t capacity_bytes = 16ull << 30;
+  // Background threads writing DRAM evictions to NVMe.
+  int demotion_threads = 1;
+  // Evicted chunks waiting to be written; a full queue drops the chunk (demotion_drops).
+  int demotion_queue_chunks = 16;
+  // Write every put to NVMe before acknowledging it, so it survives kill -9 at once.
+  bool write_through = false;
+  // fsync the WAL on every NVMe write, so written chunks also survive power loss.
+  bool sync_writes = false;
+  // Copy a chunk served from NVMe into DRAM.
+  bool promote_on_hit = true;
+};
+
 // The `storage:` section.
 struct StorageConfig {
   // Largest chunk a Put may store; larger chunks are refused with RESOURCE_EXHAUSTED.
@@ -74,16 +97,38 @@ struct StorageConfig {
   // Independently locked index shards; a power of two in [1, 65536].
   int index_shards = 64;
   DramConfig dram;
+  NvmeConfig nvme;
+};
+
+// The `metrics:` section: the HTTP endpoint serving /metrics, /healthz and /readyz.
+struct MetricsConfig {
+  // Serve the endpoint at all. Off: no HTTP listener (and no metrics= line in the ready
+  // file); the metric cells are still updated, at the cost of a few atomic adds per call.
+  bool enabled = true;
+  // HOST:PORT of the endpoint ("0.0.0.0:7071" for every interface, port 0 picks a free
+  // port, reported in the ready file as `metrics=HOST:PORT`).
+  std::string listen = "127.0.0.1:7071";
+  // Add per-namespace series (labels namespace, tenant, model). Off by default: each
+  // namespace adds a handful of series, and Prometheus pays for every one.
+  bool namespace_labels = false;
+  // With namespace_labels, export at most this many namespaces (the largest by bytes);
+  // kvstash_namespaces_omitted counts the rest.
+  uint32_t max_namespaces = 64;
 };
 
 struct ServerConfig {
   GrpcConfig server;
-  // Directory for persistent state (the NVMe tier); not created until a tier needs it.
+  // Directory for persistent state (the NVMe tier under `<data_dir>/nvme` unless
+  // storage.nvme.path says otherwise); created at start-up when a tier needs it.
   std::string data_dir = "./var/kvstash";
   LogConfig log;
   StorageConfig storage;
+  MetricsConfig metrics;
 
+  // The store's options; nvme.path is resolved (empty when the NVMe tier is disabled).
   storage::ChunkStoreOptions ToChunkStoreOptions() const;
+  // Directory of the NVMe tier, or "" when it is disabled.
+  std::string NvmePath() const;
 };
 
 // The configuration used when no --config file is given. Parses to ServerConfig{}.

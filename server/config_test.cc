@@ -194,6 +194,75 @@ TEST(ConfigTest, LoadsFilesAndNamesThemInErrors) {
   EXPECT_EQ(LoadConfigFile(path, {}).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(ConfigTest, NvmeDefaultsToATierUnderTheDataDir) {
+  ServerConfig c = MustParse("data_dir: /srv/kv");
+  EXPECT_TRUE(c.storage.nvme.enabled);
+  EXPECT_EQ(c.storage.nvme.capacity_bytes, 16ull << 30);
+  storage::ChunkStoreOptions o = c.ToChunkStoreOptions();
+  EXPECT_EQ(o.nvme.path, "/srv/kv/nvme");
+  EXPECT_EQ(o.nvme.capacity_bytes, 16ull << 30);
+  EXPECT_TRUE(o.nvme.promote_on_hit);
+  EXPECT_FALSE(o.nvme.write_through);
+  EXPECT_EQ(MustParse("", {{"storage.nvme.enabled", "false"}}).ToChunkStoreOptions().nvme.path,
+            "");
+}
+
+TEST(ConfigTest, ReadsEveryNvmeField) {
+  ServerConfig c = MustParse(R"(
+storage:
+  nvme:
+    enabled: true
+    path: /mnt/ssd/kv
+    capacity_bytes: 256MiB
+    demotion_threads: 3
+    demotion_queue_chunks: 64
+    write_through: true
+    sync_writes: true
+    promote_on_hit: false
+)");
+  storage::ChunkStoreOptions o = c.ToChunkStoreOptions();
+  EXPECT_EQ(o.nvme.path, "/mnt/ssd/kv");
+  EXPECT_EQ(o.nvme.capacity_bytes, 256u << 20);
+  EXPECT_EQ(o.nvme.demotion_threads, 3);
+  EXPECT_EQ(o.nvme.demotion_queue_chunks, 64);
+  EXPECT_TRUE(o.nvme.write_through);
+  EXPECT_TRUE(o.nvme.sync_writes);
+  EXPECT_FALSE(o.nvme.promote_on_hit);
+  std::string yaml = EmitConfig(c);
+  EXPECT_THAT(yaml, HasSubstr("capacity_bytes: 256MiB"));
+  EXPECT_EQ(EmitConfig(MustParse(yaml)), yaml);
+}
+
+TEST(ConfigTest, RefusesBadNvmeFieldsByName) {
+  EXPECT_THAT(ErrorOf("storage: {nvme: {capacity_bytes: lots}}"),
+              HasSubstr("storage.nvme.capacity_bytes"));
+  EXPECT_THAT(ErrorOf("", {{"storage.nvme.demotion_threads", "0"}}),
+              HasSubstr("storage.nvme.demotion_threads"));
+  EXPECT_THAT(ErrorOf("", {{"storage.nvme.demotion_queue_chunks", "-1"}}),
+              HasSubstr("storage.nvme.demotion_queue_chunks"));
+  EXPECT_THAT(ErrorOf("", {{"storage.nvme.write_through", "maybe"}}),
+              HasSubstr("storage.nvme.write_through"));
+  EXPECT_THAT(ErrorOf("", {{"storage.nvme.enabled", "yes please"}}),
+              HasSubstr("storage.nvme.enabled"));
+  EXPECT_THAT(ErrorOf("", {{"storage.nvme.sync", "true"}}), HasSubstr("storage.nvme.sync"));
+}
+
+TEST(ConfigTest, ReadsTheMetricsSection) {
+  ServerConfig c = MustParse(
+      "metrics: {enabled: false, listen: \"0.0.0.0:0\", namespace_labels: true, "
+      "max_namespaces: 8}");
+  EXPECT_FALSE(c.metrics.enabled);
+  EXPECT_EQ(c.metrics.listen, "0.0.0.0:0");
+  EXPECT_TRUE(c.metrics.namespace_labels);
+  EXPECT_EQ(c.metrics.max_namespaces, 8u);
+  const std::string yaml = EmitConfig(c);
+  EXPECT_EQ(EmitConfig(MustParse(yaml)), yaml);
+  EXPECT_EQ(MustParse("").metrics.listen, "127.0.0.1:7071");
+  EXPECT_THAT(ErrorOf("metrics: {listen: nowhere}"), HasSubstr("metrics.listen"));
+  EXPECT_THAT(ErrorOf("metrics: {max_namespaces: 0}"), HasSubstr("metrics.max_namespaces"));
+  EXPECT_THAT(ErrorOf("metrics: {port: 1}"), HasSubstr("metrics.port"));
+}
+
 TEST(ByteSizeTest, ParsesSuffixes) {
   EXPECT_EQ(*ParseByteSize("4096"), 4096u);
   EXPECT_EQ(*ParseByteSize("4KiB"), 4096u);

@@ -15,6 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/flags.h"
 #include "server/server.h"
+#include "server/systemd_notify.h"
 
 #ifndef KVSTASH_VERSION
 #define KVSTASH_VERSION "unknown"
@@ -110,6 +111,15 @@ int HandleCommandLine(int argc, char** argv, CommandLine* cl, ServerConfig* conf
   return -1;
 }
 
+// `key=value` lines: grpc=HOST:PORT, pid=N and, when metrics are served, metrics=HOST:PORT.
+absl::Status WriteReadyFile(const std::string& path, const Server& server) {
+  std::string lines = absl::StrCat("grpc=", server.connect_address(), "\npid=", getpid(), "\n");
+  if (const std::string m = server.metrics_address(); !m.empty()) {
+    absl::StrAppend(&lines, "metrics=", m, "\n");
+  }
+  return WriteFileAtomically(path, lines);
+}
+
 }  // namespace
 
 int RunDaemon(int argc, char** argv) {
@@ -134,18 +144,23 @@ int RunDaemon(int argc, char** argv) {
     return kExitFailure;
   }
   SignalWaiter signals(&log);
+  // Liveness for the systemd watchdog: the store answers (its locks are not wedged).
+  SystemdNotifier notifier([store = (*server)->store()] {
+    store->Stats();
+    return true;
+  });
   if (!cl.ready_file.empty()) {
-    absl::Status s = WriteFileAtomically(
-        cl.ready_file,
-        absl::StrCat("grpc=", (*server)->connect_address(), "\npid=", getpid(), "\n"));
+    absl::Status s = WriteReadyFile(cl.ready_file, **server);
     if (!s.ok()) {
       log.Error("cannot write the ready file", {{"status", s}});
       (*server)->Shutdown(absl::ZeroDuration());
       return kExitFailure;
     }
   }
+  notifier.Ready(absl::StrCat("serving on ", (*server)->connect_address()));
   const int sig = signals.Wait();
   log.Info("shutdown requested", {{"signal", strsignal(sig)}});
+  notifier.Stopping();
   (*server)->Shutdown(absl::Milliseconds(config.server.shutdown_grace_ms));
   if (!cl.ready_file.empty()) std::remove(cl.ready_file.c_str());
   server->reset();

@@ -27,10 +27,12 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   GetReactor(const ServiceEnv* env, grpc::CallbackServerContext* context,
              const grpc::ByteBuffer* request)
       : env_(env), context_(context) {
+    env_->metrics.CallStarted();
+    env_->metrics.AddReceivedBytes(request->Length());
     absl::Status s = Parse(*request);
     if (!s.ok()) {
       env_->log->Debug("get refused", {{"status", s}, {"peer", context_->peer()}});
-      Finish(wire::ToGrpcStatus(s));
+      End(wire::ToGrpcStatus(s));
       return;
     }
     WriteNext();
@@ -39,15 +41,24 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnWriteDone(bool ok) override {
     if (!ok) {  // the client is gone or the call was cancelled
       chunk_.reset();
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+      End(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
       return;
     }
     WriteNext();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    env_->metrics.CallEnded();
+    env_->metrics.RecordCall(Op::kGet, code_, start_);
+    delete this;
+  }
 
  private:
+  // Finishes the call, remembering its code for the metrics.
+  void End(const grpc::Status& status) {
+    code_ = static_cast<int>(status.error_code());
+    Finish(status);
+  }
   absl::Status Parse(const grpc::ByteBuffer& request);
   void WriteNext();
   void BuildHeadFrame();
@@ -55,6 +66,8 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   const ServiceEnv* const env_;
   grpc::CallbackServerContext* const context_;
+  const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
+  int code_ = 0;
 
   storage::ChunkId id_;  // ns fixed; key of the chunk being sent
   std::vector<Key128> keys_;
@@ -89,7 +102,7 @@ absl::Status GetReactor::Parse(const grpc::ByteBuffer& request) {
 void GetReactor::WriteNext() {
   if (context_->IsCancelled()) {
     chunk_.reset();
-    Finish(grpc::Status::CANCELLED);
+    End(grpc::Status::CANCELLED);
     return;
   }
   if (chunk_ != nullptr) {
@@ -99,9 +112,10 @@ void GetReactor::WriteNext() {
     BuildHeadFrame();
   } else {
     env_->log->Debug("get done", {{"keys", keys_.size()}, {"bytes", bytes_sent_}});
-    Finish(grpc::Status::OK);
+    End(grpc::Status::OK);
     return;
   }
+  env_->metrics.AddSentBytes(out_.Length());
   StartWrite(&out_);
 }
 

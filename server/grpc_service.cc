@@ -10,12 +10,30 @@
 namespace kvstash::server {
 namespace {
 
-// Answers a unary call with the outcome of `status`.
-grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(wire::ToGrpcStatus(status));
-  return reactor;
-}
+// One unary call, measured: request and response bytes, latency and outcome. Lives on
+// the handler's stack (unary calls are answered inline).
+class UnaryCall {
+ public:
+  UnaryCall(const ServiceEnv* env, Op op, const google::protobuf::MessageLite& request)
+      : metrics_(&env->metrics), op_(op), start_(TransportMetrics::Clock::now()) {
+    metrics_->AddReceivedBytes(request.ByteSizeLong());
+  }
+
+  // Answers the call with the outcome of `status`.
+  grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status,
+                                  const google::protobuf::MessageLite& response) {
+    if (status.ok()) metrics_->AddSentBytes(response.ByteSizeLong());
+    metrics_->RecordCall(op_, static_cast<int>(status.code()), start_);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(wire::ToGrpcStatus(status));
+    return reactor;
+  }
+
+ private:
+  TransportMetrics* const metrics_;
+  const Op op_;
+  const TransportMetrics::Clock::time_point start_;
+};
 
 void ToProto(const storage::CounterSnapshot& c, v1::CounterSet* out) {
   out->set_chunks(c.chunks);
@@ -37,6 +55,21 @@ void ToProto(const storage::TierStats& t, v1::TierStats* out) {
   out->set_chunks(t.chunks);
 }
 
+void ToProto(const storage::NvmeCounters& n, v1::NvmeCounters* out) {
+  out->set_hits(n.hits);
+  out->set_misses(n.misses);
+  out->set_evictions(n.evictions);
+  out->set_demotions(n.demotions);
+  out->set_demotion_drops(n.demotion_drops);
+  out->set_demotion_failures(n.demotion_failures);
+  out->set_demotions_pending(n.demotions_pending);
+  out->set_promotions(n.promotions);
+  out->set_write_throughs(n.write_throughs);
+  out->set_checksum_failures(n.checksum_failures);
+  out->set_io_errors(n.io_errors);
+  out->set_recovered_chunks(n.recovered_chunks);
+}
+
 std::string IdBytes(const Key128& id) {
   return std::string(reinterpret_cast<const char*>(id.data()), id.size());
 }
@@ -46,13 +79,15 @@ std::string IdBytes(const Key128& id) {
 grpc::ServerUnaryReactor* KvStashService::RegisterNamespace(
     grpc::CallbackServerContext* context, const v1::RegisterNamespaceRequest* request,
     v1::RegisterNamespaceResponse* response) {
-  return Reply(context, DoRegister(*request, response));
+  UnaryCall call(env_, Op::kRegisterNamespace, *request);
+  return call.Reply(context, DoRegister(*request, response), *response);
 }
 
 grpc::ServerUnaryReactor* KvStashService::Lookup(grpc::CallbackServerContext* context,
                                                  const v1::LookupRequest* request,
                                                  v1::LookupResponse* response) {
-  return Reply(context, DoLookup(*request, response));
+  UnaryCall call(env_, Op::kLookup, *request);
+  return call.Reply(context, DoLookup(*request, response), *response);
 }
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* KvStashService::Put(grpc::CallbackServerContext* context,
@@ -68,30 +103,34 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* KvStashService::Get(
 grpc::ServerUnaryReactor* KvStashService::Exists(grpc::CallbackServerContext* context,
                                                  const v1::KeysRequest* request,
                                                  v1::ExistsResponse* response) {
-  return Reply(context, DoExists(*request, response));
+  UnaryCall call(env_, Op::kExists, *request);
+  return call.Reply(context, DoExists(*request, response), *response);
 }
 
 grpc::ServerUnaryReactor* KvStashService::Delete(grpc::CallbackServerContext* context,
                                                  const v1::KeysRequest* request,
                                                  v1::DeleteResponse* response) {
-  return Reply(context, DoDelete(*request, response));
+  UnaryCall call(env_, Op::kDelete, *request);
+  return call.Reply(context, DoDelete(*request, response), *response);
 }
 
 grpc::ServerUnaryReactor* KvStashService::Stats(grpc::CallbackServerContext* context,
                                                 const v1::StatsRequest* request,
                                                 v1::StatsResponse* response) {
-  return Reply(context, DoStats(*request, response));
+  UnaryCall call(env_, Op::kStats, *request);
+  return call.Reply(context, DoStats(*request, response), *response);
 }
 
 // Health answers even while draining: that is how a client learns the daemon is going away.
 grpc::ServerUnaryReactor* KvStashService::Health(grpc::CallbackServerContext* context,
                                                  const v1::HealthRequest* request,
                                                  v1::HealthResponse* response) {
+  UnaryCall call(env_, Op::kHealth, *request);
   response->set_state(env_->draining.load() ? v1::HealthResponse::DRAINING
                                             : v1::HealthResponse::SERVING);
   response->set_version(version_);
   response->set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - env_->start_time));
-  return Reply(context, absl::OkStatus());
+  return call.Reply(context, absl::OkStatus(), *response);
 }
 
 absl::Status KvStashService::DoRegister(const v1::RegisterNamespaceRequest& req,
@@ -105,13 +144,15 @@ absl::Status KvStashService::DoRegister(const v1::RegisterNamespaceRequest& req,
 
 absl::Status KvStashService::DoLookup(const v1::LookupRequest& req, v1::LookupResponse* resp) {
   if (absl::Status s = env_->Admit(); !s.ok()) return s;
-  absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id());
+  uint32_t chunk_tokens = 0;
+  absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id(), &chunk_tokens);
   if (!ns.ok()) return ns.status();
   absl::StatusOr<std::vector<Key128>> keys =
       ParseKeys(req.keys(), env_->limits.max_keys_per_request);
   if (!keys.ok()) return keys.status();
   storage::LookupResult r = env_->store->Lookup(*ns, *keys, absl::Milliseconds(req.lease_ms()));
   resp->set_hit_count(r.hit_count);
+  env_->metrics.AddLookup(keys->size(), r.hit_count, uint64_t{r.hit_count} * chunk_tokens);
   std::string* tiers = resp->mutable_tiers();
   for (storage::Tier t : r.tiers) tiers->push_back(static_cast<char>(t));
   if (r.lease_id != 0) {
@@ -158,6 +199,7 @@ absl::Status KvStashService::DoStats(const v1::StatsRequest& req, v1::StatsRespo
   const storage::StoreStats stats = env_->store->Stats();
   ToProto(stats.total, resp->mutable_total());
   for (const storage::TierStats& t : stats.tiers) ToProto(t, resp->add_tiers());
+  ToProto(stats.nvme, resp->mutable_nvme());
   absl::flat_hash_map<Key128, v1::NamespaceSpec> specs;
   if (!req.namespace_id().empty()) {
     absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id());

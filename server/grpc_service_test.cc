@@ -66,6 +66,7 @@ class GrpcServiceTest : public ::testing::Test {
                                                            {"storage.max_chunk_bytes", "8MiB"},
                                                            {"storage.dram.capacity_bytes", "64MiB"},
                                                            {"storage.dram.huge_pages", "off"},
+                                                           {"storage.nvme.enabled", "false"},
                                                            {"log.level", "error"}});
     ASSERT_TRUE(config.ok()) << config.status();
     log_ = std::make_unique<Logger>(config->log);
@@ -199,7 +200,8 @@ TEST_F(GrpcServiceTest, SecondServerOnTheSamePortFailsToStart) {
   absl::StatusOr<ServerConfig> config =
       ParseConfig("", {{"server.grpc_listen", server_->connect_address(), /*literal=*/true},
                        {"storage.dram.capacity_bytes", "4MiB"},
-                       {"storage.dram.huge_pages", "off"}});
+                       {"storage.dram.huge_pages", "off"},
+                       {"storage.nvme.enabled", "false"}});
   ASSERT_TRUE(config.ok()) << config.status();
   absl::StatusOr<std::unique_ptr<Server>> second = Server::Create(*config, log_.get());
   ASSERT_TRUE(second.ok()) << second.status();

@@ -75,6 +75,20 @@ absl::StatusOr<Key128> NamespaceRegistry::Resolve(absl::string_view id_bytes) co
   return id;
 }
 
+absl::StatusOr<Key128> NamespaceRegistry::Resolve(absl::string_view id_bytes,
+                                                  uint32_t* chunk_tokens) const {
+  absl::StatusOr<Key128> id = ParseNamespaceId(id_bytes);
+  if (!id.ok()) return id;
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = specs_.find(*id);
+  if (it == specs_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("unknown namespace ", KeyToHex(*id), "; call RegisterNamespace first"));
+  }
+  *chunk_tokens = it->second.chunk_tokens();
+  return id;
+}
+
 absl::StatusOr<v1::NamespaceSpec> NamespaceRegistry::Find(const Key128& id) const {
   absl::ReaderMutexLock lock(&mu_);
   auto it = specs_.find(id);

@@ -20,8 +20,9 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   PutReactor(const ServiceEnv* env, grpc::CallbackServerContext* context,
              grpc::ByteBuffer* response)
       : env_(env), context_(context), response_(response) {
+    env_->metrics.CallStarted();
     if (absl::Status s = env_->Admit(); !s.ok()) {
-      Finish(wire::ToGrpcStatus(s));
+      End(wire::ToGrpcStatus(s));
       return;
     }
     StartRead(&frame_);
@@ -32,6 +33,7 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       OnStreamEnd();
       return;
     }
+    env_->metrics.AddReceivedBytes(frame_.Length());
     absl::Status s = HandleFrame();
     frame_.Clear();
     if (!s.ok()) {
@@ -41,9 +43,18 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
     StartRead(&frame_);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    env_->metrics.CallEnded();
+    env_->metrics.RecordCall(Op::kPut, code_, start_);
+    delete this;
+  }
 
  private:
+  // Finishes the call, remembering its code for the metrics.
+  void End(const grpc::Status& status) {
+    code_ = static_cast<int>(status.error_code());
+    Finish(status);
+  }
   absl::Status HandleFrame();
   absl::Status CheckNamespace(const std::string& id_bytes);
   absl::Status StartChunk(const v1::ChunkHeader& header);
@@ -55,6 +66,8 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   const ServiceEnv* const env_;
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const response_;
+  const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
+  int code_ = 0;
 
   grpc::ByteBuffer frame_;
   v1::PutFrame head_;
@@ -183,6 +196,9 @@ void PutReactor::CompleteChunk() {
       result_.set_message(std::string(s.message()));
     }
   }
+  env_->metrics.AddPutResult(result_.already_present() ? PutResult::kAlreadyPresent
+                             : result_.code() != 0       ? PutResult::kFailed
+                                                         : PutResult::kStored);
   *results_.add_results() = result_;
   active_ = false;
 }
@@ -191,7 +207,7 @@ void PutReactor::OnStreamEnd() {
   if (context_->IsCancelled()) {
     pending_.reset();  // the client went away: the partial chunk leaves no trace
     env_->log->Debug("put cancelled", {{"chunks", results_.results_size()}});
-    Finish(grpc::Status::CANCELLED);
+    End(grpc::Status::CANCELLED);
     return;
   }
   if (active_) {
@@ -202,13 +218,13 @@ void PutReactor::OnStreamEnd() {
   }
   *response_ = SerializeMessage(results_);
   env_->log->Debug("put done", {{"chunks", results_.results_size()}, {"bytes", bytes_received_}});
-  Finish(grpc::Status::OK);
+  End(grpc::Status::OK);
 }
 
 void PutReactor::EndWithError(const absl::Status& s) {
   pending_.reset();
   env_->log->Debug("put refused", {{"status", s}, {"peer", context_->peer()}});
-  Finish(wire::ToGrpcStatus(s));
+  End(wire::ToGrpcStatus(s));
 }
 
 }  // namespace

@@ -5,12 +5,15 @@
 #include <grpcpp/server_builder.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/store_metrics.h"
 
 #ifndef KVSTASH_VERSION
 #define KVSTASH_VERSION "unknown"
@@ -52,10 +55,22 @@ std::string HugePageUsage() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& config, Logger* log) {
+  // RocksDB creates only the last path component; the data dir may not exist yet.
+  if (const std::string nvme = config.NvmePath(); !nvme.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(nvme, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("storage.nvme.path: cannot create ", nvme, ": ", ec.message()));
+    }
+  }
+  const absl::Time begin = absl::Now();
   absl::StatusOr<std::unique_ptr<storage::ChunkStore>> store =
       storage::ChunkStore::Create(config.ToChunkStoreOptions());
   if (!store.ok()) return store.status();
-  return std::unique_ptr<Server>(new Server(config, log, std::move(*store)));
+  std::unique_ptr<Server> server(new Server(config, log, std::move(*store)));
+  server->store_open_time_ = absl::Now() - begin;
+  return server;
 }
 
 Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store)
@@ -91,14 +106,56 @@ absl::Status Server::Start() {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", c.grpc_listen));
   }
   env_.start_time = absl::Now();
+  serving_.store(true);
+  if (absl::Status s = StartMetrics(); !s.ok()) return s;
   LogStartup();
   return absl::OkStatus();
+}
+
+absl::Status Server::StartMetrics() {
+  const int64_t start_unix_s = absl::ToUnixSeconds(env_.start_time);
+  metrics_.Add([this, start_unix_s](std::vector<metrics::Family>* out) {
+    using metrics::MetricType;
+    out->push_back({"kvstash_build_info", "Always 1; labels carry the version.",
+                    MetricType::kGauge, {{{{"version", KVSTASH_VERSION}}, 1, {}}}});
+    out->push_back({"kvstash_ready", "1 while /readyz answers 200.", MetricType::kGauge,
+                    {{{}, ready() ? 1.0 : 0.0, {}}}});
+    out->push_back({"kvstash_start_time_seconds", "Start time of the daemon, Unix seconds.",
+                    MetricType::kGauge, {{{}, static_cast<double>(start_unix_s), {}}}});
+  });
+  metrics_.Add([this](std::vector<metrics::Family>* out) { env_.metrics.Collect(out); });
+  const StoreMetricsOptions store_options{config_.metrics.namespace_labels,
+                                          config_.metrics.max_namespaces};
+  metrics_.Add([this, store_options](std::vector<metrics::Family>* out) {
+    CollectStoreMetrics(*store_, registry_, store_options, out);
+  });
+  if (!config_.metrics.enabled) return absl::OkStatus();
+  metrics::HttpHandlers handlers;
+  handlers.metrics = [this] { return metrics_.Scrape(); };
+  handlers.ready = [this] { return ready(); };
+  metrics::HttpEndpointOptions options;
+  options.listen = config_.metrics.listen;
+  absl::StatusOr<std::unique_ptr<metrics::HttpEndpoint>> http =
+      metrics::HttpEndpoint::Start(options, std::move(handlers));
+  if (!http.ok()) {
+    return absl::Status(http.status().code(),
+                        absl::StrCat("metrics.listen: ", http.status().message()));
+  }
+  http_ = std::move(*http);
+  return absl::OkStatus();
+}
+
+bool Server::ready() const { return serving_.load() && !env_.draining.load(); }
+
+std::string Server::metrics_address() const {
+  return http_ == nullptr ? "" : http_->connect_address();
 }
 
 void Server::LogStartup() const {
   const DramConfig& d = config_.storage.dram;
   log_->Info("kvstashd serving", {{"version", KVSTASH_VERSION},
                                   {"grpc", connect_address()},
+                                  {"metrics", metrics_address()},
                                   {"listen", config_.server.grpc_listen},
                                   {"dram_capacity", FormatByteSize(d.capacity_bytes)},
                                   {"page", FormatByteSize(d.page_bytes)},
@@ -107,6 +164,29 @@ void Server::LogStartup() const {
                                   {"huge_pages", HugePagesName(d.huge_pages)},
                                   {"huge_page_use", HugePageUsage()},
                                   {"eviction", d.eviction}});
+  LogNvmeStartup();
+}
+
+void Server::LogNvmeStartup() const {
+  const std::string path = config_.NvmePath();
+  if (path.empty()) {
+    log_->Info("nvme tier disabled; evicted chunks are dropped", {});
+    return;
+  }
+  const NvmeConfig& n = config_.storage.nvme;
+  const storage::StoreStats stats = store_->Stats();
+  const int64_t open_ms = absl::ToInt64Milliseconds(store_open_time_);
+  const double per_s = absl::ToDoubleSeconds(store_open_time_) > 0
+                           ? stats.nvme.recovered_chunks / absl::ToDoubleSeconds(store_open_time_)
+                           : 0.0;
+  log_->Info("nvme tier open", {{"path", path},
+                                {"capacity", FormatByteSize(n.capacity_bytes)},
+                                {"recovered_chunks", stats.nvme.recovered_chunks},
+                                {"rebuild_ms", open_ms},
+                                {"rebuild_chunks_per_s", static_cast<int64_t>(per_s)},
+                                {"write_through", n.write_through},
+                                {"sync_writes", n.sync_writes},
+                                {"promote_on_hit", n.promote_on_hit}});
 }
 
 void Server::Shutdown(absl::Duration grace) {
@@ -117,6 +197,7 @@ void Server::Shutdown(absl::Duration grace) {
   log_->Info("kvstashd draining", {{"grace_ms", absl::ToInt64Milliseconds(grace)}});
   grpc_server_->Shutdown(absl::ToChronoTime(begin + grace));
   grpc_server_->Wait();
+  serving_.store(false);
   const storage::StoreStats stats = store_->Stats();
   log_->Info("kvstashd stopped", {{"drain_ms", absl::ToInt64Milliseconds(absl::Now() - begin)},
                                   {"chunks", stats.total.chunks},

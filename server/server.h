@@ -10,6 +10,7 @@
 
 #include <grpcpp/server.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,8 @@
 #include "server/config.h"
 #include "server/grpc_service.h"
 #include "server/log.h"
+#include "server/metrics/http_server.h"
+#include "server/metrics/registry.h"
 #include "server/namespace_registry.h"
 #include "server/service_env.h"
 #include "storage/chunk_store.h"
@@ -32,8 +35,8 @@ class Server {
   // Shuts down with no grace period if still serving.
   ~Server();
 
-  // Binds server.grpc_listen and starts serving. UNAVAILABLE when the address cannot be
-  // bound.
+  // Binds server.grpc_listen and starts serving, then (metrics.enabled) the HTTP endpoint
+  // on metrics.listen. UNAVAILABLE when an address cannot be bound.
   absl::Status Start();
   // Marks the daemon draining (new calls get UNAVAILABLE, Health says DRAINING), stops
   // accepting, lets in-flight calls run for up to `grace`, cancels the rest and returns
@@ -46,6 +49,14 @@ class Server {
   // becomes 127.0.0.1), or "unix:/path". REQUIRES: Start() ok.
   std::string connect_address() const;
 
+  // "HOST:PORT" of the /metrics endpoint, or "" when metrics are disabled or not started.
+  std::string metrics_address() const;
+  // /readyz: the tiers are open (the store exists), the gRPC listener is up and the
+  // daemon is not draining. Thread-safe.
+  bool ready() const;
+  // What /metrics serves: every collector's families as Prometheus text. Thread-safe.
+  std::string ScrapeMetrics() const { return metrics_.Scrape(); }
+
   const ServerConfig& config() const { return config_; }
   storage::ChunkStore* store() { return store_.get(); }
   NamespaceRegistry* registry() { return &registry_; }
@@ -53,6 +64,10 @@ class Server {
  private:
   Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store);
   void LogStartup() const;
+  // Registers the metric collectors and starts the HTTP endpoint when enabled.
+  absl::Status StartMetrics();
+  // Logs the NVMe tier's directory, budget and what start-up recovered from it.
+  void LogNvmeStartup() const;
 
   const ServerConfig config_;
   Logger* const log_;
@@ -65,6 +80,11 @@ class Server {
   std::unique_ptr<grpc::Server> grpc_server_;
   int selected_port_ = 0;
   bool shut_down_ = false;
+  std::atomic<bool> serving_{false};  // set once the gRPC listener is up
+  metrics::Registry metrics_;
+  std::unique_ptr<metrics::HttpEndpoint> http_;  // null when metrics are disabled
+  // How long opening the store took (with the NVMe tier: mostly the index rebuild).
+  absl::Duration store_open_time_;
 };
 
 // Writes `lines` ("key=value\n" each) to `path` atomically: a reader sees no file or the

@@ -2,8 +2,8 @@
 // (the store, the namespace registry, limits, the log, the draining flag), plus the
 // request-parsing helpers they have in common.
 //
-// Thread-safety: ServiceEnv is immutable after construction except `draining`, an atomic;
-// the pointees are thread-safe. The helpers are stateless.
+// Thread-safety: ServiceEnv is immutable after construction except `draining`, an atomic,
+// and `metrics`, lock-free cells; the pointees are thread-safe. The helpers are stateless.
 #pragma once
 
 #include <google/protobuf/message_lite.h>
@@ -20,6 +20,7 @@
 #include "kvstash/keys.h"
 #include "server/log.h"
 #include "server/namespace_registry.h"
+#include "server/transport_metrics.h"
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
@@ -38,6 +39,9 @@ struct ServiceEnv {
   absl::Time start_time = absl::Now();
   // Set when shutdown begins: new calls get UNAVAILABLE, Health reports DRAINING.
   std::atomic<bool> draining{false};
+  // The gRPC transport's request metrics. Mutable: handlers see a const env, and the
+  // metrics are lock-free cells updated from any thread.
+  mutable TransportMetrics metrics{"grpc"};
 
   // UNAVAILABLE while draining, else OK.
   absl::Status Admit() const;

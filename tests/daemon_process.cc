@@ -47,7 +47,7 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra)
     absl::string_view entry(*e);
     bool replaced = false;
     for (const std::string& x : extra) {
-      absl::string_view name = x.substr(0, x.find('='));
+      const absl::string_view name = absl::string_view(x).substr(0, x.find('='));
       if (absl::StartsWith(entry, absl::StrCat(name, "="))) replaced = true;
     }
     if (!replaced) env.emplace_back(entry);
@@ -123,7 +123,12 @@ absl::Status DaemonProcess::Spawn(const DaemonOptions& options) {
                                    "--ready_file",
                                    ready_path_,
                                    "--set",
-                                   "data_dir=" + dir_ + "/data"};
+                                   "data_dir=" + dir_ + "/data",
+                                   "--set",
+                                   "storage.nvme.enabled=false",
+                                   // Tests run side by side: never the fixed default port.
+                                   "--set",
+                                   "metrics.listen=127.0.0.1:0"};
   for (const std::string& s : options.set) {
     args.push_back("--set");
     args.push_back(s);
@@ -192,6 +197,11 @@ absl::Status DaemonProcess::AwaitReady(absl::Duration timeout) {
 
 DaemonProcess::~DaemonProcess() {
   Kill();
+  // A sanitizer report in the daemon fails the test even when no call noticed it.
+  const std::string log = Log();
+  for (const char* marker : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"}) {
+    EXPECT_EQ(log.find(marker), std::string::npos) << "kvstashd reported \"" << marker << "\"";
+  }
   if (::testing::Test::HasFailure()) {
     fprintf(stderr, "--- kvstashd log tail (%s) ---\n%s--- end of kvstashd log ---\n",
             log_path_.c_str(), LogTail(options_.log_tail_lines).c_str());

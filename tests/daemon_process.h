@@ -9,8 +9,9 @@
 // Each daemon gets a fresh temporary directory holding its data_dir, its ready file and
 // its stderr/stdout log. The daemon binds 127.0.0.1:0 by default and reports the bound
 // port through --ready_file, so tests never race each other for ports. The destructor
-// kills (SIGKILL) and reaps a daemon that is still running, prints the tail of its log
-// when the current test failed, and removes the directory.
+// kills (SIGKILL) and reaps a daemon that is still running, fails the current test when
+// the log holds a sanitizer report, prints the log's tail when the test failed, and
+// removes the directory.
 //
 // Thread-safety: not thread-safe; owned by the test's main thread. Start() must be called
 // from a thread that outlives the daemon (the child is killed when its forking thread
@@ -36,7 +37,9 @@ struct DaemonOptions {
   // Value of --listen. Default: a free port picked by the kernel.
   std::string listen = "127.0.0.1:0";
   // Config overrides, each passed as `--set dotted.key=value`. data_dir is always set to
-  // a fresh temporary directory (a later entry here wins).
+  // a fresh temporary directory and the NVMe tier is off (storage.nvme.enabled=false), so
+  // tests of DRAM eviction see evicted chunks gone; metrics.listen is 127.0.0.1:0 (a free
+  // port, reported as metrics= in the ready file); a later entry here wins.
   std::vector<std::string> set;
   // Further arguments appended verbatim after the generated ones.
   std::vector<std::string> extra_args;
@@ -83,6 +86,8 @@ class DaemonProcess {
   std::string uri() const { return "grpc://" + address_; }
   const std::string& dir() const { return dir_; }
   const std::string& log_path() const { return log_path_; }
+  // The --ready_file: `key=value` lines (grpc=, pid=, metrics=) while the daemon serves.
+  const std::string& ready_path() const { return ready_path_; }
 
   // Sends `sig` to the daemon. FAILED_PRECONDITION when it was already reaped.
   absl::Status Signal(int sig);

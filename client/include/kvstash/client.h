@@ -45,6 +45,12 @@ struct ClientOptions {
   int async_threads = 2;
   // Verify the XXH3-64 checksum of every chunk received by Get (costs one pass).
   bool verify_checksums = false;
+  // End-to-end checksums on Put: hash every payload here (one extra pass over it on the
+  // caller's cores) and have the daemon verify its copy against it, so corruption between
+  // this buffer and the daemon's memory fails the chunk with DATA_LOSS. Off: the daemon
+  // computes the checksum while it copies the payload (nearly free) and Get reports it
+  // all the same; only in-flight corruption goes unnoticed (TCP checksums still apply).
+  bool checksum_puts = false;
 
   // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
   // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=

@@ -1,0 +1,133 @@
+// The kvstash-specific collectors: transport metrics and store metrics, rendered.
+#include <memory>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/metrics/exposition.h"
+#include "server/metrics/http_server.h"
+#include "server/namespace_registry.h"
+#include "server/server.h"
+#include "server/store_metrics.h"
+#include "server/transport_metrics.h"
+#include "storage/chunk_store.h"
+
+namespace kvstash::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::unique_ptr<storage::ChunkStore> SmallStore() {
+  storage::ChunkStoreOptions o;
+  o.dram_capacity_bytes = 4 << 20;
+  o.page_bytes = 1 << 20;
+  o.prefault_dram = false;
+  o.huge_pages = storage::ChunkStoreOptions::HugePages::kOff;
+  auto store = storage::ChunkStore::Create(o);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return std::move(*store);
+}
+
+void PutChunk(storage::ChunkStore* store, const Key128& ns, uint8_t key_byte) {
+  storage::ChunkId id{ns, {}};
+  id.key[0] = key_byte;
+  storage::ChunkMeta meta;
+  meta.size_bytes = 1000;
+  auto pending = store->BeginPut(id, meta);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  std::string payload(1000, 'x');
+  ASSERT_TRUE((*pending)->Append(payload.data(), payload.size()).ok());
+  ASSERT_TRUE(store->CommitPut(std::move(*pending)).ok());
+}
+
+TEST(TransportMetricsTest, RendersOpsErrorsAndBytes) {
+  TransportMetrics m("grpc");
+  const auto start = TransportMetrics::Clock::now();
+  m.RecordCall(Op::kGet, 0, start);
+  m.RecordCall(Op::kGet, 5, start);  // NOT_FOUND
+  m.AddSentBytes(4096);
+  m.AddReceivedBytes(100);
+  m.CallStarted();
+  m.AddPutResult(PutResult::kStored);
+  m.AddLookup(8, 3, 3 * 256);
+  std::vector<metrics::Family> families;
+  m.Collect(&families);
+  const std::string text = metrics::RenderText(families);
+  EXPECT_THAT(text, HasSubstr("kvstash_op_duration_seconds_count{op=\"get\",transport=\"grpc\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_op_duration_seconds_count{op=\"put\",transport=\"grpc\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kvstash_errors_total{op=\"get\",transport=\"grpc\",code=\"NOT_FOUND\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("code=\"OK\"")));
+  EXPECT_THAT(text, HasSubstr("kvstash_transport_sent_bytes_total{transport=\"grpc\"} 4096\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_active_calls{transport=\"grpc\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_put_chunks_total{transport=\"grpc\",result=\"stored\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_lookup_hit_tokens_total{transport=\"grpc\"} 768\n"));
+}
+
+TEST(StoreMetricsTest, TiersAndGetsComeFromStats) {
+  std::unique_ptr<storage::ChunkStore> store = SmallStore();
+  NamespaceRegistry registry;
+  const Key128 ns{};
+  PutChunk(store.get(), ns, 1);
+  ASSERT_TRUE(store->Get({ns, {1}}).ok());
+  EXPECT_FALSE(store->Get({ns, {2}}).ok());
+  std::vector<metrics::Family> families;
+  CollectStoreMetrics(*store, registry, {}, &families);
+  const std::string text = metrics::RenderText(families);
+  EXPECT_THAT(text, HasSubstr("kvstash_tier_capacity_bytes{tier=\"dram\"} 4194304\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_tier_bytes{tier=\"dram\"} 1000\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_tier_chunks{tier=\"dram\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_gets_total{result=\"hit\",tier=\"dram\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_gets_total{result=\"miss\",tier=\"none\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_puts_total{tier=\"dram\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("kvstash_namespace_")));
+}
+
+TEST(StoreMetricsTest, NamespaceLabelsAreCapped) {
+  std::unique_ptr<storage::ChunkStore> store = SmallStore();
+  NamespaceRegistry registry;
+  for (uint8_t i = 1; i <= 3; ++i) {
+    Key128 ns{};
+    ns[0] = i;
+    for (uint8_t k = 0; k < i; ++k) PutChunk(store.get(), ns, k);  // namespace i: i chunks
+  }
+  std::vector<metrics::Family> families;
+  CollectStoreMetrics(*store, registry, {/*namespace_labels=*/true, /*max_namespaces=*/2},
+                      &families);
+  const std::string text = metrics::RenderText(families);
+  EXPECT_THAT(text, HasSubstr("kvstash_namespace_bytes{namespace=\"03000000000000000000000000000000\""
+                              ",tenant=\"\",model=\"\"} 3000\n"));
+  EXPECT_THAT(text, HasSubstr("namespace=\"02"));
+  EXPECT_THAT(text, Not(HasSubstr("namespace=\"01")));
+  EXPECT_THAT(text, HasSubstr("kvstash_namespaces_omitted 1\n"));
+}
+
+TEST(ServerProbeTest, ReadyzFollowsTheServerLifecycle) {
+  ServerConfig config;
+  config.server.grpc_listen = "127.0.0.1:0";
+  config.metrics.listen = "127.0.0.1:0";
+  config.storage.nvme.enabled = false;
+  config.storage.dram.capacity_bytes = 8 << 20;
+  config.storage.dram.prefault = false;
+  config.log.level = LogLevel::kError;
+  Logger log(config.log);
+  auto server = Server::Create(config, &log);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_FALSE((*server)->ready());
+  ASSERT_TRUE((*server)->Start().ok());
+  const std::string address = (*server)->metrics_address();
+  auto get = [&](const char* path) {
+    auto r = metrics::HttpGet(address, path);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->status : 0;
+  };
+  EXPECT_EQ(get("/readyz"), 200);
+  EXPECT_THAT((*server)->ScrapeMetrics(), HasSubstr("kvstash_ready 1\n"));
+  (*server)->Shutdown(absl::ZeroDuration());
+  EXPECT_EQ(get("/readyz"), 503);  // drained: out of rotation, still alive
+  EXPECT_EQ(get("/healthz"), 200);
+  EXPECT_THAT((*server)->ScrapeMetrics(), HasSubstr("kvstash_ready 0\n"));
+}
+
+}  // namespace
+}  // namespace kvstash::server

@@ -1,0 +1,167 @@
+#include "server/store_metrics.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
+
+namespace kvstash::server {
+namespace {
+
+using metrics::Family;
+using metrics::Labels;
+using metrics::MetricType;
+
+struct FamilyDef {
+  const char* name;
+  const char* help;
+  MetricType type;
+};
+
+enum StoreFamily { kCapacity, kUsed, kBytes, kChunks, kGets, kPuts, kDeletes, kEvictions,
+                   kDemotions, kQueueDepth, kPromotions, kChecksumFailures, kIoErrors,
+                   kRecovered, kStoreFamilyCount };
+constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
+    {"kvstash_tier_capacity_bytes", "Byte budget of the tier.", MetricType::kGauge},
+    {"kvstash_tier_used_bytes", "Allocator bytes in use in the tier, slack included.",
+     MetricType::kGauge},
+    {"kvstash_tier_bytes", "Payload bytes of live chunks in the tier.", MetricType::kGauge},
+    {"kvstash_tier_chunks", "Live chunks in the tier.", MetricType::kGauge},
+    {"kvstash_gets_total", "Chunk gets by result and the tier that served them.",
+     MetricType::kCounter},
+    {"kvstash_puts_total", "Chunks committed to a tier (nvme: written through at put).",
+     MetricType::kCounter},
+    {"kvstash_deletes_total", "Chunks deleted by clients.", MetricType::kCounter},
+    {"kvstash_evictions_total", "Chunks evicted from a tier to stay within its budget.",
+     MetricType::kCounter},
+    {"kvstash_demotions_total", "DRAM evictions headed for NVMe, by outcome.",
+     MetricType::kCounter},
+    {"kvstash_demotion_queue_depth", "Evicted chunks queued or being written to NVMe.",
+     MetricType::kGauge},
+    {"kvstash_promotions_total", "NVMe hits copied into DRAM.", MetricType::kCounter},
+    {"kvstash_checksum_failures_total", "Reads whose checksum did not match (chunk dropped).",
+     MetricType::kCounter},
+    {"kvstash_io_errors_total", "Failed tier reads, writes, deletes and compactions.",
+     MetricType::kCounter},
+    {"kvstash_recovered_chunks", "Chunks found in the tier at start-up.", MetricType::kGauge},
+};
+
+enum NsFamily { kNsChunks, kNsBytes, kNsGets, kNsPuts, kNsEvictions, kNsLookupHits, kNsOmitted,
+                kNsFamilyCount };
+constexpr FamilyDef kNsFamilies[kNsFamilyCount] = {
+    {"kvstash_namespace_chunks", "Live chunks of the namespace.", MetricType::kGauge},
+    {"kvstash_namespace_bytes", "Payload bytes of the namespace's live chunks.",
+     MetricType::kGauge},
+    {"kvstash_namespace_gets_total", "Chunk gets of the namespace by result.",
+     MetricType::kCounter},
+    {"kvstash_namespace_puts_total", "Chunks of the namespace committed.", MetricType::kCounter},
+    {"kvstash_namespace_evictions_total", "Chunks of the namespace evicted.",
+     MetricType::kCounter},
+    {"kvstash_namespace_lookup_hit_chunks_total", "Lookup hits in the namespace.",
+     MetricType::kCounter},
+    {"kvstash_namespaces_omitted", "Namespaces left out by metrics.max_namespaces.",
+     MetricType::kGauge},
+};
+
+template <size_t N>
+std::vector<Family> Declare(const FamilyDef (&defs)[N]) {
+  std::vector<Family> f(N);
+  for (size_t i = 0; i < N; ++i) f[i] = {defs[i].name, defs[i].help, defs[i].type, {}};
+  return f;
+}
+
+const char* TierName(storage::Tier t) {
+  switch (t) {
+    case storage::Tier::kGpu:
+      return "gpu";
+    case storage::Tier::kDram:
+      return "dram";
+    case storage::Tier::kNvme:
+      return "nvme";
+    case storage::Tier::kNone:
+      break;
+  }
+  return "none";
+}
+
+void Add(Family& f, Labels labels, double value) { f.samples.push_back({std::move(labels), value, {}}); }
+
+void CollectTiers(const storage::StoreStats& s, std::vector<Family>& f) {
+  bool nvme = false;
+  for (const storage::TierStats& t : s.tiers) {
+    const Labels tier = {{"tier", TierName(t.tier)}};
+    nvme |= t.tier == storage::Tier::kNvme;
+    Add(f[kCapacity], tier, t.capacity_bytes);
+    Add(f[kUsed], tier, t.used_bytes);
+    Add(f[kBytes], tier, t.chunk_bytes);
+    Add(f[kChunks], tier, t.chunks);
+  }
+  const storage::NvmeCounters& n = s.nvme;
+  // total.hits counts a get once, at the tier that served it; NVMe's share is nvme.hits.
+  Add(f[kGets], {{"result", "hit"}, {"tier", "dram"}}, s.total.hits - n.hits);
+  Add(f[kGets], {{"result", "miss"}, {"tier", "none"}}, s.total.misses);
+  Add(f[kPuts], {{"tier", "dram"}}, s.total.puts);
+  Add(f[kDeletes], {}, s.total.deletes);
+  Add(f[kEvictions], {{"tier", "dram"}}, s.total.evictions);
+  Add(f[kQueueDepth], {}, n.demotions_pending);
+  if (!nvme) return;  // the NVMe-only series would all be zero
+  Add(f[kGets], {{"result", "hit"}, {"tier", "nvme"}}, n.hits);
+  Add(f[kPuts], {{"tier", "nvme"}}, n.write_throughs);
+  Add(f[kEvictions], {{"tier", "nvme"}}, n.evictions);
+  Add(f[kDemotions], {{"result", "written"}}, n.demotions);
+  Add(f[kDemotions], {{"result", "dropped"}}, n.demotion_drops);
+  Add(f[kDemotions], {{"result", "failed"}}, n.demotion_failures);
+  Add(f[kPromotions], {}, n.promotions);
+  Add(f[kChecksumFailures], {{"tier", "nvme"}}, n.checksum_failures);
+  Add(f[kIoErrors], {{"tier", "nvme"}}, n.io_errors);
+  Add(f[kRecovered], {{"tier", "nvme"}}, n.recovered_chunks);
+}
+
+void CollectNamespaces(const storage::ChunkStore& store, const NamespaceRegistry& registry,
+                       uint32_t max_namespaces, std::vector<Family>& f) {
+  std::vector<std::pair<Key128, storage::CounterSnapshot>> all = store.AllNamespaceCounters();
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
+  });
+  const size_t shown = std::min<size_t>(all.size(), max_namespaces);
+  absl::flat_hash_map<Key128, v1::NamespaceSpec> specs;
+  for (auto& [id, spec] : registry.All()) specs[id] = std::move(spec);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& [id, c] = all[i];
+    const v1::NamespaceSpec& spec = specs[id];
+    const Labels l = {
+        {"namespace", absl::BytesToHexString(absl::string_view(
+                          reinterpret_cast<const char*>(id.data()), id.size()))},
+        {"tenant", spec.tenant()},
+        {"model", spec.model_id()}};
+    auto with = [&](const char* k, const char* v) {
+      Labels r = l;
+      r.emplace_back(k, v);
+      return r;
+    };
+    Add(f[kNsChunks], l, c.chunks);
+    Add(f[kNsBytes], l, c.bytes);
+    Add(f[kNsGets], with("result", "hit"), c.hits);
+    Add(f[kNsGets], with("result", "miss"), c.misses);
+    Add(f[kNsPuts], l, c.puts);
+    Add(f[kNsEvictions], l, c.evictions);
+    Add(f[kNsLookupHits], l, c.lookup_hit_chunks);
+  }
+  Add(f[kNsOmitted], {}, all.size() - shown);
+}
+
+}  // namespace
+
+void CollectStoreMetrics(const storage::ChunkStore& store, const NamespaceRegistry& registry,
+                         const StoreMetricsOptions& options, std::vector<Family>* out) {
+  std::vector<Family> f = Declare(kStoreFamilies);
+  CollectTiers(store.Stats(), f);
+  for (Family& family : f) out->push_back(std::move(family));
+  if (!options.namespace_labels) return;
+  std::vector<Family> ns = Declare(kNsFamilies);
+  CollectNamespaces(store, registry, options.max_namespaces, ns);
+  for (Family& family : ns) out->push_back(std::move(family));
+}
+
+}  // namespace kvstash::server

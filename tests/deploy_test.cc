@@ -1,0 +1,136 @@
+// The deploy/ files against a real kvstashd: the metrics endpoint and probes, the
+// Kubernetes manifests and Grafana dashboard (they parse and name only exported metrics),
+// the default config file, and the systemd unit (systemd-analyze verify).
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gtest/gtest.h"
+#include "server/config.h"
+#include "server/metrics/http_server.h"
+#include "tests/daemon_process.h"
+#include "tests/metrics_test_util.h"
+#include "tests/subprocess.h"
+
+namespace kvstash::testing {
+namespace {
+
+const std::string kDeploy = std::string(KVSTASH_SOURCE_DIR) + "/deploy/";
+
+class DeployTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    DaemonOptions options;
+    options.set = {"storage.dram.capacity_bytes=64MiB", "metrics.namespace_labels=true"};
+    auto daemon = DaemonProcess::Start(options);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = daemon->release();
+    auto address = MetricsAddress(*daemon_);
+    ASSERT_TRUE(address.ok()) << address.status();
+    address_ = new std::string(*address);
+    auto text = Scrape(*address_);
+    ASSERT_TRUE(text.ok()) << text.status();
+    exported_ = new std::set<std::string>(ExportedNames(*text));
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    delete address_;
+    delete exported_;
+  }
+
+  // Every kvstash_* name in `text` is one the daemon exports.
+  static void ExpectOnlyExportedNames(const std::string& file, const std::string& text) {
+    ASSERT_NE(exported_, nullptr);
+    for (const std::string& name : MetricTokens(text)) {
+      EXPECT_TRUE(exported_->count(name)) << file << " references " << name
+                                          << ", which kvstashd does not export";
+    }
+  }
+
+  static DaemonProcess* daemon_;
+  static std::string* address_;
+  static std::set<std::string>* exported_;
+};
+DaemonProcess* DeployTest::daemon_ = nullptr;
+std::string* DeployTest::address_ = nullptr;
+std::set<std::string>* DeployTest::exported_ = nullptr;
+
+TEST_F(DeployTest, EndpointServesMetricsAndProbes) {
+  ASSERT_NE(address_, nullptr);
+  for (const char* name : {"kvstash_gets_total", "kvstash_tier_capacity_bytes",
+                           "kvstash_op_duration_seconds_bucket", "kvstash_errors_total",
+                           "kvstash_transport_sent_bytes_total", "kvstash_active_calls",
+                           "kvstash_lookup_hit_tokens_total", "kvstash_namespace_bytes"}) {
+    EXPECT_TRUE(exported_->count(name)) << name;
+  }
+  auto healthz = metrics::HttpGet(*address_, "/healthz");
+  ASSERT_TRUE(healthz.ok()) << healthz.status();
+  EXPECT_EQ(healthz->status, 200);
+  auto readyz = metrics::HttpGet(*address_, "/readyz");
+  ASSERT_TRUE(readyz.ok()) << readyz.status();
+  EXPECT_EQ(readyz->status, 200);
+}
+
+TEST_F(DeployTest, KubernetesManifestsParseAndNameExportedMetrics) {
+  const std::string path = kDeploy + "k8s/kvstash.yaml";
+  const std::string text = ReadFile(path);
+  ASSERT_FALSE(text.empty()) << path;
+  std::set<std::string> kinds;
+  for (const YAML::Node& doc : YAML::LoadAll(text)) {
+    kinds.insert(doc["kind"].as<std::string>());
+    if (doc["kind"].as<std::string>() != "ConfigMap") continue;
+    // The embedded daemon config must pass the daemon's own strict parser.
+    const std::string config = doc["data"]["kvstashd.yaml"].as<std::string>();
+    auto parsed = server::ParseConfig(config, {});
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+  }
+  for (const char* kind : {"DaemonSet", "Service", "ConfigMap", "ServiceMonitor"}) {
+    EXPECT_TRUE(kinds.count(kind)) << kind;
+  }
+  ExpectOnlyExportedNames(path, text);
+}
+
+TEST_F(DeployTest, DashboardParsesAndQueriesExportedMetrics) {
+  const std::string path = kDeploy + "grafana/kvstash-dashboard.json";
+  auto queries = DashboardQueries(path);
+  if (absl::IsUnavailable(queries.status())) GTEST_SKIP() << queries.status();
+  ASSERT_TRUE(queries.ok()) << queries.status();
+  EXPECT_GE(queries->size(), 8u);
+  for (const PanelQuery& q : *queries) {
+    EXPECT_FALSE(MetricTokens(q.expr).empty()) << q.title << ": " << q.expr;
+  }
+  ExpectOnlyExportedNames(path, ReadFile(path));
+}
+
+TEST(DeployFilesTest, DefaultConfigFileMatchesTheEmbeddedDefault) {
+  auto file = server::LoadConfigFile(kDeploy + "kvstashd.yaml", {});
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto embedded = server::ParseConfig(server::kDefaultConfigYaml, {});
+  ASSERT_TRUE(embedded.ok()) << embedded.status();
+  EXPECT_EQ(server::EmitConfig(*file), server::EmitConfig(*embedded));
+}
+
+TEST(DeployFilesTest, SystemdUnitVerifies) {
+  if (std::system("command -v systemd-analyze >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "systemd-analyze is not installed";
+  }
+  // verify checks that ExecStart's binary exists: point it at the one just built.
+  const std::string unit = ReadFile(kDeploy + "kvstashd.service");
+  ASSERT_NE(unit.find("ExecStart=/usr/bin/kvstashd "), std::string::npos);
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/kvstashd.service";
+  std::ofstream(path) << absl::StrReplaceAll(unit, {{"/usr/bin/kvstashd", KVSTASHD_PATH}});
+  auto result = RunCommand({"/bin/sh", "-c", "systemd-analyze verify " + path + " 2>&1"});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->exit.exited && result->exit.code == 0) << result->output;
+  // Warnings about the unit name the file; other units of the host are not ours to judge.
+  EXPECT_EQ(result->output.find("kvstashd.service"), std::string::npos) << result->output;
+}
+
+}  // namespace
+}  // namespace kvstash::testing

@@ -1,0 +1,315 @@
+// The NVMe tier against a real kvstashd (32 MiB DRAM, 256 MiB RocksDB budget in the test's
+// own data directory): demotion and byte-exact reads from NVMe, promotion, recovery after
+// kill -9 with write-through, corrupt blob files read as misses, and a full filesystem.
+// Every chunk's bytes derive from its key (PatternBytes), so any chunk served is checked.
+#include <sys/mount.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "kvstash/client.h"
+#include "tests/daemon_process.h"
+#include "tests/test_util.h"
+
+namespace kvstash::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class NvmeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* base = getenv("TMPDIR");
+    std::string tmpl =
+        absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/kvstash-nvme-XXXXXX");
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    data_dir_ = tmpl;
+  }
+  void TearDown() override {
+    client_.reset();
+    daemon_.reset();
+    if (!mount_point_.empty()) umount2(mount_point_.c_str(), MNT_DETACH);
+    std::error_code ec;
+    fs::remove_all(data_dir_, ec);
+  }
+
+  // Starts (or restarts) the daemon on data_dir_ with the NVMe tier on and `sets` on top.
+  void StartDaemon(std::vector<std::string> sets = {}) {
+    client_.reset();
+    DaemonOptions options;
+    options.set = {"storage.dram.capacity_bytes=32MiB", "storage.dram.page_bytes=1MiB",
+                   "storage.nvme.enabled=true", "storage.nvme.capacity_bytes=256MiB",
+                   "data_dir=" + data_dir_};
+    options.set.insert(options.set.end(), sets.begin(), sets.end());
+    auto daemon = DaemonProcess::Start(options);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = std::move(*daemon);
+    auto client = ConnectClient(daemon_->uri());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+    auto ns = client_->OpenNamespace(TestNamespace("nvme"));
+    ASSERT_TRUE(ns.ok()) << ns.status();
+    ns_ = *ns;
+  }
+
+  // Puts `count` fresh pattern chunks of `size` bytes, `batch` per call; returns the keys.
+  std::vector<Key128> PutFresh(int count, size_t size, int batch = 4) {
+    std::vector<Key128> keys;
+    for (int done = 0; done < count; done += batch) {
+      std::vector<Payload> payloads;
+      for (int i = done; i < std::min(count, done + batch); ++i) {
+        Payload p;
+        p.key = RandomKey(rng_);
+        p.bytes = PatternBytes(p.key, size);
+        p.tokens = 16;
+        payloads.push_back(std::move(p));
+        keys.push_back(payloads.back().key);
+      }
+      absl::Status status = PutAll(*client_, ns_, payloads);
+      EXPECT_TRUE(status.ok()) << "batch at " << done << ": " << status;
+    }
+    return keys;
+  }
+
+  ServerStats Stats() {
+    auto stats = client_->Stats();
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats.ok() ? *stats : ServerStats{};
+  }
+
+  // Waits until the demotion queue is empty, so tiers no longer change on their own.
+  void AwaitDemotions() {
+    EXPECT_TRUE(PollUntil([&] { return Stats().demotions_pending == 0; }, absl::Seconds(60)));
+  }
+
+  std::vector<ChunkTier> Tiers(const std::vector<Key128>& keys) {
+    auto tiers = client_->Exists(ns_, keys);
+    EXPECT_TRUE(tiers.ok()) << tiers.status();
+    return tiers.ok() ? *tiers : std::vector<ChunkTier>(keys.size(), ChunkTier::kNone);
+  }
+
+  // Gets `key`: OK with the exact pattern bytes, or NOT_FOUND. Anything else fails the test.
+  // Returns whether the chunk was served.
+  bool GetExactOrMiss(const Key128& key, size_t size) {
+    std::vector<uint8_t> buf;
+    GetItem item;
+    absl::Status call = GetOne(*client_, ns_, key, size, &buf, &item);
+    EXPECT_TRUE(call.ok()) << call;
+    if (absl::IsNotFound(item.status)) return false;
+    EXPECT_TRUE(item.status.ok()) << item.status;
+    if (!item.status.ok()) return false;
+    EXPECT_EQ(item.size, size);
+    EXPECT_EQ(FirstPatternMismatch(key, buf.data(), item.size), -1) << "wrong bytes served";
+    return true;
+  }
+
+  std::mt19937_64 rng_{4242};
+  std::string data_dir_;
+  std::string mount_point_;  // a tmpfs this test mounted, unmounted in TearDown
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<Client> client_;
+  NamespaceHandle ns_;
+};
+
+TEST_F(NvmeTest, DemotesBeyondDramAndServesFromNvmeByteExact) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon({"storage.nvme.promote_on_hit=false"}));
+  const std::vector<Key128> keys = PutFresh(96, kMiB);  // 3x the DRAM budget
+  AwaitDemotions();
+  const ServerStats stats = Stats();
+  EXPECT_GT(stats.demotions, 0u);
+  EXPECT_EQ(stats.nvme_io_errors, 0u);
+  EXPECT_EQ(stats.nvme_capacity_bytes, 256u * kMiB);
+
+  const std::vector<ChunkTier> tiers = Tiers(keys);
+  std::vector<Key128> on_nvme;
+  uint64_t present = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (tiers[i] == ChunkTier::kNvme) on_nvme.push_back(keys[i]);
+    present += tiers[i] != ChunkTier::kNone;
+  }
+  ASSERT_FALSE(on_nvme.empty());
+  EXPECT_EQ(on_nvme.size(), stats.nvme_chunks);
+  // The NVMe budget holds everything: only chunks dropped from a full queue are gone.
+  EXPECT_EQ(present + stats.demotion_drops + stats.demotion_failures, keys.size());
+
+  for (const Key128& key : on_nvme) EXPECT_TRUE(GetExactOrMiss(key, kMiB));
+  EXPECT_GE(Stats().nvme_hits, on_nvme.size());
+  EXPECT_EQ(Tiers({on_nvme[0]})[0], ChunkTier::kNvme) << "promote_on_hit=false promoted";
+  auto lookup = client_->Lookup(ns_, {on_nvme[0]});
+  ASSERT_TRUE(lookup.ok()) << lookup.status();
+  ASSERT_EQ(lookup->hit_count, 1u);
+  EXPECT_EQ(lookup->tiers[0], ChunkTier::kNvme);
+}
+
+TEST_F(NvmeTest, GetPromotesAnNvmeHitIntoDram) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon());
+  const std::vector<Key128> keys = PutFresh(64, kMiB);
+  AwaitDemotions();
+  const std::vector<ChunkTier> tiers = Tiers(keys);
+  size_t first_nvme = keys.size();
+  for (size_t i = 0; i < keys.size() && first_nvme == keys.size(); ++i) {
+    if (tiers[i] == ChunkTier::kNvme) first_nvme = i;
+  }
+  ASSERT_LT(first_nvme, keys.size()) << "nothing was demoted";
+  const uint64_t promotions = Stats().promotions;
+  EXPECT_TRUE(GetExactOrMiss(keys[first_nvme], kMiB));
+  EXPECT_EQ(Stats().promotions, promotions + 1);
+  EXPECT_EQ(Tiers({keys[first_nvme]})[0], ChunkTier::kDram);
+  EXPECT_TRUE(GetExactOrMiss(keys[first_nvme], kMiB));
+}
+
+// Puts chunks one per call until told to stop or a put fails; records every acknowledged
+// key. Runs on its own thread while the daemon is killed under it.
+class Putter {
+ public:
+  Putter(Client* client, NamespaceHandle ns, size_t size) : client_(client), ns_(ns), size_(size) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Putter() { Stop(); }
+  void Stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  size_t acked_count() {
+    absl::MutexLock lock(&mu_);
+    return acked_.size();
+  }
+  std::vector<Key128> acked() {
+    absl::MutexLock lock(&mu_);
+    return acked_;
+  }
+  std::vector<Key128> attempted() {
+    absl::MutexLock lock(&mu_);
+    return attempted_;
+  }
+
+ private:
+  void Run() {
+    std::mt19937_64 rng(99);
+    while (!stop_.load()) {
+      Payload p;
+      p.key = RandomKey(rng);
+      p.bytes = PatternBytes(p.key, size_);
+      p.tokens = 16;
+      {
+        absl::MutexLock lock(&mu_);
+        attempted_.push_back(p.key);
+      }
+      if (!PutAll(*client_, ns_, {p}).ok()) return;
+      absl::MutexLock lock(&mu_);
+      acked_.push_back(p.key);
+    }
+  }
+
+  Client* const client_;
+  const NamespaceHandle ns_;
+  const size_t size_;
+  std::atomic<bool> stop_{false};
+  absl::Mutex mu_;
+  std::vector<Key128> acked_ ABSL_GUARDED_BY(mu_);
+  std::vector<Key128> attempted_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+TEST_F(NvmeTest, WriteThroughPutsSurviveKillDashNine) {
+  constexpr size_t kChunk = 256 * kKiB;
+  ASSERT_NO_FATAL_FAILURE(StartDaemon({"storage.nvme.write_through=true"}));
+  std::vector<Key128> acked, attempted;
+  {
+    Putter putter(client_.get(), ns_, kChunk);
+    // 300 x 256 KiB is more than twice the DRAM budget, so DRAM evicts meanwhile too.
+    ASSERT_TRUE(PollUntil([&] { return putter.acked_count() >= 300; }, absl::Seconds(120)));
+    daemon_->Kill();  // SIGKILL while puts are in flight
+    putter.Stop();
+    acked = putter.acked();
+    attempted = putter.attempted();
+  }
+  ASSERT_NO_FATAL_FAILURE(StartDaemon({"storage.nvme.write_through=true"}));
+  EXPECT_GE(Stats().recovered_chunks, acked.size());
+  for (const Key128& key : acked) {
+    EXPECT_TRUE(GetExactOrMiss(key, kChunk)) << "an acknowledged write-through put was lost";
+  }
+  // Puts in flight at the kill may or may not have survived, but never with wrong bytes.
+  for (size_t i = acked.size(); i < attempted.size(); ++i) GetExactOrMiss(attempted[i], kChunk);
+  EXPECT_EQ(Stats().checksum_failures, 0u);
+}
+
+// Flips bytes every `stride` bytes of every blob file under `dir`; returns files changed.
+int CorruptBlobFiles(const std::string& dir, size_t stride) {
+  int files = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir)) {
+    if (e.path().extension() != ".blob") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    const size_t size = fs::file_size(e.path());
+    for (size_t off = stride / 2; off + 64 < size; off += stride) {
+      f.seekp(static_cast<std::streamoff>(off));
+      f.write("\xde\xad\xbe\xef", 4);
+    }
+    files += f.good() ? 1 : 0;
+  }
+  return files;
+}
+
+TEST_F(NvmeTest, CorruptBlobFilesReadAsMissesNeverBadBytes) {
+  constexpr size_t kChunk = 256 * kKiB;
+  ASSERT_NO_FATAL_FAILURE(StartDaemon({"storage.nvme.write_through=true"}));
+  const std::vector<Key128> keys = PutFresh(24, kChunk);
+  ASSERT_TRUE(daemon_->Signal(SIGTERM).ok());
+  ASSERT_TRUE(daemon_->WaitExit(absl::Seconds(60)).ok());
+  ASSERT_GT(CorruptBlobFiles(data_dir_ + "/nvme", 64 * kKiB), 0) << "no blob files found";
+
+  ASSERT_NO_FATAL_FAILURE(StartDaemon());
+  EXPECT_EQ(Stats().recovered_chunks, keys.size());
+  uint64_t misses = 0;
+  for (const Key128& key : keys) misses += GetExactOrMiss(key, kChunk) ? 0 : 1;
+  EXPECT_GT(misses, 0u);
+  const ServerStats stats = Stats();
+  EXPECT_GT(stats.checksum_failures, 0u);
+  EXPECT_GE(stats.checksum_failures + stats.nvme_io_errors, misses);
+  // A failed chunk was deleted: it stays a miss.
+  for (const Key128& key : keys) GetExactOrMiss(key, kChunk);
+  EXPECT_EQ(Stats().checksum_failures, stats.checksum_failures);
+}
+
+TEST_F(NvmeTest, FullFilesystemKeepsDramServing) {
+  mount_point_ = data_dir_ + "/small";
+  fs::create_directories(mount_point_);
+  if (mount("tmpfs", mount_point_.c_str(), "tmpfs", 0, "size=64m") != 0) {
+    const std::string reason = strerror(errno);
+    mount_point_.clear();
+    GTEST_SKIP() << "cannot mount a 64 MiB tmpfs (" << reason << "); needs root";
+  }
+  // A 256 MiB budget on a 64 MiB filesystem: the disk fills long before the budget does.
+  ASSERT_NO_FATAL_FAILURE(StartDaemon(
+      {"storage.nvme.path=" + mount_point_ + "/nvme", "storage.nvme.write_through=true"}));
+  const std::vector<Key128> keys = PutFresh(160, kMiB);
+  AwaitDemotions();
+  const ServerStats stats = Stats();
+  EXPECT_EQ(stats.puts, keys.size()) << "puts must keep succeeding in DRAM";
+  EXPECT_GT(stats.nvme_io_errors, 0u);
+  EXPECT_TRUE(daemon_->Running());
+  // The newest chunks are in DRAM. (Checked first: gets of older chunks promote them from
+  // NVMe and evict these, whose demotion then fails on the full disk.)
+  for (size_t i = keys.size() - 8; i < keys.size(); ++i) EXPECT_TRUE(GetExactOrMiss(keys[i], kMiB));
+  int served = 0;
+  for (const Key128& key : keys) served += GetExactOrMiss(key, kMiB) ? 1 : 0;
+  EXPECT_GE(served, 8);
+  auto health = client_->Health();
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_TRUE(health->serving);
+}
+
+}  // namespace
+}  // namespace kvstash::testing

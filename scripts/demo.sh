@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and starts kvstashd on its embedded default config (DRAM tier, data
-# directory ./var/kvstash), then shows it serving: put, lookup and get with the CLI and the
-# daemon's stats. The daemon keeps running in the background.
+# Sets up, builds and starts kvstashd on its embedded default config (1 GiB DRAM tier
+# above a RocksDB tier in ./var/kvstash/nvme), then shows it serving: put, lookup and get
+# with the CLI and the daemon's stats. The daemon keeps running in the background.
 #   scripts/demo.sh          set up, build, start (or reuse) the daemon, run the demo
 #   scripts/demo.sh stop     stop the daemon started by this script
 set -euo pipefail

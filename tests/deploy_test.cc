@@ -47,8 +47,8 @@ class DeployTest : public ::testing::Test {
   static void ExpectOnlyExportedNames(const std::string& file, const std::string& text) {
     ASSERT_NE(exported_, nullptr);
     for (const std::string& name : MetricTokens(text)) {
-      EXPECT_TRUE(exported_->count(name)) << file << " references " << name
-                                          << ", which kvstashd does not export";
+      EXPECT_TRUE(exported_->count(name))
+          << file << " references " << name << ", which kvstashd does not export";
     }
   }
 
@@ -62,10 +62,10 @@ std::set<std::string>* DeployTest::exported_ = nullptr;
 
 TEST_F(DeployTest, EndpointServesMetricsAndProbes) {
   ASSERT_NE(address_, nullptr);
-  for (const char* name : {"kvstash_gets_total", "kvstash_tier_capacity_bytes",
-                           "kvstash_op_duration_seconds_bucket", "kvstash_errors_total",
-                           "kvstash_transport_sent_bytes_total", "kvstash_active_calls",
-                           "kvstash_lookup_hit_tokens_total", "kvstash_namespace_bytes"}) {
+  for (const char* name :
+       {"kvstash_gets_total", "kvstash_tier_capacity_bytes", "kvstash_op_duration_seconds_bucket",
+        "kvstash_errors_total", "kvstash_transport_sent_bytes_total", "kvstash_active_calls",
+        "kvstash_lookup_hit_tokens_total", "kvstash_namespace_bytes"}) {
     EXPECT_TRUE(exported_->count(name)) << name;
   }
   auto healthz = metrics::HttpGet(*address_, "/healthz");

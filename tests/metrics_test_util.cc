@@ -114,7 +114,8 @@ absl::StatusOr<std::vector<QuerySample>> PromQuery(const std::string& address,
     return absl::InvalidArgumentError(absl::StrCat(promql, ": HTTP ", r->status, " ", r->body));
   }
   // Each vector element: {"metric":{...},"value":[<ts>,"<value>"]}.
-  static const std::regex kSample(R"re(\{"metric":(\{[^}]*\}),"value":\[[0-9.e+]+,"([^"]*)"\]\})re");
+  static const std::regex kSample(
+      R"re(\{"metric":(\{[^}]*\}),"value":\[[0-9.e+]+,"([^"]*)"\]\})re");
   std::vector<QuerySample> out;
   for (auto it = std::sregex_iterator(r->body.begin(), r->body.end(), kSample);
        it != std::sregex_iterator(); ++it) {

@@ -67,9 +67,9 @@ class PrometheusTest : public ::testing::Test {
                           << "scrape_configs:\n  - job_name: kvstash\n    static_configs:\n"
                           << "      - targets: ['" << *metrics << "']\n";
     prom_address_ = absl::StrCat("127.0.0.1:", FreePort());
-    auto prom = Subprocess::Start(
-        {binary, "--config.file=" + config, "--storage.tsdb.path=" + daemon_->dir() + "/tsdb",
-         "--web.listen-address=" + prom_address_, "--log.level=warn"});
+    auto prom = Subprocess::Start({binary, "--config.file=" + config,
+                                   "--storage.tsdb.path=" + daemon_->dir() + "/tsdb",
+                                   "--web.listen-address=" + prom_address_, "--log.level=warn"});
     ASSERT_TRUE(prom.ok()) << prom.status();
     prometheus_ = std::move(*prom);
     const bool up = PollUntil(
@@ -138,14 +138,14 @@ TEST_F(PrometheusTest, DashboardQueriesMatchTheTraffic) {
   ASSERT_TRUE(names.ok()) << names.status();
   std::string stored;
   for (const QuerySample& s : *names) stored += s.metric;
-  for (const char* name : {"kvstash_gets_total", "kvstash_op_duration_seconds_bucket",
-                           "kvstash_tier_bytes", "kvstash_transport_sent_bytes_total",
-                           "kvstash_lookup_hit_tokens_total", "kvstash_ready"}) {
+  for (const char* name :
+       {"kvstash_gets_total", "kvstash_op_duration_seconds_bucket", "kvstash_tier_bytes",
+        "kvstash_transport_sent_bytes_total", "kvstash_lookup_hit_tokens_total", "kvstash_ready"}) {
     EXPECT_TRUE(absl::StrContains(stored, absl::StrCat("\"", name, "\""))) << name;
   }
 
-  auto queries = DashboardQueries(std::string(KVSTASH_SOURCE_DIR) +
-                                  "/deploy/grafana/kvstash-dashboard.json");
+  auto queries =
+      DashboardQueries(std::string(KVSTASH_SOURCE_DIR) + "/deploy/grafana/kvstash-dashboard.json");
   if (absl::IsUnavailable(queries.status())) GTEST_SKIP() << queries.status();
   ASSERT_TRUE(queries.ok()) << queries.status();
   int checked = 0;

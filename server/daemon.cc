@@ -1,12 +1,14 @@
 #include "server/daemon.h"
 
 #include <grpc/grpc.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -120,6 +122,24 @@ absl::Status WriteReadyFile(const std::string& path, const Server& server) {
   return WriteFileAtomically(path, lines);
 }
 
+// gRPC's TCP experiments that size socket reads to whole HTTP/2 frames: fewer, larger
+// reads and wake-ups for MiB-sized Put frames (measured with kvstash_bench, 4 MiB x4:
+// get +15-20%, put +10-15%). gRPC reads the variable once, at its first use; an operator's
+// own GRPC_EXPERIMENTS wins.
+void EnableGrpcTcpExperiments() {
+  setenv("GRPC_EXPERIMENTS", "tcp_frame_size_tuning,tcp_read_chunks,tcp_rcv_lowat",
+         /*overwrite=*/0);
+}
+
+// gRPC's socket read buffers are MiB-sized. By default glibc serves those with mmap, or
+// trims them off the heap top once freed, so every Put frame's bytes land on fresh pages
+// and the kernel faults and zeroes them (measured: 4 MiB x4 put +10-25%). Keeping them
+// on the heap costs a few read buffers of RSS per busy connection.
+void KeepLargeBuffersOnHeap() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
 }  // namespace
 
 int RunDaemon(int argc, char** argv) {
@@ -127,6 +147,8 @@ int RunDaemon(int argc, char** argv) {
   ServerConfig config;
   if (int code = HandleCommandLine(argc, argv, &cl, &config); code >= 0) return code;
   BlockShutdownSignals();
+  EnableGrpcTcpExperiments();
+  KeepLargeBuffersOnHeap();
   // Held for the life of the process, never released: releasing gRPC's last reference
   // runs its library shutdown, which can block for seconds on an executor timer, and
   // would delay the exit after a clean drain.

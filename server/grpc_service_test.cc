@@ -67,6 +67,7 @@ class GrpcServiceTest : public ::testing::Test {
                                                            {"storage.dram.capacity_bytes", "64MiB"},
                                                            {"storage.dram.huge_pages", "off"},
                                                            {"storage.nvme.enabled", "false"},
+                                                           {"metrics.listen", "127.0.0.1:0"},
                                                            {"log.level", "error"}});
     ASSERT_TRUE(config.ok()) << config.status();
     log_ = std::make_unique<Logger>(config->log);
@@ -201,7 +202,8 @@ TEST_F(GrpcServiceTest, SecondServerOnTheSamePortFailsToStart) {
       ParseConfig("", {{"server.grpc_listen", server_->connect_address(), /*literal=*/true},
                        {"storage.dram.capacity_bytes", "4MiB"},
                        {"storage.dram.huge_pages", "off"},
-                       {"storage.nvme.enabled", "false"}});
+                       {"storage.nvme.enabled", "false"},
+                       {"metrics.listen", "127.0.0.1:0"}});
   ASSERT_TRUE(config.ok()) << config.status();
   absl::StatusOr<std::unique_ptr<Server>> second = Server::Create(*config, log_.get());
   ASSERT_TRUE(second.ok()) << second.status();

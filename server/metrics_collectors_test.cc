@@ -53,14 +53,18 @@ TEST(TransportMetricsTest, RendersOpsErrorsAndBytes) {
   std::vector<metrics::Family> families;
   m.Collect(&families);
   const std::string text = metrics::RenderText(families);
-  EXPECT_THAT(text, HasSubstr("kvstash_op_duration_seconds_count{op=\"get\",transport=\"grpc\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("kvstash_op_duration_seconds_count{op=\"put\",transport=\"grpc\"} 0\n"));
   EXPECT_THAT(text,
-              HasSubstr("kvstash_errors_total{op=\"get\",transport=\"grpc\",code=\"NOT_FOUND\"} 1\n"));
+              HasSubstr("kvstash_op_duration_seconds_count{op=\"get\",transport=\"grpc\"} 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kvstash_op_duration_seconds_count{op=\"put\",transport=\"grpc\"} 0\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("kvstash_errors_total{op=\"get\",transport=\"grpc\",code=\"NOT_FOUND\"} 1\n"));
   EXPECT_THAT(text, Not(HasSubstr("code=\"OK\"")));
   EXPECT_THAT(text, HasSubstr("kvstash_transport_sent_bytes_total{transport=\"grpc\"} 4096\n"));
   EXPECT_THAT(text, HasSubstr("kvstash_active_calls{transport=\"grpc\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("kvstash_put_chunks_total{transport=\"grpc\",result=\"stored\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kvstash_put_chunks_total{transport=\"grpc\",result=\"stored\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("kvstash_lookup_hit_tokens_total{transport=\"grpc\"} 768\n"));
 }
 
@@ -95,8 +99,9 @@ TEST(StoreMetricsTest, NamespaceLabelsAreCapped) {
   CollectStoreMetrics(*store, registry, {/*namespace_labels=*/true, /*max_namespaces=*/2},
                       &families);
   const std::string text = metrics::RenderText(families);
-  EXPECT_THAT(text, HasSubstr("kvstash_namespace_bytes{namespace=\"03000000000000000000000000000000\""
-                              ",tenant=\"\",model=\"\"} 3000\n"));
+  EXPECT_THAT(text,
+              HasSubstr("kvstash_namespace_bytes{namespace=\"03000000000000000000000000000000\""
+                        ",tenant=\"\",model=\"\"} 3000\n"));
   EXPECT_THAT(text, HasSubstr("namespace=\"02"));
   EXPECT_THAT(text, Not(HasSubstr("namespace=\"01")));
   EXPECT_THAT(text, HasSubstr("kvstash_namespaces_omitted 1\n"));

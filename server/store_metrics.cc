@@ -19,9 +19,23 @@ struct FamilyDef {
   MetricType type;
 };
 
-enum StoreFamily { kCapacity, kUsed, kBytes, kChunks, kGets, kPuts, kDeletes, kEvictions,
-                   kDemotions, kQueueDepth, kPromotions, kChecksumFailures, kIoErrors,
-                   kRecovered, kStoreFamilyCount };
+enum StoreFamily {
+  kCapacity,
+  kUsed,
+  kBytes,
+  kChunks,
+  kGets,
+  kPuts,
+  kDeletes,
+  kEvictions,
+  kDemotions,
+  kQueueDepth,
+  kPromotions,
+  kChecksumFailures,
+  kIoErrors,
+  kRecovered,
+  kStoreFamilyCount
+};
 constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
     {"kvstash_tier_capacity_bytes", "Byte budget of the tier.", MetricType::kGauge},
     {"kvstash_tier_used_bytes", "Allocator bytes in use in the tier, slack included.",
@@ -47,8 +61,16 @@ constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
     {"kvstash_recovered_chunks", "Chunks found in the tier at start-up.", MetricType::kGauge},
 };
 
-enum NsFamily { kNsChunks, kNsBytes, kNsGets, kNsPuts, kNsEvictions, kNsLookupHits, kNsOmitted,
-                kNsFamilyCount };
+enum NsFamily {
+  kNsChunks,
+  kNsBytes,
+  kNsGets,
+  kNsPuts,
+  kNsEvictions,
+  kNsLookupHits,
+  kNsOmitted,
+  kNsFamilyCount
+};
 constexpr FamilyDef kNsFamilies[kNsFamilyCount] = {
     {"kvstash_namespace_chunks", "Live chunks of the namespace.", MetricType::kGauge},
     {"kvstash_namespace_bytes", "Payload bytes of the namespace's live chunks.",
@@ -56,8 +78,7 @@ constexpr FamilyDef kNsFamilies[kNsFamilyCount] = {
     {"kvstash_namespace_gets_total", "Chunk gets of the namespace by result.",
      MetricType::kCounter},
     {"kvstash_namespace_puts_total", "Chunks of the namespace committed.", MetricType::kCounter},
-    {"kvstash_namespace_evictions_total", "Chunks of the namespace evicted.",
-     MetricType::kCounter},
+    {"kvstash_namespace_evictions_total", "Chunks of the namespace evicted.", MetricType::kCounter},
     {"kvstash_namespace_lookup_hit_chunks_total", "Lookup hits in the namespace.",
      MetricType::kCounter},
     {"kvstash_namespaces_omitted", "Namespaces left out by metrics.max_namespaces.",
@@ -85,7 +106,9 @@ const char* TierName(storage::Tier t) {
   return "none";
 }
 
-void Add(Family& f, Labels labels, double value) { f.samples.push_back({std::move(labels), value, {}}); }
+void Add(Family& f, Labels labels, double value) {
+  f.samples.push_back({std::move(labels), value, {}});
+}
 
 void CollectTiers(const storage::StoreStats& s, std::vector<Family>& f) {
   bool nvme = false;
@@ -130,11 +153,10 @@ void CollectNamespaces(const storage::ChunkStore& store, const NamespaceRegistry
   for (size_t i = 0; i < shown; ++i) {
     const auto& [id, c] = all[i];
     const v1::NamespaceSpec& spec = specs[id];
-    const Labels l = {
-        {"namespace", absl::BytesToHexString(absl::string_view(
-                          reinterpret_cast<const char*>(id.data()), id.size()))},
-        {"tenant", spec.tenant()},
-        {"model", spec.model_id()}};
+    const Labels l = {{"namespace", absl::BytesToHexString(absl::string_view(
+                                        reinterpret_cast<const char*>(id.data()), id.size()))},
+                      {"tenant", spec.tenant()},
+                      {"model", spec.model_id()}};
     auto with = [&](const char* k, const char* v) {
       Labels r = l;
       r.emplace_back(k, v);

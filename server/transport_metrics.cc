@@ -10,17 +10,28 @@ using metrics::MetricType;
 
 // Latency buckets in microseconds: 50 us (a small unary call on loopback) to 10 s (a
 // large Get over a slow link).
-constexpr uint64_t kLatencyBoundsUs[] = {50,     100,    250,    500,     1000,    2500,
-                                         5000,   10000,  25000,  50000,   100000,  250000,
+constexpr uint64_t kLatencyBoundsUs[] = {50,     100,     250,     500,     1000,    2500,
+                                         5000,   10000,   25000,   50000,   100000,  250000,
                                          500000, 1000000, 2500000, 5000000, 10000000};
 
-constexpr const char* kOpNames[kOpCount] = {"register_namespace", "lookup", "put", "get",
-                                            "exists", "delete", "stats", "health"};
+constexpr const char* kOpNames[kOpCount] = {
+    "register_namespace", "lookup", "put", "get", "exists", "delete", "stats", "health"};
 constexpr const char* kPutResultNames[] = {"stored", "already_present", "failed"};
 
 // Every family of this component, in exposition order.
-enum FamilyId { kDuration, kErrors, kReceived, kSent, kActive, kPuts, kLookups, kLookupChunks,
-                kLookupHitChunks, kLookupHitTokens, kFamilyCount };
+enum FamilyId {
+  kDuration,
+  kErrors,
+  kReceived,
+  kSent,
+  kActive,
+  kPuts,
+  kLookups,
+  kLookupChunks,
+  kLookupHitChunks,
+  kLookupHitTokens,
+  kFamilyCount
+};
 struct FamilyDef {
   const char* name;
   const char* help;
@@ -36,13 +47,11 @@ constexpr FamilyDef kFamilies[kFamilyCount] = {
     {"kvstash_transport_sent_bytes_total", "Response bytes written (frames, payload included).",
      MetricType::kCounter},
     {"kvstash_active_calls",
-     "Streaming calls in progress (Put, Get); approximates connected clients.",
-     MetricType::kGauge},
+     "Streaming calls in progress (Put, Get); approximates connected clients.", MetricType::kGauge},
     {"kvstash_put_chunks_total", "Chunks received by Put, by result.", MetricType::kCounter},
     {"kvstash_lookups_total", "Lookup calls answered.", MetricType::kCounter},
     {"kvstash_lookup_chunks_total", "Keys named by Lookup calls.", MetricType::kCounter},
-    {"kvstash_lookup_hit_chunks_total", "Leading keys Lookup found present.",
-     MetricType::kCounter},
+    {"kvstash_lookup_hit_chunks_total", "Leading keys Lookup found present.", MetricType::kCounter},
     {"kvstash_lookup_hit_tokens_total",
      "Tokens covered by Lookup hits (hit chunks times the namespace's chunk_tokens).",
      MetricType::kCounter},

@@ -88,7 +88,8 @@ std::string FormatValue(double value) {
     return absl::StrCat(static_cast<int64_t>(value));
   }
   char buf[64];
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::general);
+  const std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::general);
   return std::string(buf, r.ptr);
 }
 

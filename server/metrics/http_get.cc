@@ -39,8 +39,8 @@ absl::StatusOr<int> Connect(const std::string& host_port) {
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("cannot connect to ", host_port, ": ",
-                                               strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to ", host_port, ": ", strerror(errno)));
   }
   return fd;
 }
@@ -49,8 +49,8 @@ absl::StatusOr<int> Connect(const std::string& host_port) {
 absl::Status ReadAll(int fd, Clock::time_point deadline, std::string* out) {
   char buf[16384];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                            Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     pollfd p{fd, POLLIN, 0};
     if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) == 0) {
       return absl::DeadlineExceededError("HTTP response timed out");

@@ -37,9 +37,7 @@ int ServeMetrics(mg_connection* conn, void* cbdata) {
   return Send(conn, 200, kTextContentType, HandlersOf(cbdata).metrics());
 }
 
-int ServeHealthz(mg_connection* conn, void*) {
-  return Send(conn, 200, "text/plain", "ok\n");
-}
+int ServeHealthz(mg_connection* conn, void*) { return Send(conn, 200, "text/plain", "ok\n"); }
 
 int ServeReadyz(mg_connection* conn, void* cbdata) {
   const bool ready = HandlersOf(cbdata).ready();
@@ -54,10 +52,14 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint(options.listen, std::move(handlers)));
   const std::string threads = absl::StrCat(options.threads);
   const std::string timeout = absl::StrCat(options.request_timeout_ms);
-  const char* config[] = {"listening_ports", options.listen.c_str(),
-                          "num_threads", threads.c_str(),
-                          "request_timeout_ms", timeout.c_str(),
-                          "enable_keep_alive", "no",
+  const char* config[] = {"listening_ports",
+                          options.listen.c_str(),
+                          "num_threads",
+                          threads.c_str(),
+                          "request_timeout_ms",
+                          timeout.c_str(),
+                          "enable_keep_alive",
+                          "no",
                           nullptr};
   mg_callbacks callbacks{};
   callbacks.log_message = [](const mg_connection*, const char*) { return 1; };  // quiet

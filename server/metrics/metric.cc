@@ -25,7 +25,8 @@ HistogramData Histogram::Snapshot(double per_unit) const {
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     h.bucket_counts.push_back(cells_[i].load(std::memory_order_relaxed));
   }
-  h.sum = static_cast<double>(cells_[bounds_.size() + 1].load(std::memory_order_relaxed)) / per_unit;
+  h.sum =
+      static_cast<double>(cells_[bounds_.size() + 1].load(std::memory_order_relaxed)) / per_unit;
   return h;
 }
 

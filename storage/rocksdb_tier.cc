@@ -1,5 +1,7 @@
 #include "storage/rocksdb_tier.h"
 
+#include <sys/statvfs.h>
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -137,7 +139,7 @@ absl::Status RocksDbTier::LoadIndex() {
     for (auto& e : loaded) InsertLocked(std::move(e));
   }
   if (drop.Count() > 0) {
-    rocksdb::Status s = db_->Write(nvme::ChunkWriteOptions(options_), &drop);
+    rocksdb::Status s = GuardedWrite(nvme::ChunkWriteOptions(options_), &drop);
     if (!s.ok()) return absl::UnavailableError(absl::StrCat("nvme: ", s.ToString()));
   }
   MakeRoom(0);  // the budget may have shrunk since the last run
@@ -212,7 +214,7 @@ absl::Status RocksDbTier::WriteChunk(const ChunkId& id, const StoredChunk& chunk
   rocksdb::Status s = batch.Put(families_[kPayload], rocksdb::SliceParts(&key_slice, 1),
                                 rocksdb::SliceParts(parts.data(), static_cast<int>(parts.size())));
   if (s.ok()) s = batch.Put(families_[kMeta], key, meta);
-  if (s.ok()) s = db_->Write(nvme::ChunkWriteOptions(options_), &batch);
+  if (s.ok()) s = GuardedWrite(nvme::ChunkWriteOptions(options_), &batch);
   if (!s.ok()) return IoError("write", s.ToString());
   return absl::OkStatus();
 }
@@ -249,7 +251,7 @@ bool RocksDbTier::Remove(const ChunkId& id, uint64_t generation) {
   rocksdb::WriteBatch batch;
   rocksdb::Status s = batch.Delete(families_[kPayload], key);
   if (s.ok()) s = batch.Delete(families_[kMeta], key);
-  if (s.ok()) s = db_->Write(nvme::ChunkWriteOptions(options_), &batch);
+  if (s.ok()) s = GuardedWrite(nvme::ChunkWriteOptions(options_), &batch);
   // On failure the chunk stays on disk but not in the index: it is garbage until the next
   // restart re-indexes it (and then it is still verified before being served).
   if (!s.ok()) IoError("delete", s.ToString()).IgnoreError();
@@ -332,35 +334,48 @@ void RocksDbTier::Touch(const ChunkId& id, uint64_t generation) {
     meta = it->second->meta;
   }
   rocksdb::WriteOptions w;  // not synced: a lost update only ages the chunk after restart
-  const rocksdb::Status s = db_->Put(w, families_[kMeta], nvme::EncodeKey(id),
-                                     nvme::EncodeMeta({meta, sequence}));
+  rocksdb::WriteBatch batch;
+  rocksdb::Status s = batch.Put(families_[kMeta], nvme::EncodeKey(id),
+                                nvme::EncodeMeta({meta, sequence}));
+  if (s.ok()) s = GuardedWrite(w, &batch);
   if (!s.ok()) IoError("write", s.ToString()).IgnoreError();
 }
 
 absl::Status RocksDbTier::IoError(const char* what, const std::string& detail) {
-  bool resume = false;
   {
     absl::MutexLock lock(&mu_);
     ++counters_.io_errors;
-    const absl::Time now = absl::Now();
-    if (now - last_resume_ >= absl::Seconds(1)) {
-      last_resume_ = now;
-      resume = true;
-    }
   }
-  // After ENOSPC or an I/O error RocksDB refuses writes until resumed; Resume() fails
-  // harmlessly while the cause persists (e.g. the disk is still full).
-  if (resume) db_->Resume().PermitUncheckedError();
+  // After ENOSPC RocksDB refuses writes until its SstFileManager sees free space again and
+  // recovers on its own (see BuildDbConfig); until then each write fails fast here.
   return absl::UnavailableError(absl::StrCat("nvme ", what, " failed: ", detail));
 }
 
+rocksdb::Status RocksDbTier::GuardedWrite(const rocksdb::WriteOptions& options,
+                                          rocksdb::WriteBatch* batch) {
+  absl::MutexLock lock(&write_mu_);
+  if (writes_suspended()) {
+    return rocksdb::Status::Aborted("writes suspended after an earlier I/O error");
+  }
+  struct statvfs fs;
+  if (batch->HasPut() && statvfs(options_.path.c_str(), &fs) == 0 &&
+      uint64_t{fs.f_bavail} * fs.f_frsize < nvme::MinFreeBytes(options_)) {
+    return rocksdb::Status::NoSpace("filesystem nearly full; keeping free space for RocksDB");
+  }
+  rocksdb::Status s = db_->Write(options, batch);
+  if (!s.ok()) writes_suspended_.store(true, std::memory_order_release);
+  return s;
+}
+
 absl::Status RocksDbTier::Flush() {
+  if (writes_suspended()) return absl::UnavailableError("nvme writes suspended");
   rocksdb::FlushOptions fo;
   const rocksdb::Status s = db_->Flush(fo, {families_[kPayload], families_[kMeta]});
   return s.ok() ? absl::OkStatus() : IoError("flush", s.ToString());
 }
 
 absl::Status RocksDbTier::CollectGarbage() {
+  if (writes_suspended()) return absl::OkStatus();  // would write new blob files
   absl::MutexLock gc(&gc_mu_);
   {
     absl::MutexLock lock(&mu_);

@@ -37,6 +37,9 @@
 namespace rocksdb {
 class ColumnFamilyHandle;
 class DB;
+class Status;
+class WriteBatch;
+struct WriteOptions;
 }  // namespace rocksdb
 
 namespace kvstash::storage {
@@ -125,6 +128,12 @@ class RocksDbTier {
   // Counts an I/O error and, at most once a second, asks RocksDB to leave the read-only
   // state a background error (e.g. disk full) put it in.
   absl::Status IoError(const char* what, const std::string& detail);
+  // Every write of the tier goes through here. RocksDB 7.8 may append to a WAL whose last
+  // write failed and then abort on one of its own assertions, so after the first failed
+  // write the tier stops writing (reads, including verification, go on) until the daemon
+  // restarts; io_errors counts every refused write.
+  rocksdb::Status GuardedWrite(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch);
+  bool writes_suspended() const { return writes_suspended_.load(std::memory_order_acquire); }
   bool GcWanted() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return stopping_ || garbage_bytes_ >= gc_trigger_bytes_;
   }
@@ -144,12 +153,14 @@ class RocksDbTier {
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;
   RocksDbTierCounters counters_ ABSL_GUARDED_BY(mu_);
+  // Serialises GuardedWrite so no write starts after one has failed.
+  absl::Mutex write_mu_;
+  std::atomic<bool> writes_suspended_{false};
 
   // Payload bytes deleted since the last GC; GcLoop compacts when it passes a threshold.
   uint64_t garbage_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   const uint64_t gc_trigger_bytes_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time last_resume_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Mutex gc_mu_;  // serialises CollectGarbage callers
   std::thread gc_thread_;
 };

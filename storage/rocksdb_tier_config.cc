@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "rocksdb/sst_file_manager.h"
 
 namespace kvstash::storage::nvme {
 namespace {
@@ -30,6 +31,10 @@ uint64_t BlobFileBytes(const RocksDbTierOptions& o) {
   // goes only when all its blobs are dead or relocated); 256 MiB at most, as RocksDB's
   // default, to keep the file count modest on large disks.
   return Clamp(o.capacity_bytes / 32, kMiB, 256 * kMiB);
+}
+
+uint64_t MinFreeBytes(const RocksDbTierOptions& o) {
+  return 4 * PayloadMemtableBytes(o) + 2 * BlobFileBytes(o);
 }
 
 uint64_t GcTriggerBytes(const RocksDbTierOptions& o) {
@@ -60,6 +65,10 @@ DbConfig BuildDbConfig(const RocksDbTierOptions& o) {
   db.max_log_file_size = kMiB;
   db.keep_log_file_num = 2;
   db.stats_dump_period_sec = 0;
+  // With an SstFileManager RocksDB recovers by itself from out-of-space errors once space
+  // is free again (it polls the free space). A manual DB::Resume() from the write path
+  // instead can reuse a failed file writer and trip RocksDB's own assertions.
+  db.sst_file_manager.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));
   // Deliberately buffered I/O (no use_direct_reads): hot NVMe chunks then come from the
   // page cache, and the kernel's readahead suits the large sequential blob reads.
 

@@ -25,5 +25,9 @@ rocksdb::ReadOptions PayloadReadOptions();
 uint64_t GcTriggerBytes(const RocksDbTierOptions& options);
 // Blob files are cut at this size (derived from the budget).
 uint64_t BlobFileBytes(const RocksDbTierOptions& options);
+// Free space the tier keeps on its filesystem: writes are refused below it, so RocksDB
+// itself never runs out of space mid-flush (its WAL can reach 4 memtables, and a flush or
+// garbage collection writes up to two blob files).
+uint64_t MinFreeBytes(const RocksDbTierOptions& options);
 
 }  // namespace kvstash::storage::nvme

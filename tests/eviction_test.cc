@@ -36,22 +36,7 @@ class EvictionTest : public ::testing::Test {
 
   // Puts `count` fresh chunks of `size` bytes (pattern content) in batches; returns keys.
   std::vector<Key128> PutFresh(int count, size_t size, int batch = 8) {
-    std::vector<Key128> keys;
-    for (int done = 0; done < count; done += batch) {
-      std::vector<Payload> payloads;
-      for (int i = done; i < std::min(count, done + batch); ++i) {
-        Payload p;
-        p.key = RandomKey(rng_);
-        p.bytes = PatternBytes(p.key, size);
-        p.tokens = 16;
-        payloads.push_back(std::move(p));
-        keys.push_back(payloads.back().key);
-      }
-      absl::Status status = PutAll(*client_, ns_, payloads);
-      EXPECT_TRUE(status.ok()) << "batch at " << done << ": " << status;
-      if (!status.ok()) break;
-    }
-    return keys;
+    return kvstash::testing::PutFresh(*client_, ns_, rng_, count, size, batch);
   }
 
   int CountPresent(const std::vector<Key128>& keys) {

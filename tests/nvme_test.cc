@@ -66,21 +66,7 @@ class NvmeTest : public ::testing::Test {
 
   // Puts `count` fresh pattern chunks of `size` bytes, `batch` per call; returns the keys.
   std::vector<Key128> PutFresh(int count, size_t size, int batch = 4) {
-    std::vector<Key128> keys;
-    for (int done = 0; done < count; done += batch) {
-      std::vector<Payload> payloads;
-      for (int i = done; i < std::min(count, done + batch); ++i) {
-        Payload p;
-        p.key = RandomKey(rng_);
-        p.bytes = PatternBytes(p.key, size);
-        p.tokens = 16;
-        payloads.push_back(std::move(p));
-        keys.push_back(payloads.back().key);
-      }
-      absl::Status status = PutAll(*client_, ns_, payloads);
-      EXPECT_TRUE(status.ok()) << "batch at " << done << ": " << status;
-    }
-    return keys;
+    return kvstash::testing::PutFresh(*client_, ns_, rng_, count, size, batch);
   }
 
   ServerStats Stats() {

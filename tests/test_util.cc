@@ -2,11 +2,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
 #include "proto/status_map.h"
 
 namespace kvstash::testing {
@@ -211,6 +213,26 @@ absl::Status RunWithTimeout(std::function<absl::Status()> fn, absl::Duration tim
         absl::StrCat("call still running after ", absl::FormatDuration(timeout)));
   }
   return state->status;
+}
+
+std::vector<Key128> PutFresh(Client& client, NamespaceHandle ns, std::mt19937_64& rng, int count,
+                             size_t size, int batch) {
+  std::vector<Key128> keys;
+  for (int done = 0; done < count; done += batch) {
+    std::vector<Payload> payloads;
+    for (int i = done; i < std::min(count, done + batch); ++i) {
+      Payload p;
+      p.key = RandomKey(rng);
+      p.bytes = PatternBytes(p.key, size);
+      p.tokens = 16;
+      payloads.push_back(std::move(p));
+      keys.push_back(payloads.back().key);
+    }
+    absl::Status status = PutAll(client, ns, payloads);
+    EXPECT_TRUE(status.ok()) << "batch at " << done << ": " << status;
+    if (!status.ok()) break;
+  }
+  return keys;
 }
 
 }  // namespace kvstash::testing

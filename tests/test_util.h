@@ -51,6 +51,10 @@ struct Payload {
 
 // Puts `payloads` in one call; returns the call status or the first per-item error.
 absl::Status PutAll(Client& client, NamespaceHandle ns, const std::vector<Payload>& payloads);
+// Puts `count` fresh pattern chunks of `size` bytes (random keys), `batch` per call, and
+// returns their keys. A failed call fails the test and stops early.
+std::vector<Key128> PutFresh(Client& client, NamespaceHandle ns, std::mt19937_64& rng, int count,
+                             size_t size, int batch);
 // Gets `key` into a fresh buffer of `capacity` bytes. The item's own status is returned
 // in item->status; the call status is the return value.
 absl::Status GetOne(Client& client, NamespaceHandle ns, const Key128& key, size_t capacity,

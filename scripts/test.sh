@@ -11,7 +11,7 @@ run_suite() {
   local dir=$1
   shift
   echo "== build $dir ($*)"
-  "$top/scripts/build.sh" "$dir" -DKVSTASH_BUILD_BENCH=OFF "$@"
+  "$top/scripts/build.sh" "$dir" -DKVSTASH_BUILD_TESTS=ON -DKVSTASH_BUILD_BENCH=OFF "$@"
   echo "== test $dir"
   (cd "$top/$dir" && ctest --output-on-failure --timeout 300 -j2)
 }

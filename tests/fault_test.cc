@@ -179,20 +179,23 @@ TEST_F(FaultTest, GetCancelledMidStream) {
   EXPECT_EQ(FirstPatternMismatch(key, buf.data(), item.size), -1);
 }
 
-TEST_F(FaultTest, DaemonRestartUnderAConnectedClient) {
-  const Key128 before = PutPattern(256 * kKiB);
-  ASSERT_TRUE(Present(before));
-  const int port = daemon_->port();
-  daemon_->Kill();
-
-  // A new daemon on the same port, as a supervisor would restart it.
+// kill -9, then a new daemon on the same port, as a supervisor would restart it.
+void KillAndRestartOnSamePort(std::unique_ptr<DaemonProcess>* daemon) {
+  const int port = (*daemon)->port();
+  (*daemon)->Kill();
   DaemonOptions options;
   options.listen = absl::StrCat("127.0.0.1:", port);
   options.retry_start_ms = 15000;
   auto restarted = DaemonProcess::Start(options);
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   ASSERT_EQ((*restarted)->port(), port);
-  daemon_ = std::move(*restarted);
+  *daemon = std::move(*restarted);
+}
+
+TEST_F(FaultTest, DaemonRestartUnderAConnectedClient) {
+  const Key128 before = PutPattern(256 * kKiB);
+  ASSERT_TRUE(Present(before));
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartOnSamePort(&daemon_));
 
   // The old client re-registers its namespace and retries without the caller noticing.
   // Bounded: a client that hangs here must fail the test, not stall the suite.
@@ -221,14 +224,7 @@ TEST_F(FaultTest, DaemonRestartUnderAConnectedClient) {
 TEST_F(FaultTest, DaemonRestartBeforeFirstCallAfterIt) {
   // Same as above, but the first call after the restart is a Get of a lost chunk.
   const Key128 lost = PutPattern(64 * kKiB);
-  const int port = daemon_->port();
-  daemon_->Kill();
-  DaemonOptions options;
-  options.listen = absl::StrCat("127.0.0.1:", port);
-  options.retry_start_ms = 15000;
-  auto restarted = DaemonProcess::Start(options);
-  ASSERT_TRUE(restarted.ok()) << restarted.status();
-  daemon_ = std::move(*restarted);
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartOnSamePort(&daemon_));
   std::vector<uint8_t> buf;
   GetItem item;
   const absl::Status get = GetOne(*client_, ns_, lost, 64 * kKiB, &buf, &item);

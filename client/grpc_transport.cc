@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/grpc_streams.h"
 #include "client/wire_convert.h"
+#include "proto/namespace_spec.h"
 #include "proto/status_map.h"
 
 namespace kvstash::client_internal {
@@ -83,7 +84,7 @@ absl::Status GrpcTransport::WaitConnected(absl::Time deadline) {
 absl::StatusOr<Key128> GrpcTransport::RegisterNamespace(const CallContext& ctx,
                                                         const Namespace& spec) {
   v1::RegisterNamespaceRequest req;
-  NamespaceToProto(spec, req.mutable_spec());
+  *req.mutable_spec() = wire::NamespaceToProto(spec);
   v1::RegisterNamespaceResponse resp;
   absl::Status s = Unary(Next().stub.get(), &v1::KvStash::Stub::RegisterNamespace, ctx, req, &resp);
   if (!s.ok()) return s;

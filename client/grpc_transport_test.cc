@@ -15,6 +15,7 @@
 #include "client/wire_convert.h"
 #include "kvstash/client.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
+#include "proto/namespace_spec.h"
 #include "xxhash.h"
 
 namespace kvstash {
@@ -22,22 +23,6 @@ namespace {
 
 using client_internal::KeyToBytes;
 
-Namespace FromProto(const v1::NamespaceSpec& p) {
-  Namespace ns;
-  ns.tenant = p.tenant();
-  ns.model_id = p.model_id();
-  ns.revision = p.revision();
-  ns.dtype = p.dtype();
-  ns.kv_layout = p.kv_layout();
-  ns.num_layers = p.num_layers();
-  ns.kv_heads = p.kv_heads();
-  ns.head_dim = p.head_dim();
-  ns.tp_rank = p.tp_rank();
-  ns.tp_size = p.tp_size();
-  ns.chunk_tokens = p.chunk_tokens();
-  ns.hash_algo = static_cast<HashAlgo>(p.hash_algo());
-  return ns;
-}
 
 // Thread-safe: all state under mu.
 class FakeDaemon final : public v1::KvStash::Service {
@@ -61,7 +46,7 @@ class FakeDaemon final : public v1::KvStash::Service {
   grpc::Status RegisterNamespace(grpc::ServerContext* ctx, const v1::RegisterNamespaceRequest* req,
                                  v1::RegisterNamespaceResponse* resp) override {
     absl::MutexLock lock(&mu);
-    Namespace ns = FromProto(req->spec());
+    Namespace ns = wire::NamespaceFromProto(req->spec());
     if (!ns.Validate().ok()) return grpc::Status(grpc::INVALID_ARGUMENT, "bad spec");
     ++registrations;
     resp->set_namespace_id(KeyToBytes(ns.Id()));

@@ -21,21 +21,6 @@ void CountersFromProto(const v1::CounterSet& c, ServerStats* out) {
 
 }  // namespace
 
-void NamespaceToProto(const Namespace& ns, v1::NamespaceSpec* out) {
-  out->set_tenant(ns.tenant);
-  out->set_model_id(ns.model_id);
-  out->set_revision(ns.revision);
-  out->set_dtype(ns.dtype);
-  out->set_kv_layout(ns.kv_layout);
-  out->set_num_layers(ns.num_layers);
-  out->set_kv_heads(ns.kv_heads);
-  out->set_head_dim(ns.head_dim);
-  out->set_tp_rank(ns.tp_rank);
-  out->set_tp_size(ns.tp_size);
-  out->set_chunk_tokens(ns.chunk_tokens);
-  out->set_hash_algo(static_cast<uint32_t>(ns.hash_algo));
-}
-
 std::string KeysToBytes(absl::Span<const Key128> keys) {
   std::string out(keys.size() * sizeof(Key128), '\0');
   for (size_t i = 0; i < keys.size(); ++i) {

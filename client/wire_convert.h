@@ -15,7 +15,6 @@
 
 namespace kvstash::client_internal {
 
-void NamespaceToProto(const Namespace& ns, v1::NamespaceSpec* out);
 // Keys concatenated, 16 bytes each, as the wire carries them.
 std::string KeysToBytes(absl::Span<const Key128> keys);
 std::string KeyToBytes(const Key128& key);

@@ -15,13 +15,14 @@
 #include "absl/synchronization/mutex.h"
 #include "kvstash/keys.h"
 #include "kvstash/v1/kvstash.pb.h"
+#include "proto/namespace_spec.h"
 
 namespace kvstash::server {
 
-// Wire spec -> Namespace. hash_algo 0 (unset in proto3) means XXH3-128, the default;
-// every other field is taken as sent, so the id matches what the client computes.
-Namespace NamespaceFromProto(const v1::NamespaceSpec& spec);
-v1::NamespaceSpec NamespaceToProto(const Namespace& ns);
+// Every field is taken as sent (hash_algo 0 reads as XXH3-128), so the id matches what the
+// client computes.
+using wire::NamespaceFromProto;
+using wire::NamespaceToProto;
 
 // A 16-byte namespace id from the wire. INVALID_ARGUMENT when empty or of another length.
 absl::StatusOr<Key128> ParseNamespaceId(absl::string_view bytes);

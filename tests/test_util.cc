@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
+#include "proto/namespace_spec.h"
 #include "proto/status_map.h"
 
 namespace kvstash::testing {
@@ -153,28 +154,11 @@ std::unique_ptr<v1::KvStash::Stub> RawStub(const std::string& address) {
       grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
 }
 
-v1::NamespaceSpec ToProto(const Namespace& spec) {
-  v1::NamespaceSpec p;
-  p.set_tenant(spec.tenant);
-  p.set_model_id(spec.model_id);
-  p.set_revision(spec.revision);
-  p.set_dtype(spec.dtype);
-  p.set_kv_layout(spec.kv_layout);
-  p.set_num_layers(spec.num_layers);
-  p.set_kv_heads(spec.kv_heads);
-  p.set_head_dim(spec.head_dim);
-  p.set_tp_rank(spec.tp_rank);
-  p.set_tp_size(spec.tp_size);
-  p.set_chunk_tokens(spec.chunk_tokens);
-  p.set_hash_algo(static_cast<uint32_t>(spec.hash_algo));
-  return p;
-}
-
 absl::StatusOr<std::string> RawRegister(v1::KvStash::Stub& stub, const Namespace& spec) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   v1::RegisterNamespaceRequest req;
-  *req.mutable_spec() = ToProto(spec);
+  *req.mutable_spec() = wire::NamespaceToProto(spec);
   v1::RegisterNamespaceResponse resp;
   grpc::Status status = stub.RegisterNamespace(&ctx, req, &resp);
   if (!status.ok()) return wire::FromGrpcStatus(status);

@@ -11,6 +11,7 @@
 #include "bench/options.h"
 #include "bench/report.h"
 #include "bench/runner.h"
+#include "bench/scrape_suite.h"
 
 #ifndef KVSTASH_BENCH_KVSTASHD
 #define KVSTASH_BENCH_KVSTASHD "kvstashd"
@@ -65,6 +66,29 @@ int RunNvme(const BenchOptions& o) {
   return 0;
 }
 
+int RunScrape(const BenchOptions& o) {
+  BenchOptions header = o;
+  header.run.systems = {"kvstash", kScrapedSystem};
+  PrintHeader(header);
+  absl::StatusOr<ScrapeSuiteOutput> out = RunScrapeSuite(o.run, o.scrape_ms, std::cerr);
+  if (!out.ok()) {
+    std::cerr << "kvstash_bench: " << out.status() << "\n";
+    return 1;
+  }
+  std::cout << "\n== kvstash with and without a /metrics scrape every " << o.scrape_ms
+            << " ms (median of " << o.run.rounds << " rounds) ==\n";
+  PrintScrapeReport(std::cout, *out, o.scrape_ms);
+  for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
+  if (o.json_path.empty()) return 0;
+  absl::Status s = WriteScrapeJsonLines(o.json_path, *out, o.scrape_ms);
+  if (!s.ok()) {
+    std::cerr << "kvstash_bench: " << s << "\n";
+    return 1;
+  }
+  std::cout << "JSON lines written to " << o.json_path << "\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<BenchOptions> options = ParseOptions(argc, argv, KVSTASH_BENCH_KVSTASHD);
   if (!options.ok()) {
@@ -77,6 +101,7 @@ int Main(int argc, char** argv) {
   }
   InstallSignalHandlers();
   if (options->nvme) return RunNvme(*options);
+  if (options->scrape) return RunScrape(*options);
   PrintHeader(*options);
   absl::StatusOr<RunOutput> out = RunBenchmark(options->run, std::cerr);
   if (!out.ok()) {

@@ -104,6 +104,9 @@ absl::Status KvstashSystem::Launch() {
       WaitForReadyFile(ready, "grpc", *child_, options_.ready_timeout_ms);
   if (!address.ok()) return address.status();
   address_ = *address;
+  // The ready file is written whole, so a missing metrics line means metrics are off.
+  absl::StatusOr<std::string> metrics = WaitForReadyFile(ready, "metrics", *child_, 100);
+  metrics_address_ = metrics.ok() ? *metrics : "";
   auto admin = ConnectClient(address_, options_);
   if (!admin.ok()) return admin.status();
   admin_ = *std::move(admin);

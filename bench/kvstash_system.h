@@ -63,6 +63,8 @@ class KvstashSystem : public System {
   std::string LogTail(int lines) const { return child_->LogTail(lines); }
   // "127.0.0.1:PORT", as the daemon reported it.
   const std::string& address() const { return address_; }
+  // "127.0.0.1:PORT" of the daemon's /metrics endpoint; "" when metrics are disabled.
+  const std::string& metrics_address() const { return metrics_address_; }
 
  private:
   explicit KvstashSystem(KvstashOptions options) : options_(std::move(options)) {}
@@ -71,6 +73,7 @@ class KvstashSystem : public System {
   KvstashOptions options_;
   std::unique_ptr<ChildProcess> child_;
   std::string address_;
+  std::string metrics_address_;
   std::unique_ptr<Client> admin_;  // for Stats; not used by cells
 };
 

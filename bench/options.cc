@@ -15,7 +15,7 @@ namespace kvstash::bench {
 namespace {
 
 const std::set<std::string>& BoolFlags() {
-  static const auto* flags = new std::set<std::string>{"quick", "keep_scratch", "no_fill", "nvme", "help"};
+  static const auto* flags = new std::set<std::string>{"quick", "keep_scratch", "no_fill", "nvme", "scrape", "help"};
   return *flags;
 }
 
@@ -23,7 +23,7 @@ const std::set<std::string>& ValueFlags() {
   static const auto* flags = new std::set<std::string>{
       "sizes",       "clients",     "rounds",      "seconds",      "budget",
       "json",        "systems",     "kvstashd",    "redis_server", "memcached",
-      "working_set", "lookup_keys", "kvstash_set", "frame_bytes"};
+      "working_set", "lookup_keys", "kvstash_set", "frame_bytes", "scrape_ms"};
   return *flags;
 }
 
@@ -148,6 +148,10 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
   if (flag == "keep_scratch") r.keep_scratch = true;
   if (flag == "no_fill") r.fill_tier = false;
   if (flag == "nvme") o.nvme = true;
+  if (flag == "scrape") o.scrape = true;
+  if (flag == "scrape_ms" && (!absl::SimpleAtoi(value, &o.scrape_ms) || o.scrape_ms <= 0)) {
+    return absl::InvalidArgumentError("--scrape_ms: expected a positive integer, got " + value);
+  }
   if (flag == "help") o.help = true;
   return absl::OkStatus();
 }
@@ -226,6 +230,9 @@ std::string UsageText() {
   --nvme              instead of the sweep: the NVMe tier next to fio (NVMe-hit gets, puts
                       with demotion, DRAM hits under demotion, index rebuild of 10k/100k
                       chunks); uses --rounds, --seconds, --kvstash_set, --json
+  --scrape            instead of the sweep: every get/put cell on one kvstashd, alone and
+                      while /metrics is scraped every --scrape_ms (default 1000), in the same
+                      run; uses --sizes, --clients, --rounds, --seconds, --budget, --json
 )";
 }
 

@@ -16,6 +16,8 @@ struct BenchOptions {
   RunConfig run;
   std::string json_path;  // --json; empty: no JSON
   bool nvme = false;  // --nvme: run the NVMe suite (nvme_suite.h) instead of the sweep
+  bool scrape = false;  // --scrape: run the scrape suite (scrape_suite.h) instead
+  int scrape_ms = 1000;  // --scrape_ms: the scraper's interval
   bool help = false;
 };
 

@@ -241,7 +241,7 @@ absl::Status WriteJsonLines(const std::string& path, const std::vector<Row>& row
     if (r.system == "kvstash") out << ",\"tier\":\"dram\"";  // the sweep runs DRAM only
     if (r.op == Op::kLookup) out << ",\"keys_per_op\":" << r.keys_per_op;
     if (r.errors > 0) out << ",\"first_error\":\"" << JsonEscape(r.first_error) << "\"";
-    out << "}\n";
+    out << r.json_extra << "}\n";
   }
   if (rss.measured) {
     out << absl::StrFormat(

@@ -38,6 +38,7 @@ struct Row {
   double gbps = 0, ops_per_s = 0, p50_us = 0, p99_us = 0;
   uint64_t errors = 0;  // summed over rounds
   std::string first_error;
+  std::string json_extra;  // `,"key":value` pairs appended to the row's JSON object
 };
 
 // kvstashd's memory after the DRAM tier was filled.

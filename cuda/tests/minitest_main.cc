@@ -1,0 +1,3 @@
+#include "tests/check.h"
+
+int main(int argc, char** argv) { return kvstash::minitest::RunAll(argc, argv); }

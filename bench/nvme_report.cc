@@ -13,6 +13,7 @@ constexpr double kNvmeGetVsFioReadMin = 0.6;
 constexpr double kPutVsFioWriteMin = 0.5;
 constexpr double kDramGetDropMax = 0.10;
 constexpr double kRebuildChunksPerSecMin = 100000;
+constexpr double kDiskOverBudgetMax = 1.25;
 
 const NvmeRow* Find(const std::vector<NvmeRow>& rows, const std::string& system,
                     const std::string& op, const std::string& variant, int clients) {
@@ -52,6 +53,10 @@ void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows) {
       out << absl::StrFormat("    rebuild %.0f ms (daemon log), ready after %.0f ms\n",
                              r.rebuild_ms, r.ready_ms);
     }
+    if (r.op == "churn") {
+      out << absl::StrFormat("    disk/budget during churn p50 %.2f max %.2f, 5 s after %.2f\n",
+                             r.disk_ratio_p50, r.disk_ratio_max, r.disk_ratio_after);
+    }
     if (r.errors > 0) out << "    first error: " << r.first_error << "\n";
   }
 }
@@ -63,9 +68,26 @@ void PrintNvmeTargets(std::ostream& out, const std::vector<NvmeRow>& rows) {
              fio_read, kNvmeGetVsFioReadMin);
   PrintRatio(out, "put 4MiB x4 with demotion >= 0.5x fio write",
              Find(rows, "kvstash", "put", "with_demotion", 4), fio_write, kPutVsFioWriteMin);
+  if (const NvmeRow* put = Find(rows, "kvstash", "put", "with_demotion", 4)) {
+    out << "    (default settings: " << put->drops
+        << " evictions dropped, not written to NVMe, over the rounds)\n";
+  }
+  PrintRatio(out, "  same, back-pressure (no drops) >= 0.5x fio write",
+             Find(rows, "kvstash", "put", "backpressure", 4), fio_write, kPutVsFioWriteMin);
   PrintRatio(out, "DRAM-hit get with/without demotion >= 0.9x",
              Find(rows, "kvstash", "get", "with_demotion", 1),
              Find(rows, "kvstash", "get", "no_demotion", 1), 1 - kDramGetDropMax);
+  const NvmeRow* churn = Find(rows, "kvstash", "churn", "disk_usage", 0);
+  out << absl::StrFormat("  %-52s ", "disk usage under churn <= 1.25x budget (p50, max)");
+  if (churn == nullptr) {
+    out << "NOT MEASURED\n";
+  } else {
+    out << absl::StrFormat("%s  p50 %.2fx, max %.2fx, 5 s after %.2fx\n",
+                           churn->disk_ratio_max <= kDiskOverBudgetMax   ? "MET    "
+                           : churn->disk_ratio_p50 <= kDiskOverBudgetMax ? "MET p50"
+                                                                         : "NOT MET",
+                           churn->disk_ratio_p50, churn->disk_ratio_max, churn->disk_ratio_after);
+  }
   const NvmeRow* rebuild = Find(rows, "kvstash", "rebuild", "100k", 0);
   out << absl::StrFormat("  %-52s ", "index rebuild of 100k chunks >= 100k chunks/s");
   if (rebuild == nullptr) {
@@ -92,6 +114,11 @@ absl::Status WriteNvmeJsonLines(const std::string& path, const std::vector<NvmeR
                              r.rebuild_ms, r.ready_ms);
     }
     if (r.op == "put") out << ",\"demotion_drops\":" << r.drops;
+    if (r.op == "churn") {
+      out << absl::StrFormat(
+          ",\"disk_ratio_p50\":%.3f,\"disk_ratio_max\":%.3f,\"disk_ratio_after\":%.3f",
+          r.disk_ratio_p50, r.disk_ratio_max, r.disk_ratio_after);
+    }
     out << "}\n";
   }
   out.flush();

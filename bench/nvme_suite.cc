@@ -27,6 +27,8 @@ constexpr size_t kChunk = 4u << 20;       // the issue's chunk size for NVMe get
 constexpr size_t kSmallChunk = 1u << 10;  // rebuild: stays inline in SSTs, 100k fit easily
 constexpr uint64_t kDram = 128ull << 20;  // small, so most chunks live on NVMe
 constexpr int kNvmeGetChunks = 512;       // 2 GiB on NVMe: a cell never reads one twice
+constexpr uint64_t kChurnBudget = 1ull << 30;  // NVMe budget of the churn daemon
+constexpr uint64_t kChurnFactor = 4;           // churn puts this many budgets' worth
 
 using RowKey = std::tuple<std::string, std::string, std::string, std::string, size_t, int>;
 
@@ -63,6 +65,9 @@ std::vector<NvmeRow> Collector::Rows() const {
     r.p99_us = median(&NvmeRow::p99_us);
     r.rebuild_ms = median(&NvmeRow::rebuild_ms);
     r.ready_ms = median(&NvmeRow::ready_ms);
+    r.disk_ratio_p50 = median(&NvmeRow::disk_ratio_p50);
+    r.disk_ratio_max = median(&NvmeRow::disk_ratio_max);
+    r.disk_ratio_after = median(&NvmeRow::disk_ratio_after);
     r.rounds = static_cast<int>(rounds.size());
     r.errors = r.drops = 0;
     for (const NvmeRow& s : rounds) {
@@ -119,8 +124,9 @@ class Suite {
   void AwaitDemotions(Daemon& d);
   void PopulateNvme(Daemon& d);
   void NvmeGets(Daemon& d);
-  void PutsWithDemotion(Daemon& d);
+  void PutsWithDemotion(Daemon& d, const char* variant);
   void DramGetsUnderDemotion(Daemon& d, const char* variant);
+  void Churn(Daemon& d, const std::string& dir);
   void Rebuild(Daemon& d, uint64_t chunks);
   void Fio();
   void DropPageCache();
@@ -239,7 +245,7 @@ void Suite::NvmeGets(Daemon& d) {
 }
 
 // Fresh 4 MiB puts into a full DRAM tier: each one evicts, and the eviction is demoted.
-void Suite::PutsWithDemotion(Daemon& d) {
+void Suite::PutsWithDemotion(Daemon& d, const char* variant) {
   for (int clients : {1, 4}) {
     OpPlan plan;
     plan.op = Op::kPut;
@@ -251,10 +257,10 @@ void Suite::PutsWithDemotion(Daemon& d) {
     CellResult c = RunCell(d.Conns(clients), plan, config_.limits);
     AwaitDemotions(d);
     absl::StatusOr<KvstashTierStats> after = d.system->Stats();
-    NvmeRow r = FromCell("nvme", "put", "with_demotion", kChunk, clients, c);
+    NvmeRow r = FromCell("nvme", "put", variant, kChunk, clients, c);
     if (before.ok() && after.ok()) r.drops = after->demotion_drops - before->demotion_drops;
-    progress_ << absl::StrFormat("  put x%d with demotion: %.3f GB/s, %d demotions, %d dropped\n",
-                                 clients, c.gbps,
+    progress_ << absl::StrFormat("  put x%d %s: %.3f GB/s, %d demotions, %d dropped\n",
+                                 clients, variant, c.gbps,
                                  before.ok() && after.ok() ? after->demotions - before->demotions
                                                            : 0,
                                  r.drops);
@@ -286,6 +292,51 @@ void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
   background.join();
   progress_ << absl::StrFormat("  dram get %s: %.3f GB/s\n", variant, c.gbps);
   rows_.Add(FromCell("dram", "get", variant, kChunk, 1, c));
+}
+
+// Apparent bytes of every file under `dir` (files deleted while we walk are skipped).
+uint64_t DirectoryBytes(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_ec;
+    const uintmax_t size = it->file_size(size_ec);
+    if (!size_ec && it->is_regular_file(size_ec)) total += size;
+  }
+  return total;
+}
+
+// Puts kChurnFactor x the NVMe budget of fresh 4 MiB chunks (2 clients) while a thread
+// samples the size of the database directory.
+void Suite::Churn(Daemon& d, const std::string& dir) {
+  const uint64_t chunks = kChurnFactor * kChurnBudget / kChunk;
+  std::vector<double> samples;  // ratios to the budget, second half of the churn
+  std::atomic<bool> stop{false}, second_half{false};
+  std::thread sampler([&] {
+    while (!stop.load()) {
+      const double ratio = static_cast<double>(DirectoryBytes(dir)) / kChurnBudget;
+      if (second_half.load()) samples.push_back(ratio);
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
+  const uint64_t space = put_space_++;
+  Populate(d, space, chunks / 2, kChunk, 2);
+  second_half.store(true);
+  const CellResult c = Populate(d, space + 100000, chunks / 2, kChunk, 2);
+  AwaitDemotions(d);
+  stop.store(true);
+  sampler.join();
+  absl::SleepFor(absl::Seconds(5));  // the maintenance thread's GC and timed flush
+  NvmeRow r = FromCell("nvme", "churn", "disk_usage", kChunk, 2, c);
+  std::sort(samples.begin(), samples.end());
+  r.disk_ratio_p50 = samples.empty() ? 0 : samples[samples.size() / 2];
+  r.disk_ratio_max = samples.empty() ? 0 : samples.back();
+  r.disk_ratio_after = static_cast<double>(DirectoryBytes(dir)) / kChurnBudget;
+  progress_ << absl::StrFormat(
+      "  churn %d x 4MiB through a 1GiB budget: disk/budget p50 %.2f max %.2f, after %.2f\n",
+      chunks, r.disk_ratio_p50, r.disk_ratio_max, r.disk_ratio_after);
+  rows_.Add(r);
 }
 
 // The daemon's own rebuild_ms from its start-up line, or -1.
@@ -384,23 +435,34 @@ absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
   if (!have_fio) out_.notes.push_back("fio not found (apt install fio): no fio rows or ratios");
   const std::vector<std::string> no_promote = {"storage.nvme.capacity_bytes=24GiB",
                                                "storage.nvme.promote_on_hit=false",
-                                               "storage.nvme.demotion_queue_chunks=64"};
+                                               "storage.nvme.demotion_queue_chunks=64",
+                                               "storage.nvme.demotion_wait_ms=600000"};
   absl::StatusOr<Daemon> get = StartDaemon("get", kDram, no_promote);
   if (!get.ok()) return get.status();
   progress_ << "populating NVMe with " << kNvmeGetChunks << " chunks of 4MiB...\n";
   PopulateNvme(*get);
+  // Default settings: a full demotion queue drops the eviction instead of blocking puts.
+  absl::StatusOr<Daemon> put = StartDaemon("put", kDram, {"storage.nvme.capacity_bytes=24GiB"});
+  if (!put.ok()) return put.status();
   absl::StatusOr<Daemon> dram_only = StartDaemon("dram", kDram, {"storage.nvme.enabled=false"});
   if (!dram_only.ok()) return dram_only.status();
+  absl::StatusOr<Daemon> churn =
+      StartDaemon("churn", kDram, {absl::StrCat("storage.nvme.capacity_bytes=", kChurnBudget)});
+  if (!churn.ok()) return churn.status();
   for (int round = 0; round < config_.rounds; ++round) {
     progress_ << "round " << round + 1 << "/" << config_.rounds << "\n";
     if (have_fio) Fio();
     NvmeGets(*get);
-    PutsWithDemotion(*get);
+    PutsWithDemotion(*put, "with_demotion");
+    PutsWithDemotion(*get, "backpressure");  // demotion_wait_ms: puts wait for the disk
     DramGetsUnderDemotion(*get, "with_demotion");
     DramGetsUnderDemotion(*dram_only, "no_demotion");
+    Churn(*churn, absl::StrCat(scratch_->path(), "/churn/kvstash-data/nvme"));
   }
   get->system.reset();
+  put->system.reset();
   dram_only->system.reset();
+  churn->system.reset();
   if (absl::Status s = RunRebuilds(); !s.ok()) return s;
   out_.rows = rows_.Rows();
   return out_;

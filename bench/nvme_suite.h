@@ -4,6 +4,8 @@
 //   - put of 4 MiB chunks into a full DRAM tier, every put demoting a chunk to NVMe;
 //   - DRAM-hit get while a background writer keeps demotion busy, against the same load on
 //     a DRAM-only daemon (the cost of demotion to DRAM hits);
+//   - disk usage under churn: 4x the NVMe budget put through a daemon with a 1 GiB NVMe
+//     budget, the database directory sampled meanwhile and after the puts stop;
 //   - index rebuild at start-up with 10k and 100k chunks on NVMe;
 //   - fio sequential 1 MiB direct write and read (rows with system = fio).
 // Each metric is the median over rounds; targets print as ratios to the fio rows.
@@ -27,7 +29,7 @@ namespace kvstash::bench {
 struct NvmeRow {
   std::string system = "kvstash";  // kvstash | fio
   std::string tier;                // dram | nvme (the tier the measured ops hit or fill)
-  std::string op;                  // get | put | rebuild | read | write
+  std::string op;                  // get | put | churn | rebuild | read | write
   std::string variant;             // e.g. with_demotion, no_demotion; "" when one kind
   size_t chunk_bytes = 0;
   int clients = 0;
@@ -38,6 +40,9 @@ struct NvmeRow {
   double ready_ms = 0;     // rebuild: spawn until ready (process start included)
   uint64_t errors = 0;     // failed operations, summed over rounds
   uint64_t drops = 0;      // put: demotions dropped (queue full), summed over rounds
+  // churn: database directory bytes / NVMe budget, median and max of the samples taken in
+  // the second half of the churn, and 5 s after the puts stopped.
+  double disk_ratio_p50 = 0, disk_ratio_max = 0, disk_ratio_after = 0;
   std::string first_error;
 };
 

@@ -110,7 +110,8 @@ struct NvmeCounters {
   uint64_t misses = 0;              // gets that missed DRAM and NVMe
   uint64_t evictions = 0;           // chunks evicted from NVMe to stay within its budget
   uint64_t demotions = 0;           // DRAM evictions written to NVMe
-  uint64_t demotion_drops = 0;      // DRAM evictions dropped because the queue was full
+  uint64_t cleanings = 0;           // DRAM chunks written to NVMe ahead of eviction
+  uint64_t demotion_drops = 0;      // DRAM evictions dropped: queue full past demotion_wait_ms
   uint64_t demotion_failures = 0;   // demotions whose NVMe write failed (also in io_errors)
   uint64_t demotions_pending = 0;   // gauge: queued or being written now
   uint64_t promotions = 0;          // NVMe hits copied into DRAM
@@ -118,6 +119,8 @@ struct NvmeCounters {
   uint64_t checksum_failures = 0;   // NVMe reads that failed verification (chunk deleted)
   uint64_t io_errors = 0;           // failed NVMe reads, writes, deletes, compactions
   uint64_t recovered_chunks = 0;    // chunks found on NVMe at start-up
+  uint64_t reopens = 0;             // NVMe database reopened after a write error
+  bool writes_suspended = false;    // gauge: NVMe writing stopped after an error
 };
 
 struct StoreStats {

@@ -61,10 +61,23 @@ struct ChunkStoreOptions {
     // Background threads writing DRAM evictions to NVMe. One keeps up with a single SSD
     // for MiB-sized chunks; more help with many small chunks or sync_writes.
     int demotion_threads = 1;
-    // Evicted chunks waiting to be written. A full queue drops the chunk (counted in
-    // demotion_drops) instead of blocking the put. Queued chunks keep their DRAM until
-    // written, so this bounds the DRAM held by demotion: chunks x chunk size.
+    // Evicted chunks waiting to be written. Queued chunks keep their DRAM until written,
+    // so this (with a quarter of the DRAM budget in bytes) bounds the DRAM held by
+    // demotion. A put whose eviction finds the queue full waits (demotion_wait_ms).
     int demotion_queue_chunks = 16;
+    // Longest time a put waits for room in a full demotion queue before the evicted chunk
+    // is dropped (demotion_drops). 0 (default): never block the put path, drop at once; a
+    // cache loses only a copy. > 0: back-pressure, puts slow to the pace NVMe absorbs.
+    int64_t demotion_wait_ms = 0;
+    // The cleaner writes the coldest DRAM chunks to NVMe ahead of eviction, keeping this
+    // percentage of the DRAM budget (at its cold end) clean once DRAM is that full;
+    // evicting a clean chunk costs no write. 0 turns the cleaner off (chunks are written
+    // only when evicted). See storage/cleaner.h.
+    int clean_window_percent = 25;
+    // Write-back demotions and cleanings skip the WAL and become durable when RocksDB
+    // flushes its memtable: when it fills, at the latest this long after the write, and
+    // at a clean shutdown. 0: no timed flush. See docs/storage-format.md (Durability).
+    int64_t flush_interval_ms = 1000;
     // Also write every put to NVMe before CommitPut returns (not only on eviction): puts
     // then survive a restart as soon as they are acknowledged, at disk speed. A failed
     // NVMe write is counted in io_errors; the chunk is still served from DRAM.

@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Create(const ChunkStoreO
     tier.path = options.nvme.path;
     tier.capacity_bytes = options.nvme.capacity_bytes;
     tier.sync_writes = options.nvme.sync_writes;
+    tier.flush_interval_ms = options.nvme.flush_interval_ms;
     auto opened = RocksDbTier::Open(tier);
     if (!opened.ok()) return opened.status();
     nvme = *std::move(opened);
@@ -53,7 +54,8 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                                       nvme_.get(), options.nvme.demotion_threads,
                                       static_cast<size_t>(options.nvme.demotion_queue_chunks),
                                       // Keeps 3/4 of DRAM evictable however far demotion lags.
-                                      dram_->capacity_bytes() / 4)) {}
+                                      dram_->capacity_bytes() / 4)),
+      cleaner_(MakeCleaner()) {}
 
 ChunkStoreImpl::~ChunkStoreImpl() = default;
 
@@ -87,6 +89,7 @@ absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const Chu
 
 absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
   if (dram_->TryAllocate(size, out)) return absl::OkStatus();
+  if (cleaner_ != nullptr) cleaner_->Kick();  // evicting from here on: keep the tail clean
   ExpireLeases(absl::Now());
   const uint64_t max_rounds = index_->size() + kExtraEvictionRounds;
   for (uint64_t round = 1;; ++round) {

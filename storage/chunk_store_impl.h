@@ -1,5 +1,5 @@
 // ChunkStoreImpl: the ChunkStore over the sharded index, the DRAM tier, the lease table and
-// (when configured) the NVMe tier with its demotion threads.
+// (when configured) the NVMe tier with its demotion threads and cleaner.
 //
 // Space is reserved at BeginPut, evicting by policy until the payload fits; the chunk
 // joins the index only at CommitPut. Expired leases are released lazily, in Lookup and
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "storage/chunk_store.h"
+#include "storage/cleaner.h"
 #include "storage/demoter.h"
 #include "storage/dram_allocator.h"
 #include "storage/index.h"
@@ -55,8 +56,11 @@ class ChunkStoreImpl final : public ChunkStore {
   void ChargeBookkeeping();
 
   // NVMe glue (chunk_store_nvme.cc); each is a no-op or a miss without the NVMe tier.
-  // Hands a chunk evicted from DRAM to the demotion queue unless NVMe already has it.
+  // Hands a chunk evicted from DRAM to the demotion queue unless NVMe already has it
+  // (waiting up to demotion_wait_ms for room).
   void Demote(const ChunkId& id, ChunkRef victim);
+  // The cleaner over this store's index and DRAM, or null (no NVMe, or cleaner off).
+  std::unique_ptr<Cleaner> MakeCleaner();
   // A chunk below DRAM (demotion queue or NVMe), promoted when options say so; or null.
   ChunkRef GetBelowDram(const ChunkId& id);
   // Copies an NVMe chunk into DRAM and indexes it; null when DRAM has no room.
@@ -70,9 +74,10 @@ class ChunkStoreImpl final : public ChunkStore {
   const std::shared_ptr<DramAllocator> dram_;
   const std::unique_ptr<ChunkIndex> index_;
   LeaseTable leases_;
-  // Declared after nvme_ so that it is destroyed (drained) first.
+  // Destroyed in reverse: the cleaner stops, the demoter drains, then the tier closes.
   const std::unique_ptr<RocksDbTier> nvme_;
   const std::unique_ptr<Demoter> demoter_;
+  const std::unique_ptr<Cleaner> cleaner_;  // null without NVMe or with the cleaner off
   std::atomic<uint64_t> nvme_hits_{0};
   std::atomic<uint64_t> nvme_misses_{0};
   std::atomic<uint64_t> promotions_{0};

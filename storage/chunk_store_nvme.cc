@@ -8,11 +8,20 @@
 
 namespace kvstash::storage {
 
+std::unique_ptr<Cleaner> ChunkStoreImpl::MakeCleaner() {
+  if (nvme_ == nullptr || options_.nvme.clean_window_percent == 0) return nullptr;
+  CleanerOptions o;
+  o.window_percent = options_.nvme.clean_window_percent;
+  return std::make_unique<Cleaner>(o, index_.get(), dram_.get(), demoter_.get(), nvme_.get());
+}
+
 void ChunkStoreImpl::Demote(const ChunkId& id, ChunkRef victim) {
   if (nvme_ == nullptr) return;
-  // Write-through and promoted chunks are on NVMe already: evicting them costs no write.
+  // Cleaned, write-through and promoted chunks are on NVMe already: evicting them costs
+  // no write.
   if (nvme_->Contains(id)) return;
-  demoter_->Enqueue(id, std::move(victim));  // a full queue drops it (counted)
+  // A queue still full after the wait drops it (counted).
+  demoter_->Enqueue(id, std::move(victim), absl::Milliseconds(options_.nvme.demotion_wait_ms));
 }
 
 bool ChunkStoreImpl::BelowDram(const ChunkId& id) const {
@@ -84,6 +93,7 @@ void ChunkStoreImpl::AddNvmeStats(StoreStats* stats) const {
   n.misses = nvme_misses_.load(std::memory_order_relaxed);
   n.evictions = tier.evictions;
   n.demotions = demoter.demotions;
+  n.cleanings = demoter.cleanings;
   n.demotion_drops = demoter.drops;
   n.demotion_failures = demoter.failures;
   n.demotions_pending = demoter.pending;
@@ -92,6 +102,8 @@ void ChunkStoreImpl::AddNvmeStats(StoreStats* stats) const {
   n.checksum_failures = tier.checksum_failures;
   n.io_errors = tier.io_errors;
   n.recovered_chunks = tier.recovered_chunks;
+  n.reopens = tier.reopens;
+  n.writes_suspended = tier.writes_suspended;
 }
 
 }  // namespace kvstash::storage

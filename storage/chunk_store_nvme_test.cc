@@ -50,9 +50,17 @@ bool WaitForDemotions(const ChunkStore& store) {
   return false;
 }
 
-// Puts chunks 0..count-1, letting demotion catch up after each put. Even so a put into a
-// full DRAM may drop a victim: queued victims keep their DRAM until written, so the put
-// evicts past the queue's byte bound (see Demoter).
+// Waits until the cleaner wrote at least `n` chunks and nothing is pending (10 s at most).
+bool WaitForCleanings(const ChunkStore& store, uint64_t n) {
+  for (int i = 0; i < 1000; ++i) {
+    const StoreStats s = store.Stats();
+    if (s.nvme.cleanings >= n && s.nvme.demotions_pending == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Puts chunks 0..count-1, letting demotion catch up after each put.
 void PutPaced(ChunkStore& store, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i) {
     ASSERT_TRUE(PutPattern(store, MakeId(i), i, kChunk).ok());
@@ -102,17 +110,28 @@ TEST(ChunkStoreNvmeTest, OptionErrorsNameTheField) {
   o = NvmeOptions("/tmp/unused");
   o.nvme.demotion_queue_chunks = 0;
   EXPECT_NE(o.Validate().message().find("nvme.demotion_queue_chunks"), absl::string_view::npos);
+  o = NvmeOptions("/tmp/unused");
+  o.nvme.clean_window_percent = 101;
+  EXPECT_NE(o.Validate().message().find("nvme.clean_window_percent"), absl::string_view::npos);
+  o = NvmeOptions("/tmp/unused");
+  o.nvme.demotion_wait_ms = -1;
+  EXPECT_NE(o.Validate().message().find("nvme.demotion_wait_ms"), absl::string_view::npos);
+  o = NvmeOptions("/tmp/unused");
+  o.nvme.flush_interval_ms = -1;
+  EXPECT_NE(o.Validate().message().find("nvme.flush_interval_ms"), absl::string_view::npos);
 }
 
 TEST(ChunkStoreNvmeTest, DemotesUnderPressureAndReadsBackByteExact) {
   ScratchDir dir;
   ChunkStoreOptions o = NvmeOptions(dir.path());
   o.nvme.promote_on_hit = false;
+  o.nvme.clean_window_percent = 0;  // only evictions are written
   auto store = MakeStore(o);
   constexpr uint64_t kCount = 64;
   PutPaced(*store, kCount);
   const StoreStats stats = store->Stats();
   EXPECT_GE(stats.nvme.demotions, (kCount - kDramPages) / 2);
+  EXPECT_EQ(stats.nvme.cleanings, 0u);
   EXPECT_EQ(NvmeTier(stats).chunks, stats.nvme.demotions);
   const uint64_t first = FirstOnNvme(*store, kCount);
   ASSERT_LT(first, kCount);
@@ -143,7 +162,8 @@ TEST(ChunkStoreNvmeTest, FullQueueDropsAndCountsWithoutBlocking) {
   ScratchDir dir;
   ChunkStoreOptions o = NvmeOptions(dir.path());
   o.nvme.demotion_queue_chunks = 1;
-  o.nvme.sync_writes = true;  // slow writes keep the queue full
+  o.nvme.demotion_wait_ms = 0;      // no back-pressure: a full queue drops at once
+  o.nvme.clean_window_percent = 0;  // and no cleaner writing ahead
   auto store = MakeStore(o);
   for (uint64_t i = 0; i < 200; ++i) ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
   const StoreStats stats = store->Stats();
@@ -151,8 +171,70 @@ TEST(ChunkStoreNvmeTest, FullQueueDropsAndCountsWithoutBlocking) {
   // A dropped chunk is a miss, never wrong bytes.
   for (uint64_t i = 0; i < 200; ++i) {
     absl::StatusOr<ChunkRef> got = store->Get(MakeId(i));
-    if (got.ok()) EXPECT_TRUE(HasPattern(**got, i, kChunk)) << i;
+    if (got.ok()) {
+      EXPECT_TRUE(HasPattern(**got, i, kChunk)) << i;
+    }
   }
+}
+
+TEST(ChunkStoreNvmeTest, CleanerWritesColdChunksBeforeEviction) {
+  ScratchDir dir;
+  ChunkStoreOptions o = NvmeOptions(dir.path());
+  o.nvme.promote_on_hit = false;
+  o.nvme.clean_window_percent = 50;
+  auto store = MakeStore(o);
+  // Fill DRAM without evicting (a page stays free for the index's bookkeeping), then let
+  // the cleaner write the cold half: chunks 0..7, and 8, which straddles the window edge.
+  constexpr uint64_t kFill = kDramPages - 2;
+  for (uint64_t i = 0; i < kFill; ++i) ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
+  ASSERT_TRUE(WaitForCleanings(*store, kDramPages / 2));
+  StoreStats stats = store->Stats();
+  ASSERT_EQ(stats.total.evictions, 0u);
+  EXPECT_EQ(stats.nvme.demotions, 0u);
+  EXPECT_EQ(NvmeTier(stats).chunks, stats.nvme.cleanings);
+  EXPECT_EQ(store->Locate(MakeId(0)), Tier::kDram);  // cleaned, still in DRAM
+  // Puts that evict fewer chunks than were cleaned: every victim is clean, so none needs
+  // a demotion write, and each is then served from NVMe.
+  for (uint64_t i = kFill; i < kFill + kDramPages / 2; ++i) {
+    ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
+  }
+  ASSERT_TRUE(WaitForDemotions(*store));
+  stats = store->Stats();
+  const uint64_t evicted = stats.total.evictions;
+  ASSERT_GT(evicted, 0u);
+  ASSERT_LT(evicted, kDramPages / 2);
+  EXPECT_EQ(stats.nvme.demotions, 0u) << "an evicted chunk had not been cleaned";
+  EXPECT_EQ(stats.nvme.demotion_drops, 0u);
+  for (uint64_t i = 0; i < evicted; ++i) {
+    EXPECT_EQ(store->Locate(MakeId(i)), Tier::kNvme) << i;
+    EXPECT_TRUE(ReadsBack(*store, i)) << i;  // from NVMe, byte-exact
+  }
+  EXPECT_GE(store->Stats().nvme.hits, evicted);
+}
+
+TEST(ChunkStoreNvmeTest, SustainedPutStreamDropsNothing) {
+  ScratchDir dir;
+  ChunkStoreOptions o = NvmeOptions(dir.path());
+  o.nvme.promote_on_hit = false;
+  o.nvme.demotion_queue_chunks = 2;  // a short queue: puts outrun it at once
+  o.nvme.demotion_wait_ms = 600000;  // back-pressure never gives up here
+  o.nvme.flush_interval_ms = 1;      // many small flushes slow the writer further
+  auto store = MakeStore(o);
+  constexpr uint64_t kCount = 400;  // 24 MiB through a 1 MiB DRAM tier, no pauses
+  std::vector<std::thread> putters;
+  for (uint64_t t = 0; t < 2; ++t) {
+    putters.emplace_back([&, t] {
+      for (uint64_t i = t; i < kCount; i += 2) {
+        EXPECT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok()) << i;
+      }
+    });
+  }
+  for (std::thread& p : putters) p.join();
+  ASSERT_TRUE(WaitForDemotions(*store));
+  const StoreStats stats = store->Stats();
+  EXPECT_EQ(stats.nvme.demotion_drops, 0u);
+  EXPECT_EQ(stats.nvme.demotion_failures, 0u);
+  EXPECT_EQ(CheckAll(*store, kCount), kCount);  // every chunk, byte-exact
 }
 
 TEST(ChunkStoreNvmeTest, WriteThroughSurvivesRestart) {

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "storage/chunk_store.h"
+#include "storage/cleaner.h"
 #include "storage/eviction_policy.h"
 #include "storage/rocksdb_tier.h"
 
@@ -49,7 +50,17 @@ absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
   RocksDbTierOptions tier;
   tier.path = n.path;
   tier.capacity_bytes = n.capacity_bytes;
+  tier.flush_interval_ms = n.flush_interval_ms;
   if (absl::Status s = tier.Validate(); !s.ok()) return s;
+  if (n.clean_window_percent != 0) {
+    CleanerOptions cleaner;
+    cleaner.window_percent = n.clean_window_percent;
+    if (absl::Status s = cleaner.Validate(); !s.ok()) return s;
+  }
+  if (n.demotion_wait_ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nvme.demotion_wait_ms must be >= 0 (got ", n.demotion_wait_ms, ")"));
+  }
   if (n.demotion_threads < 1 || n.demotion_threads > kMaxDemotionThreads) {
     return absl::InvalidArgumentError(absl::StrCat("nvme.demotion_threads must be between 1 and ",
                                                    kMaxDemotionThreads, " (got ",

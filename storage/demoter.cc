@@ -19,19 +19,57 @@ Demoter::~Demoter() {
   for (std::thread& t : workers_) t.join();
 }
 
-bool Demoter::Enqueue(const ChunkId& id, ChunkRef chunk) {
+void Demoter::AddLocked(const ChunkId& id, ChunkRef chunk, bool cleaning) {
+  pinned_bytes_ += chunk->meta().size_bytes;
+  pending_[id] = Item{std::move(chunk), cleaning};
+  queue_.push_back(id);
+  ++queued_;
+}
+
+void Demoter::WithdrawLocked(const ChunkId& id) {
+  auto it = pending_.find(id);
+  pinned_bytes_ -= it->second.chunk->meta().size_bytes;
+  pending_.erase(it);  // its id stays in queue_; Next skips it
+  --queued_;
+}
+
+bool Demoter::Enqueue(const ChunkId& id, ChunkRef chunk, absl::Duration wait) {
   absl::MutexLock lock(&mu_);
-  if (pending_.contains(id)) return true;
-  const uint64_t size = chunk->meta().size_bytes;
-  if (queued_ >= queue_chunks_ || pinned_bytes_ + size > queue_bytes_ || stopping_) {
+  auto it = pending_.find(id);
+  if (it != pending_.end()) {
+    it->second.cleaning = false;  // evicted while being cleaned: now a demotion
+    return true;
+  }
+  if (stopping_) {
     ++counters_.drops;
     return false;
   }
-  pinned_bytes_ += size;
-  pending_[id] = Pending{std::move(chunk)};
-  queue_.push_back(id);
-  ++queued_;
+  AddLocked(id, std::move(chunk), /*cleaning=*/false);
+  if (WithinBounds()) return true;
+  // Queued already, so readers find it while we wait.
+  mu_.AwaitWithTimeout(absl::Condition(this, &Demoter::WithinBounds), wait);
+  if (WithinBounds()) return true;
+  it = pending_.find(id);
+  if (it == pending_.end() || it->second.in_flight) return true;  // written or on its way
+  WithdrawLocked(id);
+  ++counters_.drops;
+  return false;
+}
+
+bool Demoter::TryClean(const ChunkId& id, ChunkRef chunk) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t size = chunk->meta().size_bytes;
+  // Half of each bound, but one cleaning at a time always (chunks above half the bound).
+  const bool room = pending_.empty() || (2 * (queued_ + 1) <= queue_chunks_ &&
+                                         2 * (pinned_bytes_ + size) <= queue_bytes_);
+  if (stopping_ || !room || pending_.contains(id)) return false;
+  AddLocked(id, std::move(chunk), /*cleaning=*/true);
   return true;
+}
+
+bool Demoter::Pending(const ChunkId& id) const {
+  absl::MutexLock lock(&mu_);
+  return pending_.contains(id);
 }
 
 ChunkRef Demoter::Find(const ChunkId& id) const {
@@ -47,9 +85,7 @@ bool Demoter::Cancel(const ChunkId& id) {
   if (it->second.in_flight) {
     it->second.cancelled = true;  // the worker deletes what it wrote
   } else {
-    pinned_bytes_ -= it->second.chunk->meta().size_bytes;
-    pending_.erase(it);  // its id stays in queue_; Next skips it
-    --queued_;
+    WithdrawLocked(id);
   }
   return true;
 }
@@ -57,7 +93,7 @@ bool Demoter::Cancel(const ChunkId& id) {
 void Demoter::Drain() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](absl::flat_hash_map<ChunkId, Pending>* p) { return p->empty(); }, &pending_));
+      +[](absl::flat_hash_map<ChunkId, Item>* p) { return p->empty(); }, &pending_));
 }
 
 DemoterCounters Demoter::Counters() const {
@@ -89,11 +125,12 @@ void Demoter::WorkerLoop() {
   ChunkRef chunk;
   while (Next(&id, &chunk)) {
     mu_.Unlock();
-    const bool ok = tier_->Put(id, *chunk).ok();
+    const bool ok = tier_->Put(id, *chunk, WriteMode::kDeferred).ok();
     chunk.reset();
     mu_.Lock();
-    ++(ok ? counters_.demotions : counters_.failures);
     auto it = pending_.find(id);
+    const bool cleaning = it != pending_.end() && it->second.cleaning;
+    ++(!ok ? counters_.failures : cleaning ? counters_.cleanings : counters_.demotions);
     if (it != pending_.end() && it->second.cancelled) {
       // Deleted while being written: undo before the entry goes, so readers never see the
       // chunk come back from NVMe.

@@ -82,6 +82,10 @@ class EvictionPolicy {
   // referenced entries), or nullptr when none is. Does not remove it: if the caller evicts
   // it, it calls OnErase. May reorder internal state (e.g. S3-FIFO promotions).
   virtual PolicyHook* PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evictable) = 0;
+  // Calls `visit` on entries in the order PickVictim would take them (coldest first),
+  // evictable or not, until it returns false or every entry was seen. Must not change
+  // state: the NVMe cleaner uses it to write the next victims ahead of eviction.
+  virtual void VisitColdest(absl::FunctionRef<bool(const PolicyHook*)> visit) const = 0;
   // Orders victims of different instances of this policy (one per shard): the index
   // evicts the candidate with the smallest rank. E.g. LRU: last access time.
   virtual uint64_t VictimRank(const PolicyHook* victim) const = 0;

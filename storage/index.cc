@@ -182,6 +182,30 @@ ChunkRef ChunkIndex::EvictFrom(Shard& s, ChunkId* victim_id) {
   return RemoveLocked(s, e);
 }
 
+std::vector<ColdEntry> ChunkIndex::Coldest(uint64_t max_bytes, int max_entries) const {
+  std::vector<ColdEntry> out;
+  for (int i = 0; i < num_shards_; ++i) {
+    Shard& s = shards_[i];
+    absl::ReaderMutexLock lock(&s.mu);
+    uint64_t bytes = 0;
+    int entries = 0;
+    s.policy->VisitColdest([&](const PolicyHook* h) {
+      const auto* e = static_cast<const IndexEntry*>(h);
+      out.push_back({e->id, s.policy->VictimRank(h), e->size_bytes});
+      bytes += e->size_bytes;
+      return ++entries < max_entries && bytes < max_bytes;
+    });
+  }
+  return out;
+}
+
+ChunkRef ChunkIndex::Peek(const ChunkId& id) const {
+  Shard& s = ShardFor(id);
+  absl::ReaderMutexLock lock(&s.mu);
+  auto it = s.entries.find(id);
+  return it == s.entries.end() ? nullptr : it->second->chunk;
+}
+
 ProbeResult ChunkIndex::Probe(const ChunkId& id, bool take_lease) {
   Shard& s = ShardFor(id);
   absl::MutexLock lock(&s.mu);

@@ -39,6 +39,13 @@ struct IndexEntry : PolicyHook {
   uint32_t lease_refs = 0;  // leases holding this entry; > 0 blocks eviction
 };
 
+// An entry near the cold end of its shard (see ChunkIndex::Coldest).
+struct ColdEntry {
+  ChunkId id;
+  uint64_t rank = 0;  // EvictionPolicy::VictimRank: smaller is evicted sooner
+  uint64_t size_bytes = 0;
+};
+
 // What Probe saw.
 struct ProbeResult {
   Tier tier = Tier::kNone;  // kNone: absent
@@ -68,6 +75,12 @@ class ChunkIndex {
   // index are skipped, so releasing the returned ref frees memory. Returns null when no
   // entry is evictable. Sets *victim_id (when given) to the evicted chunk's id.
   ChunkRef EvictOne(ChunkId* victim_id = nullptr);
+
+  // Up to `max_entries` entries of each shard from its cold end (the next victims), at
+  // most `max_bytes` of payload per shard; unordered across shards (sort by rank).
+  std::vector<ColdEntry> Coldest(uint64_t max_bytes, int max_entries) const;
+  // The chunk without counting a get or telling the policy (background readers), or null.
+  ChunkRef Peek(const ChunkId& id) const;
 
   // Presence and tier of `id`; with take_lease, also raises its lease count.
   ProbeResult Probe(const ChunkId& id, bool take_lease);

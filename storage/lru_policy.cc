@@ -33,4 +33,10 @@ PolicyHook* LruPolicy::PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evi
   return nullptr;
 }
 
+void LruPolicy::VisitColdest(absl::FunctionRef<bool(const PolicyHook*)> visit) const {
+  for (const PolicyHook* h = list_.back(); h != nullptr; h = list_.prev(h)) {
+    if (!visit(h)) return;
+  }
+}
+
 }  // namespace kvstash::storage

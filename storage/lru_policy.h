@@ -18,6 +18,7 @@ class LruPolicy final : public EvictionPolicy {
   // Walks from the cold end past entries that are not evictable (leased or being read);
   // they keep their place, so they are next in line once released.
   PolicyHook* PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evictable) override;
+  void VisitColdest(absl::FunctionRef<bool(const PolicyHook*)> visit) const override;
   // The last insert or access, in steady-clock nanoseconds: comparable across shards.
   uint64_t VictimRank(const PolicyHook* victim) const override { return victim->stamp; }
 

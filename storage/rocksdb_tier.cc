@@ -17,7 +17,10 @@
 namespace kvstash::storage {
 namespace {
 
-enum Family { kDefault = 0, kPayload = 1, kMeta = 2 };
+using nvme::kDefault;
+using nvme::kMeta;
+using nvme::kPayload;
+using nvme::NowMs;
 
 // A chunk read from NVMe: owns the buffer RocksDB read the blob into (no further copy).
 class NvmeChunk final : public StoredChunk {
@@ -60,30 +63,23 @@ absl::Status CheckFormat(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
 
 absl::StatusOr<std::unique_ptr<RocksDbTier>> RocksDbTier::Open(const RocksDbTierOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  const nvme::DbConfig config = nvme::BuildDbConfig(options);
-  const std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {nvme::kPayloadFamily, config.payload},
-      {nvme::kMetaFamily, config.meta}};
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(config.db, options.path, descriptors, &handles, &raw);
-  if (!s.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("nvme: cannot open RocksDB at nvme.path '", options.path, "': ", s.ToString()));
-  }
-  std::unique_ptr<RocksDbTier> tier(
-      new RocksDbTier(options, std::unique_ptr<rocksdb::DB>(raw), std::move(handles)));
-  if (absl::Status st = CheckFormat(tier->db_.get(), tier->families_[kDefault]); !st.ok()) {
-    return st;
+  std::unique_ptr<rocksdb::DB> db;
+  Families families;
+  if (absl::Status s = OpenDb(options, &db, &families); !s.ok()) return s;
+  std::unique_ptr<RocksDbTier> tier(new RocksDbTier(options, std::move(db), std::move(families)));
+  {
+    absl::ReaderMutexLock lock(&tier->db_mu_);
+    if (absl::Status st = CheckFormat(tier->db_.get(), tier->families_[kDefault]); !st.ok()) {
+      return st;
+    }
   }
   if (absl::Status st = tier->LoadIndex(); !st.ok()) return st;
-  tier->gc_thread_ = std::thread([t = tier.get()] { t->GcLoop(); });
+  tier->maintenance_thread_ = std::thread([t = tier.get()] { t->MaintenanceLoop(); });
   return tier;
 }
 
 RocksDbTier::RocksDbTier(const RocksDbTierOptions& options, std::unique_ptr<rocksdb::DB> db,
-                         std::vector<rocksdb::ColumnFamilyHandle*> families)
+                         Families families)
     : options_(options),
       db_(std::move(db)),
       families_(std::move(families)),
@@ -94,15 +90,27 @@ RocksDbTier::~RocksDbTier() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  db_->DisableManualCompaction();  // a running GC compaction returns early
-  if (gc_thread_.joinable()) gc_thread_.join();
-  for (rocksdb::ColumnFamilyHandle* h : families_) db_->DestroyColumnFamilyHandle(h);
-  db_->Close().PermitUncheckedError();  // the WAL makes an unclean close safe
+  {
+    absl::ReaderMutexLock lock(&db_mu_);
+    if (db_ != nullptr) db_->DisableManualCompaction();  // a running GC returns early
+  }
+  if (maintenance_thread_.joinable()) maintenance_thread_.join();
+  // kDeferred writes become durable here; after a write error there is nothing to save.
+  if (!writes_suspended()) Flush().IgnoreError();
+  absl::MutexLock lock(&db_mu_);
+  CloseDbLocked();
 }
 
-absl::Status RocksDbTier::LoadIndex() {
-  std::vector<std::unique_ptr<Entry>> loaded;
-  rocksdb::WriteBatch drop;
+void RocksDbTier::CloseDbLocked() {
+  if (db_ == nullptr) return;
+  for (rocksdb::ColumnFamilyHandle* h : families_) db_->DestroyColumnFamilyHandle(h);
+  families_.clear();
+  db_->Close().PermitUncheckedError();  // the WAL and atomic flushes make this safe anyway
+  db_.reset();
+}
+
+absl::Status RocksDbTier::ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
+                                    std::vector<std::string>* drop) {
   rocksdb::ReadOptions ro;
   ro.fill_cache = false;  // one pass; caching would only evict useful blocks
   ro.readahead_size = 2 << 20;
@@ -112,8 +120,7 @@ absl::Status RocksDbTier::LoadIndex() {
     const std::optional<nvme::MetaRecord> rec = nvme::DecodeMeta(View(it->value()));
     if (!id || !rec) {
       // Unknown version or truncated: never trust it; deleting keeps restarts clean.
-      drop.Delete(families_[kMeta], it->key()).PermitUncheckedError();
-      drop.Delete(families_[kPayload], it->key()).PermitUncheckedError();
+      drop->push_back(it->key().ToString());
       continue;
     }
     auto e = std::make_unique<Entry>();
@@ -121,27 +128,53 @@ absl::Status RocksDbTier::LoadIndex() {
     e->meta = rec->meta;
     e->size_bytes = rec->meta.size_bytes;
     e->stamp = rec->sequence;
-    loaded.push_back(std::move(e));
+    loaded->push_back(std::move(e));
   }
   if (!it->status().ok()) {
     return absl::UnavailableError(absl::StrCat("nvme: scanning metadata: ", it->status().ToString()));
   }
-  it.reset();
   // Oldest first, so the most recently used ends at the LRU front.
-  std::sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) {
-    return a->stamp < b->stamp;
-  });
+  std::sort(loaded->begin(), loaded->end(),
+            [](const auto& a, const auto& b) { return a->stamp < b->stamp; });
+  return absl::OkStatus();
+}
+
+void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded) {
+  for (auto& [id, e] : entries_) lru_.Remove(e.get());
+  entries_.clear();
+  live_bytes_ = 0;
+  if (!loaded.empty()) next_sequence_ = std::max(next_sequence_, loaded.back()->stamp + 1);
+  for (auto& e : loaded) InsertLocked(std::move(e));
+}
+
+void RocksDbTier::DropRecords(const std::vector<std::string>& keys) {
+  if (keys.empty()) return;
+  rocksdb::Status s =
+      GuardedWrite(WriteMode::kLogged, 0, [&](const Families& f, rocksdb::WriteBatch* b) {
+        rocksdb::Status st;
+        for (const std::string& k : keys) {
+          if (st.ok()) st = b->Delete(f[kMeta], k);
+          if (st.ok()) st = b->Delete(f[kPayload], k);
+        }
+        return st;
+      });
+  if (!s.ok()) IoError("delete", s.ToString()).IgnoreError();
+}
+
+absl::Status RocksDbTier::LoadIndex() {
+  std::vector<std::unique_ptr<Entry>> loaded;
+  std::vector<std::string> drop;
+  {
+    absl::ReaderMutexLock lock(&db_mu_);
+    if (absl::Status s = ScanIndex(&loaded, &drop); !s.ok()) return s;
+  }
   {
     absl::MutexLock lock(&mu_);
-    counters_.dropped_records = drop.Count() / 2;
+    counters_.dropped_records = drop.size();
     counters_.recovered_chunks = loaded.size();
-    if (!loaded.empty()) next_sequence_ = loaded.back()->stamp + 1;
-    for (auto& e : loaded) InsertLocked(std::move(e));
+    InstallIndexLocked(std::move(loaded));
   }
-  if (drop.Count() > 0) {
-    rocksdb::Status s = GuardedWrite(nvme::ChunkWriteOptions(options_), &drop);
-    if (!s.ok()) return absl::UnavailableError(absl::StrCat("nvme: ", s.ToString()));
-  }
+  DropRecords(drop);
   MakeRoom(0);  // the budget may have shrunk since the last run
   return absl::OkStatus();
 }
@@ -166,7 +199,7 @@ void RocksDbTier::EraseLocked(Entry* e) {
   entries_.erase(id);
 }
 
-absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk) {
+absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk, WriteMode mode) {
   const uint64_t size = chunk.meta().size_bytes;
   if (size > options_.capacity_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -186,7 +219,7 @@ absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk) {
     present = entries_.contains(id);
     sequence = next_sequence_++;
   }
-  absl::Status s = present ? absl::OkStatus() : WriteChunk(id, chunk, sequence);
+  absl::Status s = present ? absl::OkStatus() : WriteChunk(id, chunk, sequence, mode);
   absl::MutexLock lock(&mu_);
   reserved_bytes_ -= size;
   if (present || !s.ok()) return s;
@@ -200,8 +233,8 @@ absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk) {
   return absl::OkStatus();
 }
 
-absl::Status RocksDbTier::WriteChunk(const ChunkId& id, const StoredChunk& chunk,
-                                     uint64_t sequence) {
+absl::Status RocksDbTier::WriteChunk(const ChunkId& id, const StoredChunk& chunk, uint64_t sequence,
+                                     WriteMode mode) {
   const std::string key = nvme::EncodeKey(id);
   const std::string meta = nvme::EncodeMeta({chunk.meta(), sequence});
   std::vector<rocksdb::Slice> parts;
@@ -209,12 +242,16 @@ absl::Status RocksDbTier::WriteChunk(const ChunkId& id, const StoredChunk& chunk
     parts.emplace_back(reinterpret_cast<const char*>(seg.data), seg.size);
   }
   const rocksdb::Slice key_slice(key);
-  rocksdb::WriteBatch batch;
   // One batch: after a crash both families hold the chunk or neither does.
-  rocksdb::Status s = batch.Put(families_[kPayload], rocksdb::SliceParts(&key_slice, 1),
-                                rocksdb::SliceParts(parts.data(), static_cast<int>(parts.size())));
-  if (s.ok()) s = batch.Put(families_[kMeta], key, meta);
-  if (s.ok()) s = GuardedWrite(nvme::ChunkWriteOptions(options_), &batch);
+  // Reserved: growing the batch past the payload would copy the payload once more.
+  const size_t reserve = chunk.meta().size_bytes + key.size() * 2 + meta.size() + 64;
+  const rocksdb::Status s =
+      GuardedWrite(mode, reserve, [&](const Families& f, rocksdb::WriteBatch* b) {
+        rocksdb::Status st =
+            b->Put(f[kPayload], rocksdb::SliceParts(&key_slice, 1),
+                   rocksdb::SliceParts(parts.data(), static_cast<int>(parts.size())));
+        return st.ok() ? b->Put(f[kMeta], key, meta) : st;
+      });
   if (!s.ok()) return IoError("write", s.ToString());
   return absl::OkStatus();
 }
@@ -248,10 +285,11 @@ bool RocksDbTier::Remove(const ChunkId& id, uint64_t generation) {
     EraseLocked(it->second.get());
   }
   const std::string key = nvme::EncodeKey(id);
-  rocksdb::WriteBatch batch;
-  rocksdb::Status s = batch.Delete(families_[kPayload], key);
-  if (s.ok()) s = batch.Delete(families_[kMeta], key);
-  if (s.ok()) s = GuardedWrite(nvme::ChunkWriteOptions(options_), &batch);
+  const rocksdb::Status s =
+      GuardedWrite(WriteMode::kLogged, 0, [&](const Families& f, rocksdb::WriteBatch* b) {
+        rocksdb::Status st = b->Delete(f[kPayload], key);
+        return st.ok() ? b->Delete(f[kMeta], key) : st;
+      });
   // On failure the chunk stays on disk but not in the index: it is garbage until the next
   // restart re-indexes it (and then it is still verified before being served).
   if (!s.ok()) IoError("delete", s.ToString()).IgnoreError();
@@ -284,8 +322,14 @@ absl::StatusOr<ChunkRef> RocksDbTier::Get(const ChunkId& id) {
     generation = it->second->generation;
   }
   auto value = std::make_unique<rocksdb::PinnableSlice>();
-  const rocksdb::Status s = db_->Get(nvme::PayloadReadOptions(), families_[kPayload],
-                                     nvme::EncodeKey(id), value.get());
+  const std::string key = nvme::EncodeKey(id);
+  rocksdb::Status s;
+  {
+    absl::ReaderMutexLock lock(&db_mu_);
+    s = db_ == nullptr
+            ? rocksdb::Status::IOError("database closed after a failed reopen")
+            : db_->Get(nvme::PayloadReadOptions(), families_[kPayload], key, value.get());
+  }
   const bool corrupt =
       s.IsCorruption() ||
       (s.ok() && (value->size() != meta.size_bytes ||
@@ -333,11 +377,11 @@ void RocksDbTier::Touch(const ChunkId& id, uint64_t generation) {
     it->second->stamp = sequence;
     meta = it->second->meta;
   }
-  rocksdb::WriteOptions w;  // not synced: a lost update only ages the chunk after restart
-  rocksdb::WriteBatch batch;
-  rocksdb::Status s = batch.Put(families_[kMeta], nvme::EncodeKey(id),
-                                nvme::EncodeMeta({meta, sequence}));
-  if (s.ok()) s = GuardedWrite(w, &batch);
+  // Deferred: a lost update only ages the chunk after a restart.
+  const rocksdb::Status s =
+      GuardedWrite(WriteMode::kDeferred, 0, [&](const Families& f, rocksdb::WriteBatch* b) {
+        return b->Put(f[kMeta], nvme::EncodeKey(id), nvme::EncodeMeta({meta, sequence}));
+      });
   if (!s.ok()) IoError("write", s.ToString()).IgnoreError();
 }
 
@@ -346,65 +390,56 @@ absl::Status RocksDbTier::IoError(const char* what, const std::string& detail) {
     absl::MutexLock lock(&mu_);
     ++counters_.io_errors;
   }
-  // After ENOSPC RocksDB refuses writes until its SstFileManager sees free space again and
-  // recovers on its own (see BuildDbConfig); until then each write fails fast here.
   return absl::UnavailableError(absl::StrCat("nvme ", what, " failed: ", detail));
 }
 
-rocksdb::Status RocksDbTier::GuardedWrite(const rocksdb::WriteOptions& options,
-                                          rocksdb::WriteBatch* batch) {
+bool RocksDbTier::HasFreeSpaceFloor() const {
+  struct statvfs fs;
+  if (statvfs(options_.path.c_str(), &fs) != 0) return true;  // unknown: let RocksDB try
+  return uint64_t{fs.f_bavail} * fs.f_frsize >= nvme::MinFreeBytes(options_);
+}
+
+rocksdb::Status RocksDbTier::GuardedWrite(WriteMode mode, size_t reserve_bytes, BatchFill fill) {
   absl::MutexLock lock(&write_mu_);
   if (writes_suspended()) {
-    return rocksdb::Status::Aborted("writes suspended after an earlier I/O error");
+    return rocksdb::Status::Aborted("writes suspended after an I/O error; reopen pending");
   }
-  struct statvfs fs;
-  if (batch->HasPut() && statvfs(options_.path.c_str(), &fs) == 0 &&
-      uint64_t{fs.f_bavail} * fs.f_frsize < nvme::MinFreeBytes(options_)) {
+  absl::ReaderMutexLock db(&db_mu_);
+  if (db_ == nullptr) return rocksdb::Status::Aborted("database closed after a failed reopen");
+  rocksdb::WriteBatch batch(reserve_bytes);
+  rocksdb::Status s = fill(families_, &batch);
+  if (!s.ok()) return s;
+  // Refusing below the floor keeps RocksDB itself from ever hitting ENOSPC mid-write.
+  if (batch.HasPut() && !HasFreeSpaceFloor()) {
     return rocksdb::Status::NoSpace("filesystem nearly full; keeping free space for RocksDB");
   }
-  rocksdb::Status s = db_->Write(options, batch);
-  if (!s.ok()) writes_suspended_.store(true, std::memory_order_release);
+  const bool deferred = mode == WriteMode::kDeferred;
+  s = db_->Write(deferred ? nvme::DeferredWriteOptions() : nvme::ChunkWriteOptions(options_),
+                 &batch);
+  if (!s.ok()) {
+    writes_suspended_.store(true, std::memory_order_release);
+    return s;
+  }
+  int64_t none = 0;
+  if (deferred) deferred_since_ms_.compare_exchange_strong(none, NowMs());
   return s;
 }
 
 absl::Status RocksDbTier::Flush() {
   if (writes_suspended()) return absl::UnavailableError("nvme writes suspended");
-  rocksdb::FlushOptions fo;
-  const rocksdb::Status s = db_->Flush(fo, {families_[kPayload], families_[kMeta]});
-  return s.ok() ? absl::OkStatus() : IoError("flush", s.ToString());
-}
-
-absl::Status RocksDbTier::CollectGarbage() {
-  if (writes_suspended()) return absl::OkStatus();  // would write new blob files
-  absl::MutexLock gc(&gc_mu_);
+  deferred_since_ms_.store(0);  // writes from now on ask for the next flush
+  rocksdb::Status s;
   {
-    absl::MutexLock lock(&mu_);
-    garbage_bytes_ = 0;  // deletes from now on count toward the next run
+    absl::ReaderMutexLock lock(&db_mu_);
+    if (db_ == nullptr) return absl::UnavailableError("nvme database closed");
+    // atomic_flush: both families' memtables reach disk in one MANIFEST commit.
+    s = db_->Flush(rocksdb::FlushOptions(), {families_[kPayload], families_[kMeta]});
   }
-  rocksdb::CompactRangeOptions cro;
-  cro.exclusive_manual_compaction = false;  // automatic flushes/compactions keep running
-  // The payload family's SSTs hold only keys and blob references, so rewriting all of them
-  // is cheap; forcing the bottommost level makes every blob file eligible for GC.
-  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  cro.blob_garbage_collection_policy = rocksdb::BlobGarbageCollectionPolicy::kForce;
-  const rocksdb::Status s = db_->CompactRange(cro, families_[kPayload], nullptr, nullptr);
-  {
-    absl::MutexLock lock(&mu_);
-    ++counters_.gc_runs;
-  }
-  if (s.IsIncomplete() || s.IsShutdownInProgress()) return absl::OkStatus();  // stopping
-  return s.ok() ? absl::OkStatus() : IoError("garbage collection", s.ToString());
-}
-
-void RocksDbTier::GcLoop() {
-  absl::MutexLock lock(&mu_);
-  for (;;) {
-    mu_.Await(absl::Condition(this, &RocksDbTier::GcWanted));
-    if (stopping_) return;
-    mu_.Unlock();
-    CollectGarbage().IgnoreError();  // counted in io_errors
-    mu_.Lock();
-  }
+  if (s.ok() || s.IsShutdownInProgress()) return absl::OkStatus();
+  // The database is in an error state now (e.g. ENOSPC in a blob file): write no more
+  // until MaybeRecover has reopened it.
+  writes_suspended_.store(true, std::memory_order_release);
+  return IoError("flush", s.ToString());
 }
 
 TierStats RocksDbTier::Stats() const {
@@ -417,6 +452,8 @@ TierStats RocksDbTier::Stats() const {
     t.chunk_bytes = live_bytes_;
   }
   // On-disk bytes of blob and SST files (WAL and LOG aside), garbage included.
+  absl::ReaderMutexLock lock(&db_mu_);
+  if (db_ == nullptr) return t;
   for (int f : {kPayload, kMeta}) {
     uint64_t v = 0;
     if (db_->GetIntProperty(families_[f], rocksdb::DB::Properties::kTotalBlobFileSize, &v)) {
@@ -431,7 +468,9 @@ TierStats RocksDbTier::Stats() const {
 
 RocksDbTierCounters RocksDbTier::Counters() const {
   absl::MutexLock lock(&mu_);
-  return counters_;
+  RocksDbTierCounters c = counters_;
+  c.writes_suspended = writes_suspended();
+  return c;
 }
 
 }  // namespace kvstash::storage

@@ -8,13 +8,24 @@
 // reporting corruption) deletes the chunk, counts it and reads as NOT_FOUND, so corrupt
 // bytes are never handed out.
 //
-// Durability: a Put is written to the WAL before it returns. With sync_writes the WAL is
-// fsynced first, so an acknowledged Put survives kill -9 and power loss; without it, it
-// survives kill -9 of the process (the bytes are in the page cache) but not a power loss or
-// kernel crash. Deletes and evictions follow the same rule.
+// Durability depends on the put's WriteMode. kLogged: the chunk is in the WAL before Put
+// returns; with sync_writes the WAL is fsynced first, so it survives kill -9 and power
+// loss; without, it survives kill -9 (the bytes are in the page cache) but not a power loss
+// or kernel crash. kDeferred (write-back demotion): no WAL, so the payload is written to
+// disk once (at flush, into a blob file) instead of twice; the chunk becomes durable when
+// its memtable is flushed: when the memtable fills, at most flush_interval_ms after the
+// put, and at a clean close. payload and meta flush atomically (atomic_flush), so after a
+// crash a chunk has both entries or neither. Deletes are always logged.
+//
+// Write errors: the first failed RocksDB write suspends writing (RocksDB 7.8 may abort on
+// an assertion when a write follows a failed WAL write). The maintenance thread then
+// reopens the database once the filesystem has the free-space floor again, reloads the
+// index from the metadata family and resumes writing; reads go on throughout except for
+// the moment of the reopen (they wait for it).
 //
 // Thread-safety: thread-safe. Writes and deletes of one key are serialised by a striped
-// lock; reads take only the index mutex briefly and run their I/O without locks.
+// lock; reads take the index mutex briefly and the database lock shared (exclusive only
+// while reopening), and run their I/O without other locks.
 #pragma once
 
 #include <array>
@@ -27,6 +38,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -55,6 +67,10 @@ struct RocksDbTierOptions {
   // fsync the WAL before a write returns. Off: acknowledged writes survive kill -9 but not
   // power loss; on: they survive both, at the cost of one fsync per chunk.
   bool sync_writes = false;
+  // Longest time a kDeferred put stays only in the memtable: the maintenance thread flushes
+  // after this long. Shorter: less write-back data lost to kill -9, but more and smaller
+  // blob files. 0: flush only when the memtable fills or the tier closes.
+  int64_t flush_interval_ms = 1000;
 
   // Names the offending field ("nvme.<field>" via ChunkStoreOptions).
   absl::Status Validate() const;
@@ -72,13 +88,21 @@ struct RocksDbTierCounters {
   uint64_t gc_runs = 0;            // blob garbage-collection compactions
   uint64_t recovered_chunks = 0;   // chunks indexed by Open from an existing database
   uint64_t dropped_records = 0;    // unreadable metadata records deleted by Open
+  uint64_t reopens = 0;            // reopens after a failed write (writing resumed)
+  bool writes_suspended = false;   // gauge: writing stopped after an error, reopen pending
+};
+
+// How a Put reaches the disk (see the class comment).
+enum class WriteMode {
+  kLogged,    // WAL (fsynced with sync_writes): durable when Put returns
+  kDeferred,  // no WAL: durable at the next flush (memtable full, flush_interval_ms, close)
 };
 
 class RocksDbTier {
  public:
   // Opens (or creates) the database at options.path and rebuilds the index.
   static absl::StatusOr<std::unique_ptr<RocksDbTier>> Open(const RocksDbTierOptions& options);
-  // Stops garbage collection and closes the database; unflushed writes stay in the WAL.
+  // Stops the maintenance thread, flushes kDeferred writes and closes the database.
   ~RocksDbTier();
   RocksDbTier(const RocksDbTier&) = delete;
   RocksDbTier& operator=(const RocksDbTier&) = delete;
@@ -86,8 +110,9 @@ class RocksDbTier {
   // Stores `chunk` under `id`, evicting older chunks first if the budget needs it. OK
   // without writing when `id` is present. REQUIRES: chunk.meta().checksum is the payload's
   // XXH3-64 (committed chunks carry it). Errors: RESOURCE_EXHAUSTED (larger than the
-  // budget), UNAVAILABLE (RocksDB write failed: disk full, I/O error).
-  absl::Status Put(const ChunkId& id, const StoredChunk& chunk);
+  // budget), UNAVAILABLE (RocksDB write failed or writing suspended: disk full, I/O error).
+  absl::Status Put(const ChunkId& id, const StoredChunk& chunk,
+                   WriteMode mode = WriteMode::kLogged);
   // The verified chunk in heap memory, or NOT_FOUND (absent, failed verification, or an
   // I/O error; the latter two are counted).
   absl::StatusOr<ChunkRef> Get(const ChunkId& id);
@@ -103,6 +128,8 @@ class RocksDbTier {
   absl::Status Flush();
   // Runs one blob garbage-collection compaction now (normally triggered by deletes).
   absl::Status CollectGarbage();
+  // Whether writing is suspended after a failed write (until the reopen succeeds).
+  bool writes_suspended() const { return writes_suspended_.load(std::memory_order_acquire); }
 
  private:
   struct Entry : PolicyHook {  // stamp = persisted sequence, prev/next = LRU links
@@ -112,37 +139,67 @@ class RocksDbTier {
   };
   static constexpr int kStripes = 64;
 
+  using Families = std::vector<rocksdb::ColumnFamilyHandle*>;
   RocksDbTier(const RocksDbTierOptions& options, std::unique_ptr<rocksdb::DB> db,
-              std::vector<rocksdb::ColumnFamilyHandle*> families);
+              Families families);
+  // Opens the database at options.path (rocksdb_tier_maintenance.cc).
+  static absl::Status OpenDb(const RocksDbTierOptions& options, std::unique_ptr<rocksdb::DB>* db,
+                             Families* families);
+  // Scans the metadata family, oldest sequence first; the keys of unreadable records go to
+  // `drop` (deleted by the caller rather than trusted).
+  absl::Status ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
+                         std::vector<std::string>* drop) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status LoadIndex();
+  // Replaces the whole index by `loaded` (sorted oldest first).
+  void InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes the records of `keys` from both families.
+  void DropRecords(const std::vector<std::string>& keys);
+  // Closes the database (handles first). REQUIRES: no other thread uses it.
+  void CloseDbLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
   absl::Mutex& StripeFor(const ChunkId& id) const;
   // Evicts LRU chunks until `size` more bytes fit (or nothing is left to evict).
   void MakeRoom(uint64_t size);
-  absl::Status WriteChunk(const ChunkId& id, const StoredChunk& chunk, uint64_t sequence);
+  absl::Status WriteChunk(const ChunkId& id, const StoredChunk& chunk, uint64_t sequence,
+                          WriteMode mode);
   // Removes `id` from index and disk if its generation is `generation` (0: any).
   bool Remove(const ChunkId& id, uint64_t generation);
   // Moves a hit to the LRU front; now and then persists its sequence for restarts.
   void Touch(const ChunkId& id, uint64_t generation);
   void InsertLocked(std::unique_ptr<Entry> entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EraseLocked(Entry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts an I/O error and, at most once a second, asks RocksDB to leave the read-only
-  // state a background error (e.g. disk full) put it in.
+  // Counts an I/O error; returns it as UNAVAILABLE.
   absl::Status IoError(const char* what, const std::string& detail);
   // Every write of the tier goes through here. RocksDB 7.8 may append to a WAL whose last
   // write failed and then abort on one of its own assertions, so after the first failed
-  // write the tier stops writing (reads, including verification, go on) until the daemon
-  // restarts; io_errors counts every refused write.
-  rocksdb::Status GuardedWrite(const rocksdb::WriteOptions& options, rocksdb::WriteBatch* batch);
-  bool writes_suspended() const { return writes_suspended_.load(std::memory_order_acquire); }
-  bool GcWanted() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+  // write the tier stops writing (reads, including verification, go on) until
+  // MaybeRecover has reopened the database; io_errors counts every refused write.
+  // `fill` builds the batch (`reserve_bytes` preallocated) from the current column family
+  // handles.
+  using BatchFill = absl::FunctionRef<rocksdb::Status(const Families&, rocksdb::WriteBatch*)>;
+  rocksdb::Status GuardedWrite(WriteMode mode, size_t reserve_bytes, BatchFill fill);
+  // Whether the filesystem holding the database has at least MinFreeBytes free.
+  bool HasFreeSpaceFloor() const;
+
+  // Maintenance (rocksdb_tier_maintenance.cc): one thread runs blob garbage collection,
+  // the periodic flush of kDeferred writes and the reopen after a failed write.
+  bool MaintenanceWanted() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return stopping_ || garbage_bytes_ >= gc_trigger_bytes_;
   }
-  void GcLoop();
+  void MaintenanceLoop();
+  // Flushes when kDeferred writes have waited flush_interval_ms.
+  void MaybeFlushDeferred();
+  // When writing is suspended and the free-space floor is back: reopens and reloads.
+  void MaybeRecover();
+  absl::Status Reopen();
 
   const RocksDbTierOptions options_;
-  std::unique_ptr<rocksdb::DB> db_;
+  // Shared by every use of db_ and families_; exclusive only while Reopen swaps them. db_
+  // is null when a reopen failed (every operation then fails or misses until one works).
+  mutable absl::Mutex db_mu_ ABSL_ACQUIRED_AFTER(write_mu_);
+  std::unique_ptr<rocksdb::DB> db_ ABSL_GUARDED_BY(db_mu_);
   // [default, payload, meta]; owned here, destroyed before db_.
-  std::vector<rocksdb::ColumnFamilyHandle*> families_;
+  Families families_ ABSL_GUARDED_BY(db_mu_);
   mutable std::array<absl::Mutex, kStripes> stripes_;
 
   mutable absl::Mutex mu_;
@@ -156,13 +213,16 @@ class RocksDbTier {
   // Serialises GuardedWrite so no write starts after one has failed.
   absl::Mutex write_mu_;
   std::atomic<bool> writes_suspended_{false};
+  // Steady-clock ms of the oldest kDeferred write not yet flushed; 0 when none.
+  std::atomic<int64_t> deferred_since_ms_{0};
+  absl::Time last_recovery_attempt_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
   // Payload bytes deleted since the last GC; GcLoop compacts when it passes a threshold.
   uint64_t garbage_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   const uint64_t gc_trigger_bytes_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Mutex gc_mu_;  // serialises CollectGarbage callers
-  std::thread gc_thread_;
+  std::thread maintenance_thread_;
 };
 
 }  // namespace kvstash::storage

@@ -12,6 +12,9 @@
 
 namespace kvstash::storage::nvme {
 
+// Positions of the column families in RocksDbTier's handle vector.
+enum Family { kDefault = 0, kPayload = 1, kMeta = 2 };
+
 struct DbConfig {
   rocksdb::DBOptions db;
   rocksdb::ColumnFamilyOptions payload;  // chunk bytes, in blob files
@@ -19,7 +22,10 @@ struct DbConfig {
 };
 
 DbConfig BuildDbConfig(const RocksDbTierOptions& options);
+// WriteMode::kLogged: WAL on, fsynced with sync_writes.
 rocksdb::WriteOptions ChunkWriteOptions(const RocksDbTierOptions& options);
+// WriteMode::kDeferred: no WAL; durable once flushed.
+rocksdb::WriteOptions DeferredWriteOptions();
 rocksdb::ReadOptions PayloadReadOptions();
 // Deleted payload bytes after which a blob garbage-collection compaction runs.
 uint64_t GcTriggerBytes(const RocksDbTierOptions& options);
@@ -29,5 +35,7 @@ uint64_t BlobFileBytes(const RocksDbTierOptions& options);
 // itself never runs out of space mid-flush (its WAL can reach 4 memtables, and a flush or
 // garbage collection writes up to two blob files).
 uint64_t MinFreeBytes(const RocksDbTierOptions& options);
+// Steady-clock milliseconds (never 0), for the deferred-flush timer.
+int64_t NowMs();
 
 }  // namespace kvstash::storage::nvme

@@ -12,6 +12,7 @@
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/scrape_suite.h"
+#include "bench/ucx_suite.h"
 
 #ifndef KVSTASH_BENCH_KVSTASHD
 #define KVSTASH_BENCH_KVSTASHD "kvstashd"
@@ -89,6 +90,29 @@ int RunScrape(const BenchOptions& o) {
   return 0;
 }
 
+int RunUcx(const BenchOptions& o) {
+  BenchOptions header = o;
+  header.run.systems = {"kvstash(" + absl::StrJoin(o.transports, ",") + ")", "ucx_perftest",
+                        "memcached"};
+  PrintHeader(header);
+  absl::StatusOr<UcxSuiteOutput> out = RunUcxSuite(o.run, o.transports, std::cerr);
+  if (!out.ok()) {
+    std::cerr << "kvstash_bench: " << out.status() << "\n";
+    return 1;
+  }
+  std::vector<Row> rows = MedianRows(out->samples);
+  std::cout << "\n== UCX results (median of " << o.run.rounds << " rounds) ==\n";
+  PrintUcxReport(std::cout, rows);
+  for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
+  if (o.json_path.empty()) return 0;
+  if (absl::Status s = WriteJsonLines(o.json_path, rows, RssResult{}); !s.ok()) {
+    std::cerr << "kvstash_bench: " << s << "\n";
+    return 1;
+  }
+  std::cout << "JSON lines written to " << o.json_path << "\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<BenchOptions> options = ParseOptions(argc, argv, KVSTASH_BENCH_KVSTASHD);
   if (!options.ok()) {
@@ -102,6 +126,7 @@ int Main(int argc, char** argv) {
   InstallSignalHandlers();
   if (options->nvme) return RunNvme(*options);
   if (options->scrape) return RunScrape(*options);
+  if (options->ucx) return RunUcx(*options);
   PrintHeader(*options);
   absl::StatusOr<RunOutput> out = RunBenchmark(options->run, std::cerr);
   if (!out.ok()) {

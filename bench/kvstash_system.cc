@@ -26,12 +26,13 @@ ClientOptions BenchClientOptions(const KvstashOptions& options) {
   c.connections = 1;  // one channel per client thread, like the peers' one socket each
   c.deadline_ms = 60000;
   if (options.frame_bytes > 0) c.frame_bytes = options.frame_bytes;
+  c.ucx_tls = options.ucx_tls;
   return c;
 }
 
-absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& address,
+absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& uri,
                                                       const KvstashOptions& options) {
-  return Client::Connect("grpc://" + address, BenchClientOptions(options));
+  return Client::Connect(uri, BenchClientOptions(options));
 }
 
 // One client thread's view: its own Client (and so its own channel) and namespace.
@@ -95,7 +96,10 @@ absl::Status KvstashSystem::Launch() {
       "--set",
       absl::StrCat("data_dir=", dir, "/kvstash-data"),
       "--set",
-      "metrics.listen=127.0.0.1:0"};
+      "metrics.listen=127.0.0.1:0",
+      "--set",
+      "ucx.listen=127.0.0.1:0"};
+  if (!options_.ucx_tls.empty()) argv.insert(argv.end(), {"--set", "ucx.tls=" + options_.ucx_tls});
   for (const std::string& kv : options_.extra_sets) argv.insert(argv.end(), {"--set", kv});
   auto child = ChildProcess::Spawn("kvstashd", argv, dir + "/kvstashd.log");
   if (!child.ok()) return child.status();
@@ -107,14 +111,20 @@ absl::Status KvstashSystem::Launch() {
   // The ready file is written whole, so a missing metrics line means metrics are off.
   absl::StatusOr<std::string> metrics = WaitForReadyFile(ready, "metrics", *child_, 100);
   metrics_address_ = metrics.ok() ? *metrics : "";
-  auto admin = ConnectClient(address_, options_);
+  absl::StatusOr<std::string> ucx = WaitForReadyFile(ready, "ucx", *child_, 100);
+  ucx_address_ = ucx.ok() ? *ucx : "";
+  auto admin = ConnectClient(ClientUri(), options_);
   if (!admin.ok()) return admin.status();
   admin_ = *std::move(admin);
   return absl::OkStatus();
 }
 
+std::string KvstashSystem::ClientUri() const {
+  return options_.ucx_tls.empty() ? "grpc://" + address_ : "ucx://" + ucx_address_;
+}
+
 absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewConn() {
-  auto client = ConnectClient(address_, options_);
+  auto client = ConnectClient(ClientUri(), options_);
   if (!client.ok()) return client.status();
   absl::StatusOr<NamespaceHandle> ns = (*client)->OpenNamespace(BenchNamespace());
   if (!ns.ok()) return ns.status();

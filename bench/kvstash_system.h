@@ -26,6 +26,10 @@ struct KvstashOptions {
   std::vector<std::string> extra_sets;
   // ClientOptions::frame_bytes; 0 keeps the client default.
   uint32_t frame_bytes = 0;
+  // Non-empty: the clients connect over ucx:// with these UCX transports ("tcp",
+  // "sm,self"), the daemon runs with the same ucx.tls, and rows carry `transport_label`.
+  std::string ucx_tls;
+  std::string transport_label = "grpc";
   int64_t ready_timeout_ms = 30000;
 };
 
@@ -47,7 +51,7 @@ class KvstashSystem : public System {
   static absl::StatusOr<std::unique_ptr<KvstashSystem>> Start(const KvstashOptions& options);
 
   const char* name() const override { return "kvstash"; }
-  const char* transport() const override { return "grpc"; }
+  const char* transport() const override { return options_.transport_label.c_str(); }
   absl::Status PrepareForSize(size_t) override { return absl::OkStatus(); }
   absl::StatusOr<std::unique_ptr<Conn>> NewConn() override;
   // The daemon acknowledges a repeated key as already present without storing it.
@@ -69,11 +73,14 @@ class KvstashSystem : public System {
  private:
   explicit KvstashSystem(KvstashOptions options) : options_(std::move(options)) {}
   absl::Status Launch();
+  // The URI the clients use: grpc:// or, with ucx_tls, ucx://.
+  std::string ClientUri() const;
 
   KvstashOptions options_;
   std::unique_ptr<ChildProcess> child_;
   std::string address_;
   std::string metrics_address_;
+  std::string ucx_address_;  // "" when the daemon reported no UCX listener
   std::unique_ptr<Client> admin_;  // for Stats; not used by cells
 };
 

@@ -15,7 +15,7 @@ namespace kvstash::bench {
 namespace {
 
 const std::set<std::string>& BoolFlags() {
-  static const auto* flags = new std::set<std::string>{"quick", "keep_scratch", "no_fill", "nvme", "scrape", "help"};
+  static const auto* flags = new std::set<std::string>{"quick", "keep_scratch", "no_fill", "nvme", "scrape", "ucx", "help"};
   return *flags;
 }
 
@@ -23,7 +23,7 @@ const std::set<std::string>& ValueFlags() {
   static const auto* flags = new std::set<std::string>{
       "sizes",       "clients",     "rounds",      "seconds",      "budget",
       "json",        "systems",     "kvstashd",    "redis_server", "memcached",
-      "working_set", "lookup_keys", "kvstash_set", "frame_bytes", "scrape_ms"};
+      "working_set", "lookup_keys", "kvstash_set", "frame_bytes", "scrape_ms", "transport"};
   return *flags;
 }
 
@@ -149,6 +149,15 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
   if (flag == "no_fill") r.fill_tier = false;
   if (flag == "nvme") o.nvme = true;
   if (flag == "scrape") o.scrape = true;
+  if (flag == "ucx") o.ucx = true;
+  if (flag == "transport") {
+    o.transports = absl::StrSplit(value, ',', absl::SkipWhitespace());
+    for (const std::string& t : o.transports) {
+      if (t != "ucx-tcp" && t != "ucx-shm") {
+        return absl::InvalidArgumentError("--transport: expected ucx-tcp and/or ucx-shm, got " + t);
+      }
+    }
+  }
   if (flag == "scrape_ms" && (!absl::SimpleAtoi(value, &o.scrape_ms) || o.scrape_ms <= 0)) {
     return absl::InvalidArgumentError("--scrape_ms: expected a positive integer, got " + value);
   }
@@ -197,6 +206,10 @@ absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
     absl::Status s = Apply(flag, value, o);
     if (!s.ok()) return s;
   }
+  if (flags->count("ucx") > 0) {  // the UCX targets' sizes and client counts
+    if (flags->count("sizes") == 0) (void)Apply("sizes", "64KiB,4MiB,32MiB", o);
+    if (flags->count("clients") == 0) (void)Apply("clients", "1,4", o);
+  }
   for (const auto& [flag, value] : *flags) {
     absl::Status s = Apply(flag, value, o);
     if (!s.ok()) return s;
@@ -233,6 +246,10 @@ std::string UsageText() {
   --scrape            instead of the sweep: every get/put cell on one kvstashd, alone and
                       while /metrics is scraped every --scrape_ms (default 1000), in the same
                       run; uses --sizes, --clients, --rounds, --seconds, --budget, --json
+  --ucx               instead of the sweep: kvstash over UCX next to ucx_perftest -t tag_bw
+                      (same UCX_TLS and size: the limit) and memcached, interleaved, with
+                      ratios and target checks; sizes default 64KiB,4MiB,32MiB, clients 1,4
+  --transport LIST    with --ucx: ucx-tcp (UCX_TLS=tcp) and/or ucx-shm (sm,self); default both
 )";
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -18,6 +19,8 @@ struct BenchOptions {
   bool nvme = false;  // --nvme: run the NVMe suite (nvme_suite.h) instead of the sweep
   bool scrape = false;  // --scrape: run the scrape suite (scrape_suite.h) instead
   int scrape_ms = 1000;  // --scrape_ms: the scraper's interval
+  bool ucx = false;  // --ucx: run the UCX suite (ucx_suite.h) instead
+  std::vector<std::string> transports = {"ucx-tcp", "ucx-shm"};  // --transport
   bool help = false;
 };
 

@@ -29,10 +29,12 @@ int SystemOrder(const std::string& s) {
   return 3;
 }
 
-using CellKey = std::tuple<int, size_t, int, int, std::string>;  // op, size, clients, sys#, sys
+// op, size, clients, sys#, "sys<TAB>transport" (one system may run over several transports)
+using CellKey = std::tuple<int, size_t, int, int, std::string>;
 
-CellKey KeyOf(Op op, size_t size, int clients, const std::string& system) {
-  return {static_cast<int>(op), size, clients, SystemOrder(system), system};
+CellKey KeyOf(Op op, size_t size, int clients, const std::string& system,
+              const std::string& transport) {
+  return {static_cast<int>(op), size, clients, SystemOrder(system), system + "\t" + transport};
 }
 
 double Median(std::vector<double> v) {
@@ -105,7 +107,7 @@ std::string FormatBytes(uint64_t bytes) {
 std::vector<Row> MedianRows(const std::vector<Sample>& samples) {
   std::map<CellKey, std::vector<const Sample*>> cells;
   for (const Sample& s : samples) {
-    cells[KeyOf(s.op, s.chunk_bytes, s.clients, s.system)].push_back(&s);
+    cells[KeyOf(s.op, s.chunk_bytes, s.clients, s.system, s.transport)].push_back(&s);
   }
   std::vector<Row> rows;
   for (const auto& [key, list] : cells) {

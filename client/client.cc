@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "client/client_impl.h"
 #include "client/grpc_transport.h"
+#include "client/ucx_transport.h"
 #include "client/uri.h"
 
 namespace kvstash {
@@ -45,11 +46,14 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
   absl::StatusOr<client_internal::ParsedUri> parsed = client_internal::ParseUri(uri);
   if (!parsed.ok()) return parsed.status();
   if (absl::Status s = options.Validate(); !s.ok()) return s;
+  client_internal::TransportPtr transport;
   if (parsed->scheme == client_internal::UriScheme::kUcx) {
-    return absl::UnimplementedError(absl::StrCat(
-        "the UCX transport is not built into this client yet; use grpc://", parsed->HostPort()));
+    auto ucx = client_internal::UcxTransport::Create(parsed->host, parsed->port, options);
+    if (!ucx.ok()) return ucx.status();
+    transport = std::move(*ucx);
+  } else {
+    transport = std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options);
   }
-  auto transport = std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options);
   if (absl::Status s = CheckServing(transport.get(), uri, options); !s.ok()) return s;
   return std::unique_ptr<Client>(
       std::make_unique<client_internal::ClientImpl>(std::move(transport), options));

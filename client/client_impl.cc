@@ -224,4 +224,13 @@ absl::StatusOr<HealthInfo> ClientImpl::Health() {
   return info;
 }
 
+absl::Status ClientImpl::RegisterMemory(const void* data, size_t size) {
+  if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty memory range");
+  return transport_->RegisterMemory(data, size);
+}
+
+absl::Status ClientImpl::UnregisterMemory(const void* data) {
+  return transport_->UnregisterMemory(data);
+}
+
 }  // namespace kvstash::client_internal

@@ -39,6 +39,8 @@ class ClientImpl final : public Client {
   absl::StatusOr<uint32_t> Delete(NamespaceHandle ns, absl::Span<const Key128> keys) override;
   absl::StatusOr<ServerStats> Stats(const NamespaceHandle* ns) override;
   absl::StatusOr<HealthInfo> Health() override;
+  absl::Status RegisterMemory(const void* data, size_t size) override;
+  absl::Status UnregisterMemory(const void* data) override;
 
  private:
   using Attempt = absl::FunctionRef<absl::Status(const CallContext&)>;

@@ -52,6 +52,10 @@ class Transport {
   // ns == nullptr: totals only.
   virtual absl::StatusOr<ServerStats> Stats(const CallContext& ctx, const Key128* ns) = 0;
   virtual absl::StatusOr<HealthInfo> Health(const CallContext& ctx) = 0;
+
+  // See Client::RegisterMemory; transports without registration accept and ignore it.
+  virtual absl::Status RegisterMemory(const void* data, size_t size) { return absl::OkStatus(); }
+  virtual absl::Status UnregisterMemory(const void* data) { return absl::OkStatus(); }
 };
 
 using TransportPtr = std::unique_ptr<Transport>;

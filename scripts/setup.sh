@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages kvstash builds and tests with. Idempotent: installs only
 # what is missing, and uses sudo only when not running as root.
 #   scripts/setup.sh [--bench]   (--bench also installs the peers: redis-server, memcached,
-#                                 and fio for the raw-disk rows of the NVMe benchmark)
+#                                 fio for the raw-disk rows of the NVMe benchmark, and
+#                                 ucx-utils for the ucx_perftest rows of --ucx)
 set -euo pipefail
 
 packages=(
@@ -10,10 +11,10 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libxxhash-dev libssl-dev librocksdb-dev
   libgtest-dev libgmock-dev
-  libcivetweb-dev libsystemd-dev prometheus
+  libcivetweb-dev libsystemd-dev libucx-dev prometheus
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(redis-server memcached fio)
+  packages+=(redis-server memcached fio ucx-utils)
 fi
 
 missing=()

@@ -43,6 +43,9 @@ storage:
     capacity_bytes: 16GiB         # payload budget; the directory settles within ~1.25x
     demotion_threads: 1           # threads writing DRAM evictions to NVMe
     demotion_queue_chunks: 16     # evictions waiting to be written; beyond: dropped
+    demotion_wait_ms: 0           # longest such wait; 0: never block a put, drop at once
+    clean_window_percent: 25      # coldest % of DRAM written to NVMe ahead of eviction
+    flush_interval_ms: 1000       # write-back chunks are durable at most this long after
     write_through: false          # also write every put to NVMe before acknowledging it
     sync_writes: false            # fsync the WAL per write (survives power loss, slower)
     promote_on_hit: true          # copy a chunk served from NVMe into DRAM
@@ -51,6 +54,12 @@ metrics:                          # HTTP endpoint: /metrics, /healthz, /readyz
   listen: "127.0.0.1:7071"        # HOST:PORT; port 0 picks a free port
   namespace_labels: false         # per-namespace series (bounded by max_namespaces)
   max_namespaces: 64
+ucx:                              # UCX data plane (docs/protocol.md, "UCX data plane")
+  enabled: true
+  listen: "127.0.0.1:7072"        # HOST:PORT; port 0 picks a free port
+  tls: ""                         # UCX transports, e.g. "tcp" or "sm,self"; "" = UCX_TLS
+  rndv_thresh_bytes: 0            # rendezvous from this payload size; 0 = UCX default
+  worker_threads: 1               # threads progressing UCX workers
 )yaml";
 
 namespace {
@@ -129,6 +138,9 @@ void ReadNvme(ConfigReader& r, NvmeConfig* c) {
   r.Size("capacity_bytes", 1ull << 20, std::numeric_limits<uint64_t>::max(), &c->capacity_bytes);
   r.Int("demotion_threads", 1, 64, &c->demotion_threads);
   r.Int("demotion_queue_chunks", 1, 1 << 20, &c->demotion_queue_chunks);
+  r.Int("demotion_wait_ms", 0, 3600000, &c->demotion_wait_ms);
+  r.Int("clean_window_percent", 0, 100, &c->clean_window_percent);
+  r.Int("flush_interval_ms", 0, 3600000, &c->flush_interval_ms);
   r.Choice("write_through", {{"true", true}, {"false", false}}, &c->write_through);
   r.Choice("sync_writes", {{"true", true}, {"false", false}}, &c->sync_writes);
   r.Choice("promote_on_hit", {{"true", true}, {"false", false}}, &c->promote_on_hit);
@@ -140,6 +152,15 @@ void ReadMetrics(ConfigReader& r, MetricsConfig* c) {
   r.String("listen", &c->listen);
   r.Choice("namespace_labels", {{"true", true}, {"false", false}}, &c->namespace_labels);
   r.Int("max_namespaces", 1, 100000, &c->max_namespaces);
+  r.RejectUnknown();
+}
+
+void ReadUcx(ConfigReader& r, UcxConfig* c) {
+  r.Choice("enabled", {{"true", true}, {"false", false}}, &c->enabled);
+  r.String("listen", &c->listen);
+  r.String("tls", &c->tls);
+  r.Size("rndv_thresh_bytes", 0, kGiB, &c->rndv_thresh_bytes);
+  r.Int("worker_threads", 1, 64, &c->worker_threads);
   r.RejectUnknown();
 }
 
@@ -192,6 +213,7 @@ void ReadStorage(ConfigReader& r, StorageConfig* c) {
 // Checks that relate several fields, or a field's syntax beyond its type.
 absl::Status CheckCrossFields(const ServerConfig& c) {
   if (absl::Status s = CheckHostPort("metrics.listen", c.metrics.listen); !s.ok()) return s;
+  if (absl::Status s = CheckHostPort("ucx.listen", c.ucx.listen); !s.ok()) return s;
   const GrpcConfig& s = c.server;
   if (!absl::StartsWith(s.grpc_listen, "unix:")) {
     size_t colon = s.grpc_listen.rfind(':');
@@ -234,6 +256,8 @@ absl::StatusOr<ServerConfig> ReadTree(const YAML::Node& root) {
   storage.RejectUnknown();
   ConfigReader metrics = top.Section("metrics");
   ReadMetrics(metrics, &c.metrics);
+  ConfigReader ucx = top.Section("ucx");
+  ReadUcx(ucx, &c.ucx);
   top.RejectUnknown();
   if (absl::Status s = top.status(); !s.ok()) return s;
   if (absl::Status s = CheckCrossFields(c); !s.ok()) return s;
@@ -257,6 +281,9 @@ storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
   o.nvme.capacity_bytes = n.capacity_bytes;
   o.nvme.demotion_threads = n.demotion_threads;
   o.nvme.demotion_queue_chunks = n.demotion_queue_chunks;
+  o.nvme.demotion_wait_ms = n.demotion_wait_ms;
+  o.nvme.clean_window_percent = n.clean_window_percent;
+  o.nvme.flush_interval_ms = n.flush_interval_ms;
   o.nvme.write_through = n.write_through;
   o.nvme.sync_writes = n.sync_writes;
   o.nvme.promote_on_hit = n.promote_on_hit;
@@ -315,6 +342,9 @@ void EmitNvme(const NvmeConfig& n, YAML::Emitter& out) {
   out << YAML::Key << "capacity_bytes" << YAML::Value << FormatByteSize(n.capacity_bytes);
   out << YAML::Key << "demotion_threads" << YAML::Value << n.demotion_threads;
   out << YAML::Key << "demotion_queue_chunks" << YAML::Value << n.demotion_queue_chunks;
+  out << YAML::Key << "demotion_wait_ms" << YAML::Value << n.demotion_wait_ms;
+  out << YAML::Key << "clean_window_percent" << YAML::Value << n.clean_window_percent;
+  out << YAML::Key << "flush_interval_ms" << YAML::Value << n.flush_interval_ms;
   out << YAML::Key << "write_through" << YAML::Value << n.write_through;
   out << YAML::Key << "sync_writes" << YAML::Value << n.sync_writes;
   out << YAML::Key << "promote_on_hit" << YAML::Value << n.promote_on_hit;
@@ -327,6 +357,16 @@ void EmitMetrics(const MetricsConfig& m, YAML::Emitter& out) {
   out << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << m.listen;
   out << YAML::Key << "namespace_labels" << YAML::Value << m.namespace_labels;
   out << YAML::Key << "max_namespaces" << YAML::Value << m.max_namespaces;
+  out << YAML::EndMap;
+}
+
+void EmitUcx(const UcxConfig& u, YAML::Emitter& out) {
+  out << YAML::Key << "ucx" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "enabled" << YAML::Value << u.enabled;
+  out << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << u.listen;
+  out << YAML::Key << "tls" << YAML::Value << YAML::DoubleQuoted << u.tls;
+  out << YAML::Key << "rndv_thresh_bytes" << YAML::Value << FormatByteSize(u.rndv_thresh_bytes);
+  out << YAML::Key << "worker_threads" << YAML::Value << u.worker_threads;
   out << YAML::EndMap;
 }
 
@@ -363,6 +403,7 @@ std::string EmitConfig(const ServerConfig& c) {
   EmitNvme(c.storage.nvme, out);
   out << YAML::EndMap;
   EmitMetrics(c.metrics, out);
+  EmitUcx(c.ucx, out);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -78,8 +78,17 @@ struct NvmeConfig {
   uint64_t capacity_bytes = 16ull << 30;
   // Background threads writing DRAM evictions to NVMe.
   int demotion_threads = 1;
-  // Evicted chunks waiting to be written; a full queue drops the chunk (demotion_drops).
+  // Evicted chunks waiting to be written; a put that finds the queue full waits.
   int demotion_queue_chunks = 16;
+  // Longest wait of a put for room in a full demotion queue; then the evicted chunk is
+  // dropped (demotion_drops). 0: drop at once.
+  int64_t demotion_wait_ms = 0;
+  // Percentage of DRAM (its coldest chunks) the cleaner writes to NVMe ahead of eviction;
+  // 0: cleaner off.
+  int clean_window_percent = 25;
+  // Write-back chunks skip the WAL and are durable once flushed: at the latest this long
+  // after being written (0: only when the memtable fills or at shutdown).
+  int64_t flush_interval_ms = 1000;
   // Write every put to NVMe before acknowledging it, so it survives kill -9 at once.
   bool write_through = false;
   // fsync the WAL on every NVMe write, so written chunks also survive power loss.
@@ -116,6 +125,26 @@ struct MetricsConfig {
   uint32_t max_namespaces = 64;
 };
 
+// The `ucx:` section: the UCX data-plane listener (docs/protocol.md, "UCX data plane").
+// Put, Get and Lookup (and the other calls) over UCX active messages, with payloads moved
+// by UCX rendezvous: RDMA on IB/RoCE hosts, shared memory on one host, TCP elsewhere.
+struct UcxConfig {
+  // Start the UCX listener. Off: gRPC only (no ucx= line in the ready file).
+  bool enabled = true;
+  // HOST:PORT of the UCX listener ("0.0.0.0:7072" for every interface, port 0 picks a free
+  // port, reported in the ready file as `ucx=HOST:PORT`).
+  std::string listen = "127.0.0.1:7072";
+  // UCX transports, as UCX_TLS takes them ("tcp", "sm,self", "rc,sm,self"). Empty: the
+  // UCX_TLS environment variable, or UCX's own choice when that is unset.
+  std::string tls;
+  // Payloads at least this large go by rendezvous (zero-copy where the transport can);
+  // smaller ones are copied through eager messages. 0: UCX's per-transport default.
+  uint64_t rndv_thresh_bytes = 0;
+  // Threads, each progressing its own UCX worker; connections are spread over them. One
+  // is enough for a few clients on a small host; add threads for many busy clients.
+  int worker_threads = 1;
+};
+
 struct ServerConfig {
   GrpcConfig server;
   // Directory for persistent state (the NVMe tier under `<data_dir>/nvme` unless
@@ -124,6 +153,7 @@ struct ServerConfig {
   LogConfig log;
   StorageConfig storage;
   MetricsConfig metrics;
+  UcxConfig ucx;
 
   // The store's options; nvme.path is resolved (empty when the NVMe tier is disabled).
   storage::ChunkStoreOptions ToChunkStoreOptions() const;

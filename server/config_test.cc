@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -293,6 +294,37 @@ TEST(ByteSizeTest, FormatsWithTheLargestExactSuffix) {
   EXPECT_EQ(FormatByteSize(3ull << 40), "3TiB");
   for (uint64_t v : {1ull, 1000ull, 12345ull << 10, 7ull << 40}) {
     EXPECT_EQ(*ParseByteSize(FormatByteSize(v)), v);
+  }
+}
+
+}  // namespace
+}  // namespace kvstash::server
+
+namespace kvstash::server {
+namespace {
+
+TEST(ConfigTest, ReadsAndChecksTheUcxSection) {
+  absl::StatusOr<ServerConfig> c = ParseConfig(R"(
+ucx: { enabled: false, listen: "0.0.0.0:9072", tls: "sm,self", rndv_thresh_bytes: 64KiB,
+       worker_threads: 2 })",
+                                               {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->ucx.enabled);
+  EXPECT_EQ(c->ucx.listen, "0.0.0.0:9072");
+  EXPECT_EQ(c->ucx.tls, "sm,self");
+  EXPECT_EQ(c->ucx.rndv_thresh_bytes, 64u << 10);
+  EXPECT_EQ(c->ucx.worker_threads, 2);
+  absl::StatusOr<ServerConfig> again = ParseConfig(EmitConfig(*c), {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->ucx.tls, "sm,self");
+  for (const auto& [key, value, field] :
+       {std::tuple<const char*, const char*, const char*>{"ucx.worker_threads", "0",
+                                                          "ucx.worker_threads"},
+        {"ucx.listen", "nowhere", "ucx.listen"},
+        {"ucx.bogus", "1", "ucx.bogus"}}) {
+    absl::StatusOr<ServerConfig> bad = ParseConfig("", {{key, value}});
+    ASSERT_FALSE(bad.ok()) << key;
+    EXPECT_NE(bad.status().message().find(field), std::string::npos) << bad.status();
   }
 }
 

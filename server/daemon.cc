@@ -113,11 +113,15 @@ int HandleCommandLine(int argc, char** argv, CommandLine* cl, ServerConfig* conf
   return -1;
 }
 
-// `key=value` lines: grpc=HOST:PORT, pid=N and, when metrics are served, metrics=HOST:PORT.
+// `key=value` lines: grpc=HOST:PORT, pid=N and, when served, metrics=HOST:PORT and
+// ucx=HOST:PORT.
 absl::Status WriteReadyFile(const std::string& path, const Server& server) {
   std::string lines = absl::StrCat("grpc=", server.connect_address(), "\npid=", getpid(), "\n");
   if (const std::string m = server.metrics_address(); !m.empty()) {
     absl::StrAppend(&lines, "metrics=", m, "\n");
+  }
+  if (const std::string u = server.ucx_address(); !u.empty()) {
+    absl::StrAppend(&lines, "ucx=", u, "\n");
   }
   return WriteFileAtomically(path, lines);
 }
@@ -129,6 +133,19 @@ absl::Status WriteReadyFile(const std::string& path, const Server& server) {
 void EnableGrpcTcpExperiments() {
   setenv("GRPC_EXPERIMENTS", "tcp_frame_size_tuning,tcp_read_chunks,tcp_rcv_lowat",
          /*overwrite=*/0);
+}
+
+// UCX reads its environment once, at its first use. The UCX listener must bind again
+// after a restart while the old connections linger in the kernel (FIN_WAIT2 until each
+// client notices), so it reuses its address. Under AddressSanitizer UCX's malloc/mmap
+// hooks fight the sanitizer's own interceptors: turn them off (only RDMA registration
+// caching needs them). An operator's own settings win.
+void ConfigureUcxEnvironment() {
+  setenv("UCX_TCP_CM_REUSEADDR", "y", /*overwrite=*/0);
+#if defined(__SANITIZE_ADDRESS__)
+  setenv("UCX_MEM_MALLOC_HOOKS", "no", 0);
+  setenv("UCX_MEM_EVENTS", "no", 0);
+#endif
 }
 
 // gRPC's socket read buffers are MiB-sized. By default glibc serves those with mmap, or
@@ -148,6 +165,7 @@ int RunDaemon(int argc, char** argv) {
   if (int code = HandleCommandLine(argc, argv, &cl, &config); code >= 0) return code;
   BlockShutdownSignals();
   EnableGrpcTcpExperiments();
+  ConfigureUcxEnvironment();
   KeepLargeBuffersOnHeap();
   // Held for the life of the process, never released: releasing gRPC's last reference
   // runs its library shutdown, which can block for seconds on an executor timer, and

@@ -87,7 +87,7 @@ grpc::ServerUnaryReactor* KvStashService::Lookup(grpc::CallbackServerContext* co
                                                  const v1::LookupRequest* request,
                                                  v1::LookupResponse* response) {
   UnaryCall call(env_, Op::kLookup, *request);
-  return call.Reply(context, DoLookup(*request, response), *response);
+  return call.Reply(context, DoLookup(*request, &env_->metrics, response), *response);
 }
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* KvStashService::Put(grpc::CallbackServerContext* context,
@@ -126,11 +126,62 @@ grpc::ServerUnaryReactor* KvStashService::Health(grpc::CallbackServerContext* co
                                                  const v1::HealthRequest* request,
                                                  v1::HealthResponse* response) {
   UnaryCall call(env_, Op::kHealth, *request);
-  response->set_state(env_->draining.load() ? v1::HealthResponse::DRAINING
-                                            : v1::HealthResponse::SERVING);
-  response->set_version(version_);
-  response->set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - env_->start_time));
+  DoHealth(response);
   return call.Reply(context, absl::OkStatus(), *response);
+}
+
+void KvStashService::DoHealth(v1::HealthResponse* resp) const {
+  resp->set_state(env_->draining.load() ? v1::HealthResponse::DRAINING
+                                        : v1::HealthResponse::SERVING);
+  resp->set_version(version_);
+  resp->set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - env_->start_time));
+}
+
+namespace {
+
+// Parses `bytes` into a default-constructed Req, runs `fn(req, &resp)`, serializes resp.
+template <typename Req, typename Resp, typename Fn>
+absl::Status RunSerialized(absl::string_view bytes, std::string* out, Fn fn) {
+  Req req;
+  if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError("request body is not a valid kvstash.v1 message");
+  }
+  Resp resp;
+  if (absl::Status s = fn(req, &resp); !s.ok()) return s;
+  resp.SerializeToString(out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status KvStashService::CallUnary(Op op, absl::string_view request,
+                                       TransportMetrics* metrics, std::string* response) {
+  switch (op) {
+    case Op::kRegisterNamespace:
+      return RunSerialized<v1::RegisterNamespaceRequest, v1::RegisterNamespaceResponse>(
+          request, response, [&](const auto& req, auto* resp) { return DoRegister(req, resp); });
+    case Op::kLookup:
+      return RunSerialized<v1::LookupRequest, v1::LookupResponse>(
+          request, response,
+          [&](const auto& req, auto* resp) { return DoLookup(req, metrics, resp); });
+    case Op::kExists:
+      return RunSerialized<v1::KeysRequest, v1::ExistsResponse>(
+          request, response, [&](const auto& req, auto* resp) { return DoExists(req, resp); });
+    case Op::kDelete:
+      return RunSerialized<v1::KeysRequest, v1::DeleteResponse>(
+          request, response, [&](const auto& req, auto* resp) { return DoDelete(req, resp); });
+    case Op::kStats:
+      return RunSerialized<v1::StatsRequest, v1::StatsResponse>(
+          request, response, [&](const auto& req, auto* resp) { return DoStats(req, resp); });
+    case Op::kHealth:
+      return RunSerialized<v1::HealthRequest, v1::HealthResponse>(
+          request, response, [&](const auto&, auto* resp) {
+            DoHealth(resp);
+            return absl::OkStatus();
+          });
+    default:
+      return absl::InvalidArgumentError("not a unary method");
+  }
 }
 
 absl::Status KvStashService::DoRegister(const v1::RegisterNamespaceRequest& req,
@@ -142,7 +193,8 @@ absl::Status KvStashService::DoRegister(const v1::RegisterNamespaceRequest& req,
   return absl::OkStatus();
 }
 
-absl::Status KvStashService::DoLookup(const v1::LookupRequest& req, v1::LookupResponse* resp) {
+absl::Status KvStashService::DoLookup(const v1::LookupRequest& req, TransportMetrics* metrics,
+                                      v1::LookupResponse* resp) {
   if (absl::Status s = env_->Admit(); !s.ok()) return s;
   uint32_t chunk_tokens = 0;
   absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id(), &chunk_tokens);
@@ -152,7 +204,7 @@ absl::Status KvStashService::DoLookup(const v1::LookupRequest& req, v1::LookupRe
   if (!keys.ok()) return keys.status();
   storage::LookupResult r = env_->store->Lookup(*ns, *keys, absl::Milliseconds(req.lease_ms()));
   resp->set_hit_count(r.hit_count);
-  env_->metrics.AddLookup(keys->size(), r.hit_count, uint64_t{r.hit_count} * chunk_tokens);
+  metrics->AddLookup(keys->size(), r.hit_count, uint64_t{r.hit_count} * chunk_tokens);
   std::string* tiers = resp->mutable_tiers();
   for (storage::Tier t : r.tiers) tiers->push_back(static_cast<char>(t));
   if (r.lease_id != 0) {

@@ -52,13 +52,22 @@ class KvStashService final : public internal::KvStashCallbackBase {
                                    const v1::HealthRequest* request,
                                    v1::HealthResponse* response) override;
 
+  // The unary methods for another transport (UCX): parses `request` as the request message
+  // of `op` (kRegisterNamespace, kLookup, kExists, kDelete, kStats or kHealth), answers it
+  // as the gRPC method would and serializes the response into `*response`. Lookup counters
+  // go to `metrics`. INVALID_ARGUMENT for an unparsable request or another op.
+  absl::Status CallUnary(Op op, absl::string_view request, TransportMetrics* metrics,
+                         std::string* response);
+
  private:
   absl::Status DoRegister(const v1::RegisterNamespaceRequest& req,
                           v1::RegisterNamespaceResponse* resp);
-  absl::Status DoLookup(const v1::LookupRequest& req, v1::LookupResponse* resp);
+  absl::Status DoLookup(const v1::LookupRequest& req, TransportMetrics* metrics,
+                        v1::LookupResponse* resp);
   absl::Status DoExists(const v1::KeysRequest& req, v1::ExistsResponse* resp);
   absl::Status DoDelete(const v1::KeysRequest& req, v1::DeleteResponse* resp);
   absl::Status DoStats(const v1::StatsRequest& req, v1::StatsResponse* resp);
+  void DoHealth(v1::HealthResponse* resp) const;
 
   ServiceEnv* const env_;
   const std::string version_;

@@ -68,6 +68,7 @@ class GrpcServiceTest : public ::testing::Test {
                                                            {"storage.dram.huge_pages", "off"},
                                                            {"storage.nvme.enabled", "false"},
                                                            {"metrics.listen", "127.0.0.1:0"},
+                                                           {"ucx.enabled", "false"},
                                                            {"log.level", "error"}});
     ASSERT_TRUE(config.ok()) << config.status();
     log_ = std::make_unique<Logger>(config->log);
@@ -203,7 +204,8 @@ TEST_F(GrpcServiceTest, SecondServerOnTheSamePortFailsToStart) {
                        {"storage.dram.capacity_bytes", "4MiB"},
                        {"storage.dram.huge_pages", "off"},
                        {"storage.nvme.enabled", "false"},
-                       {"metrics.listen", "127.0.0.1:0"}});
+                       {"metrics.listen", "127.0.0.1:0"},
+                       {"ucx.enabled", "false"}});
   ASSERT_TRUE(config.ok()) << config.status();
   absl::StatusOr<std::unique_ptr<Server>> second = Server::Create(*config, log_.get());
   ASSERT_TRUE(second.ok()) << second.status();

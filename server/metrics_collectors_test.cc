@@ -111,6 +111,7 @@ TEST(ServerProbeTest, ReadyzFollowsTheServerLifecycle) {
   ServerConfig config;
   config.server.grpc_listen = "127.0.0.1:0";
   config.metrics.listen = "127.0.0.1:0";
+  config.ucx.enabled = false;
   config.storage.nvme.enabled = false;
   config.storage.dram.capacity_bytes = 8 << 20;
   config.storage.dram.prefault = false;

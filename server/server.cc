@@ -106,9 +106,26 @@ absl::Status Server::Start() {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", c.grpc_listen));
   }
   env_.start_time = absl::Now();
+  if (absl::Status s = StartUcx(); !s.ok()) return s;
   serving_.store(true);
   if (absl::Status s = StartMetrics(); !s.ok()) return s;
   LogStartup();
+  return absl::OkStatus();
+}
+
+absl::Status Server::StartUcx() {
+  if (!config_.ucx.enabled) return absl::OkStatus();
+  ucx::UcxServerOptions options;
+  options.listen = config_.ucx.listen;
+  options.tls = config_.ucx.tls;
+  options.rndv_thresh_bytes = config_.ucx.rndv_thresh_bytes;
+  options.worker_threads = config_.ucx.worker_threads;
+  ucx::UcxServiceEnv env{&env_, &service_, &ucx_metrics_};
+  absl::StatusOr<std::unique_ptr<ucx::UcxServer>> ucx = ucx::UcxServer::Start(options, env);
+  if (!ucx.ok()) {
+    return absl::Status(ucx.status().code(), absl::StrCat("ucx: ", ucx.status().message()));
+  }
+  ucx_ = std::move(*ucx);
   return absl::OkStatus();
 }
 
@@ -124,6 +141,9 @@ absl::Status Server::StartMetrics() {
                     MetricType::kGauge, {{{}, static_cast<double>(start_unix_s), {}}}});
   });
   metrics_.Add([this](std::vector<metrics::Family>* out) { env_.metrics.Collect(out); });
+  if (ucx_ != nullptr) {
+    metrics_.Add([this](std::vector<metrics::Family>* out) { ucx_metrics_.Collect(out); });
+  }
   const StoreMetricsOptions store_options{config_.metrics.namespace_labels,
                                           config_.metrics.max_namespaces};
   metrics_.Add([this, store_options](std::vector<metrics::Family>* out) {
@@ -156,6 +176,7 @@ void Server::LogStartup() const {
   log_->Info("kvstashd serving", {{"version", KVSTASH_VERSION},
                                   {"grpc", connect_address()},
                                   {"metrics", metrics_address()},
+                                  {"ucx", ucx_address()},
                                   {"listen", config_.server.grpc_listen},
                                   {"dram_capacity", FormatByteSize(d.capacity_bytes)},
                                   {"page", FormatByteSize(d.page_bytes)},
@@ -197,6 +218,10 @@ void Server::Shutdown(absl::Duration grace) {
   log_->Info("kvstashd draining", {{"grace_ms", absl::ToInt64Milliseconds(grace)}});
   grpc_server_->Shutdown(absl::ToChronoTime(begin + grace));
   grpc_server_->Wait();
+  if (ucx_ != nullptr) {
+    ucx_->Drain(begin + grace);
+    ucx_.reset();  // force-closes the remaining connections
+  }
   serving_.store(false);
   const storage::StoreStats stats = store_->Stats();
   log_->Info("kvstashd stopped", {{"drain_ms", absl::ToInt64Milliseconds(absl::Now() - begin)},

@@ -23,6 +23,7 @@
 #include "server/metrics/registry.h"
 #include "server/namespace_registry.h"
 #include "server/service_env.h"
+#include "server/ucx/ucx_server.h"
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
@@ -49,6 +50,8 @@ class Server {
   // becomes 127.0.0.1), or "unix:/path". REQUIRES: Start() ok.
   std::string connect_address() const;
 
+  // "HOST:PORT" of the UCX listener, or "" when UCX is disabled or not started.
+  std::string ucx_address() const { return ucx_ == nullptr ? "" : ucx_->address(); }
   // "HOST:PORT" of the /metrics endpoint, or "" when metrics are disabled or not started.
   std::string metrics_address() const;
   // /readyz: the tiers are open (the store exists), the gRPC listener is up and the
@@ -66,6 +69,8 @@ class Server {
   void LogStartup() const;
   // Registers the metric collectors and starts the HTTP endpoint when enabled.
   absl::Status StartMetrics();
+  // Starts the UCX data plane when ucx.enabled.
+  absl::Status StartUcx();
   // Logs the NVMe tier's directory, budget and what start-up recovered from it.
   void LogNvmeStartup() const;
 
@@ -78,6 +83,10 @@ class Server {
   ServiceEnv env_;
   KvStashService service_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  // The UCX transport's request metrics, and its server; declared after the store so it
+  // is destroyed first (its sends hold stored chunks).
+  TransportMetrics ucx_metrics_{"ucx"};
+  std::unique_ptr<ucx::UcxServer> ucx_;
   int selected_port_ = 0;
   bool shut_down_ = false;
   std::atomic<bool> serving_{false};  // set once the gRPC listener is up

@@ -34,6 +34,7 @@ enum StoreFamily {
   kChecksumFailures,
   kIoErrors,
   kRecovered,
+  kWritesSuspended,
   kStoreFamilyCount
 };
 constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
@@ -49,7 +50,9 @@ constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
     {"kvstash_deletes_total", "Chunks deleted by clients.", MetricType::kCounter},
     {"kvstash_evictions_total", "Chunks evicted from a tier to stay within its budget.",
      MetricType::kCounter},
-    {"kvstash_demotions_total", "DRAM evictions headed for NVMe, by outcome.",
+    {"kvstash_demotions_total",
+     "DRAM chunks headed for NVMe, by outcome (written: after eviction; cleaned: ahead of "
+     "eviction; dropped: queue full too long; failed: write error).",
      MetricType::kCounter},
     {"kvstash_demotion_queue_depth", "Evicted chunks queued or being written to NVMe.",
      MetricType::kGauge},
@@ -59,6 +62,9 @@ constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
     {"kvstash_io_errors_total", "Failed tier reads, writes, deletes and compactions.",
      MetricType::kCounter},
     {"kvstash_recovered_chunks", "Chunks found in the tier at start-up.", MetricType::kGauge},
+    {"kvstash_tier_writes_suspended",
+     "1 while the tier refuses writes after an I/O error (it reopens once space is back).",
+     MetricType::kGauge},
 };
 
 enum NsFamily {
@@ -133,12 +139,14 @@ void CollectTiers(const storage::StoreStats& s, std::vector<Family>& f) {
   Add(f[kPuts], {{"tier", "nvme"}}, n.write_throughs);
   Add(f[kEvictions], {{"tier", "nvme"}}, n.evictions);
   Add(f[kDemotions], {{"result", "written"}}, n.demotions);
+  Add(f[kDemotions], {{"result", "cleaned"}}, n.cleanings);
   Add(f[kDemotions], {{"result", "dropped"}}, n.demotion_drops);
   Add(f[kDemotions], {{"result", "failed"}}, n.demotion_failures);
   Add(f[kPromotions], {}, n.promotions);
   Add(f[kChecksumFailures], {{"tier", "nvme"}}, n.checksum_failures);
   Add(f[kIoErrors], {{"tier", "nvme"}}, n.io_errors);
   Add(f[kRecovered], {{"tier", "nvme"}}, n.recovered_chunks);
+  Add(f[kWritesSuspended], {{"tier", "nvme"}}, n.writes_suspended ? 1 : 0);
 }
 
 void CollectNamespaces(const storage::ChunkStore& store, const NamespaceRegistry& registry,

@@ -63,15 +63,30 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   return out;
 }
 
-// Parses the ready file: `key=value` lines, of which `grpc=HOST:PORT` is required.
-absl::StatusOr<std::string> ParseReadyFile(const std::string& text) {
+// The value of the `key=` line of the ready file, or "".
+std::string ReadyFileValue(const std::string& text, absl::string_view key) {
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, '=');
-    if (absl::StripAsciiWhitespace(kv.first) == "grpc") {
+    if (absl::StripAsciiWhitespace(kv.first) == key) {
       return std::string(absl::StripAsciiWhitespace(kv.second));
     }
   }
+  return "";
+}
+
+// Parses the ready file: `key=value` lines, of which `grpc=HOST:PORT` is required.
+absl::StatusOr<std::string> ParseReadyFile(const std::string& text) {
+  std::string grpc = ReadyFileValue(text, "grpc");
+  if (!grpc.empty()) return grpc;
   return absl::NotFoundError(absl::StrCat("no grpc= line in ready file: \"", text, "\""));
+}
+
+// The port of "HOST:PORT", or 0.
+int PortOf(const std::string& address) {
+  int port = 0;
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) return 0;
+  return port;
 }
 
 }  // namespace
@@ -128,7 +143,9 @@ absl::Status DaemonProcess::Spawn(const DaemonOptions& options) {
                                    "storage.nvme.enabled=false",
                                    // Tests run side by side: never the fixed default port.
                                    "--set",
-                                   "metrics.listen=127.0.0.1:0"};
+                                   "metrics.listen=127.0.0.1:0",
+                                   "--set",
+                                   "ucx.listen=127.0.0.1:0"};
   for (const std::string& s : options.set) {
     args.push_back("--set");
     args.push_back(s);
@@ -173,7 +190,10 @@ absl::Status DaemonProcess::AwaitReady(absl::Duration timeout) {
   while (absl::Now() < deadline) {
     // The daemon renames a complete file into place, so existence means complete.
     if (access(ready_path_.c_str(), R_OK) == 0) {
-      absl::StatusOr<std::string> address = ParseReadyFile(ReadFileOrEmpty(ready_path_));
+      const std::string text = ReadFileOrEmpty(ready_path_);
+      ucx_address_ = ReadyFileValue(text, "ucx");
+      ucx_port_ = PortOf(ucx_address_);
+      absl::StatusOr<std::string> address = ParseReadyFile(text);
       if (!address.ok()) return address.status();
       int port = 0;
       const size_t colon = address->rfind(':');

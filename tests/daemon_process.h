@@ -39,7 +39,8 @@ struct DaemonOptions {
   // Config overrides, each passed as `--set dotted.key=value`. data_dir is always set to
   // a fresh temporary directory and the NVMe tier is off (storage.nvme.enabled=false), so
   // tests of DRAM eviction see evicted chunks gone; metrics.listen is 127.0.0.1:0 (a free
-  // port, reported as metrics= in the ready file); a later entry here wins.
+  // port, reported as metrics= in the ready file), and so is ucx.listen (ucx=); a later
+  // entry here wins.
   std::vector<std::string> set;
   // Further arguments appended verbatim after the generated ones.
   std::vector<std::string> extra_args;
@@ -84,6 +85,12 @@ class DaemonProcess {
   const std::string& address() const { return address_; }
   // "grpc://127.0.0.1:PORT".
   std::string uri() const { return "grpc://" + address_; }
+  // The UCX listener as reported by the ready file (`ucx=HOST:PORT`); empty / 0 when the
+  // daemon runs without UCX.
+  const std::string& ucx_address() const { return ucx_address_; }
+  int ucx_port() const { return ucx_port_; }
+  // "ucx://127.0.0.1:PORT".
+  std::string ucx_uri() const { return "ucx://" + ucx_address_; }
   const std::string& dir() const { return dir_; }
   const std::string& log_path() const { return log_path_; }
   // The --ready_file: `key=value` lines (grpc=, pid=, metrics=) while the daemon serves.
@@ -124,6 +131,8 @@ class DaemonProcess {
   ExitInfo exit_info_;
   int port_ = 0;
   std::string address_;
+  int ucx_port_ = 0;
+  std::string ucx_address_;
 };
 
 // Reads a whole file; empty string when it cannot be read.

@@ -63,7 +63,9 @@ class PrometheusTest : public ::testing::Test {
   void SetUp() override {
     const std::string binary = FindPrometheus();
     if (binary.empty()) GTEST_SKIP() << "prometheus is not installed (apt-get install prometheus)";
-    auto daemon = DaemonProcess::Start({});
+    DaemonOptions options;
+    options.set = {"ucx.enabled=false"};  // gRPC traffic only: one series per transport query
+    auto daemon = DaemonProcess::Start(options);
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_ = std::move(*daemon);
     auto metrics = MetricsAddress(*daemon_);

@@ -6,7 +6,9 @@
 //   auto hits = (*client)->Lookup(*ns, keys);            // leading chunks present
 //   (*client)->Get(*ns, absl::MakeSpan(items));          // into caller buffers
 //
-// The URI scheme picks the transport ("grpc://" now; "ucx://" behind the same calls).
+// The URI scheme picks the transport: "grpc://host:port" (the daemon's gRPC port) or
+// "ucx://host:port" (its UCX port, config `ucx.listen`: RDMA, shared memory or TCP as
+// UCX chooses; see client/README.md). Both serve every call below.
 //
 // Thread-safety: Client is thread-safe; calls from many threads run concurrently. Caller
 // buffers must stay valid until the call (or the async call's future) completes.
@@ -51,6 +53,10 @@ struct ClientOptions {
   // computes the checksum while it copies the payload (nearly free) and Get reports it
   // all the same; only in-flight corruption goes unnoticed (TCP checksums still apply).
   bool checksum_puts = false;
+  // ucx:// only: the UCX transports this client may use, as UCX_TLS takes them ("tcp",
+  // "sm,self", "rc,sm,self"). Empty: the UCX_TLS environment variable, or UCX's own choice.
+  // Must leave a transport in common with the daemon's ucx.tls.
+  std::string ucx_tls;
 
   // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
   // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=
@@ -122,7 +128,7 @@ struct NamespaceHandle {
 
 class Client {
  public:
-  // uri: "grpc://host:port". Fails with UNAVAILABLE when the daemon does not answer
+  // uri: "grpc://host:port" or "ucx://host:port". Fails with UNAVAILABLE when the daemon does not answer
   // within connect_timeout_ms, INVALID_ARGUMENT for a malformed URI or options.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(absl::string_view uri,
                                                          const ClientOptions& options = {});
@@ -161,6 +167,18 @@ class Client {
   // Totals; with ns, that namespace's counters (capacity fields stay the tier's).
   virtual absl::StatusOr<ServerStats> Stats(const NamespaceHandle* ns = nullptr) = 0;
   virtual absl::StatusOr<HealthInfo> Health() = 0;
+
+  // Registers [data, data + size) with the transport once, so later Put/Get calls whose
+  // buffers lie inside it move bytes without per-call registration (UCX: ucp_mem_map; RDMA
+  // transports then read and write the memory directly). Buffers not registered work too.
+  // No-op for grpc://. The memory must stay valid until UnregisterMemory(data) and no call
+  // may be using it then. INVALID_ARGUMENT for a null or empty range.
+  virtual absl::Status RegisterMemory(const void* data, size_t size) {
+    return data != nullptr && size > 0 ? absl::OkStatus()
+                                       : absl::InvalidArgumentError("empty memory range");
+  }
+  // Undoes RegisterMemory(data, ...). NOT_FOUND when `data` was not registered.
+  virtual absl::Status UnregisterMemory(const void* data) { return absl::OkStatus(); }
 };
 
 }  // namespace kvstash

@@ -1,0 +1,284 @@
+#include "bench/ucx_suite.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bench/kvstash_system.h"
+#include "bench/process.h"
+#include "bench/systems.h"
+
+namespace kvstash::bench {
+namespace {
+
+constexpr char kPerftest[] = "ucx_perftest";
+
+std::string TlsOf(const std::string& transport) {
+  return transport == "ucx-shm" ? "sm,self" : "tcp";
+}
+
+using Conns = std::vector<std::unique_ptr<Conn>>;
+
+absl::StatusOr<Conns> OpenConns(System& system, int n) {
+  Conns conns;
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::unique_ptr<Conn>> c = system.NewConn();
+    if (!c.ok()) return c.status();
+    conns.push_back(*std::move(c));
+  }
+  return conns;
+}
+
+// Stores the get working set of one size (already-present keys cost a round trip only).
+absl::Status StoreWorkingSet(Conn& conn, const std::vector<BenchKey>& keys,
+                             absl::Span<const char> value) {
+  for (const BenchKey& key : keys) {
+    if (absl::Status s = conn.Put(key, value); !s.ok() && !absl::IsAlreadyExists(s)) return s;
+  }
+  return absl::OkStatus();
+}
+
+struct CellSpec {
+  size_t size;
+  int clients;
+  const std::vector<BenchKey>* working_set;
+  absl::Span<const char> value;
+  uint64_t put_space;  // fresh keys for put cells
+};
+
+// Runs the get cell and the put cell of `system` and appends both samples.
+void RunSystemCells(System& system, const CellSpec& cell, const CellLimits& limits,
+                    std::vector<Sample>* out, std::vector<std::string>* notes) {
+  absl::StatusOr<Conns> conns = OpenConns(system, cell.clients);
+  if (!conns.ok()) {
+    notes->push_back(absl::StrCat(system.name(), ": ", conns.status().ToString()));
+    return;
+  }
+  if (absl::Status s = StoreWorkingSet(*(*conns)[0], *cell.working_set, cell.value); !s.ok()) {
+    notes->push_back(absl::StrCat(system.name(), " working set: ", s.ToString()));
+    return;
+  }
+  std::vector<Conn*> ptrs;
+  for (auto& c : *conns) ptrs.push_back(c.get());
+  const std::vector<BenchKey>& ws = *cell.working_set;
+  for (Op op : {Op::kGet, Op::kPut}) {
+    OpPlan plan;
+    plan.op = op;
+    plan.chunk_bytes = cell.size;
+    plan.put_value = cell.value;
+    const uint64_t space = cell.put_space;
+    plan.key = op == Op::kGet ? std::function<BenchKey(int, uint64_t)>(
+                                    [&ws](int t, uint64_t i) { return ws[(t * 7 + i) % ws.size()]; })
+                              : [space](int t, uint64_t i) {
+                                  return MakeKey(space, (uint64_t{1} << 40) * t + i);
+                                };
+    Sample sample{system.name(), system.transport(), op, cell.size, cell.clients, 0, {}};
+    sample.result = RunCell(ptrs, plan, limits);
+    out->push_back(std::move(sample));
+  }
+}
+
+// `ucx_perftest -t tag_bw` between two processes on loopback; GB/s (1e9 bytes per s).
+absl::StatusOr<double> RunPerftest(const std::string& binary, const std::string& dir,
+                                   const std::string& transport, size_t size) {
+  absl::StatusOr<int> port = PickFreePort();
+  if (!port.ok()) return port.status();
+  const uint64_t iters = std::clamp<uint64_t>((4ull << 30) / size, 100, 100000);
+  const std::vector<std::string> common = {"-p", absl::StrCat(*port), "-t", "tag_bw", "-s",
+                                           absl::StrCat(size), "-n", absl::StrCat(iters),
+                                           "-w", "20"};
+  std::vector<std::string> server = {"env", "UCX_TLS=" + TlsOf(transport), binary};
+  server.insert(server.end(), common.begin(), common.end());
+  auto srv = ChildProcess::Spawn("ucx_perftest server", server, dir + "/perftest-server.log");
+  if (!srv.ok()) return srv.status();
+  absl::SleepFor(absl::Milliseconds(300));  // let it listen
+  std::vector<std::string> client = {"env", "UCX_TLS=" + TlsOf(transport), binary, "127.0.0.1"};
+  client.insert(client.end(), common.begin(), common.end());
+  const std::string log = dir + "/perftest-client.log";
+  std::remove(log.c_str());
+  auto cli = ChildProcess::Spawn("ucx_perftest client", client, log);
+  if (!cli.ok()) return cli.status();
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while ((*cli)->Alive() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(20));
+  (*cli)->Stop(100);
+  (*srv)->Stop(500);
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Final:", 0) != 0) continue;
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    double mib_per_s = 0;  // ucx_perftest's "MB/s" is MiB/s; column: overall bandwidth
+    if (f.size() >= 7 && absl::SimpleAtod(f[6], &mib_per_s)) return mib_per_s * 1048576 / 1e9;
+  }
+  return absl::UnavailableError(absl::StrCat("ucx_perftest gave no result: ", (*cli)->LogTail(3)));
+}
+
+void AddPerftestSamples(double gbps, const std::string& transport, size_t size,
+                        std::vector<Sample>* out) {
+  for (Op op : {Op::kGet, Op::kPut}) {
+    Sample s{kPerftest, transport, op, size, 1, 0, {}};
+    s.result.gbps = gbps;
+    s.result.ops = 1;
+    out->push_back(std::move(s));
+  }
+}
+
+struct Systems {
+  std::unique_ptr<ScratchDir> scratch;
+  std::map<std::string, std::unique_ptr<KvstashSystem>> kvstash;  // by transport
+  std::unique_ptr<System> memcached;                               // null when absent
+  std::string perftest;                                            // "" when absent
+};
+
+absl::StatusOr<Systems> StartSystems(const RunConfig& config,
+                                     const std::vector<std::string>& transports,
+                                     std::vector<std::string>* notes) {
+  Systems s;
+  auto scratch = ScratchDir::Create("kvstash-bench-ucx");
+  if (!scratch.ok()) return scratch.status();
+  s.scratch = *std::move(scratch);
+  if (config.keep_scratch) s.scratch->Keep();
+  for (const std::string& t : transports) {
+    KvstashOptions o;
+    o.binary = config.kvstashd_path;
+    o.scratch_dir = s.scratch->path() + "/" + t;
+    std::filesystem::create_directories(o.scratch_dir);
+    o.dram_budget_bytes = std::min<uint64_t>(config.budget_bytes, 2ull << 30);
+    o.extra_sets = config.kvstash_sets;
+    o.ucx_tls = TlsOf(t);
+    o.transport_label = t;
+    auto k = KvstashSystem::Start(o);
+    if (!k.ok()) return k.status();
+    s.kvstash[t] = *std::move(k);
+  }
+  PeerOptions peer;
+  peer.scratch_dir = s.scratch->path();
+  auto m = StartMemcached(config.memcached_path, peer);
+  if (m.ok()) {
+    s.memcached = *std::move(m);
+  } else {
+    notes->push_back(absl::StrCat("memcached skipped: ", m.status().ToString()));
+  }
+  s.perftest = FindExecutable(kPerftest);
+  if (s.perftest.empty()) notes->push_back("ucx_perftest not found in PATH; no limit rows");
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
+                                           const std::vector<std::string>& transports,
+                                           std::ostream& progress) {
+  UcxSuiteOutput out;
+  absl::StatusOr<Systems> sys = StartSystems(config, transports, &out.notes);
+  if (!sys.ok()) return sys.status();
+  uint64_t put_space = 1000;
+  for (int round = 0; round < config.rounds; ++round) {
+    for (size_t size : config.sizes) {
+      const std::vector<char> value(size, static_cast<char>('a' + round));
+      std::vector<BenchKey> ws;
+      const uint64_t n = std::clamp<uint64_t>(config.working_set_bytes / 4 / size, 4, 256);
+      for (uint64_t i = 0; i < n; ++i) ws.push_back(MakeKey(size, i));
+      if (sys->memcached != nullptr) {
+        if (absl::Status s = sys->memcached->PrepareForSize(size); !s.ok()) {
+          out.notes.push_back(absl::StrCat("memcached: ", s.ToString()));
+        }
+      }
+      for (int clients : config.clients) {
+        progress << "round " << round + 1 << " size " << FormatBytes(size) << " clients "
+                 << clients << "\n";
+        for (size_t i = 0; i < transports.size(); ++i) {
+          const std::string& t = transports[(i + round) % transports.size()];
+          CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), put_space++};
+          RunSystemCells(*sys->kvstash[t], cell, config.limits, &out.samples, &out.notes);
+        }
+        if (sys->memcached != nullptr) {
+          CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), put_space++};
+          RunSystemCells(*sys->memcached, cell, config.limits, &out.samples, &out.notes);
+        }
+      }
+      if (sys->perftest.empty()) continue;
+      for (const std::string& t : transports) {
+        absl::StatusOr<double> gbps = RunPerftest(sys->perftest, sys->scratch->path(), t, size);
+        if (gbps.ok()) {
+          AddPerftestSamples(*gbps, t, size, &out.samples);
+        } else {
+          out.notes.push_back(absl::StrCat("ucx_perftest ", t, ": ", gbps.status().ToString()));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+const Row* Find(const std::vector<Row>& rows, const std::string& system,
+                const std::string& transport, Op op, size_t size, int clients) {
+  for (const Row& r : rows) {
+    if (r.system == system && (transport.empty() || r.transport == transport) && r.op == op &&
+        r.chunk_bytes == size && r.clients == clients && r.rounds > 0) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+std::string Ratio(const Row& k, const Row* peer) {
+  return peer != nullptr && peer->gbps > 0 ? absl::StrFormat("%.2fx", k.gbps / peer->gbps) : "-";
+}
+
+void PrintTargetLines(std::ostream& out, const std::vector<Row>& rows) {
+  for (const char* t : {"ucx-tcp", "ucx-shm"}) {
+    for (size_t size : {size_t{4} << 20, size_t{32} << 20}) {
+      for (Op op : {Op::kGet, Op::kPut}) {
+        const Row* k = Find(rows, "kvstash", t, op, size, 1);
+        const Row* p = Find(rows, kPerftest, t, op, size, 1);
+        if (k == nullptr || p == nullptr || p->gbps <= 0) continue;
+        const double r = k->gbps / p->gbps;
+        out << absl::StrFormat("  %-4s %s %-7s 1 client: %.2fx ucx_perftest (target >= 0.7x)  %s\n",
+                               OpName(op), FormatBytes(size), t, r, r >= 0.7 ? "MET" : "MISSED");
+      }
+    }
+  }
+  const Row* k = Find(rows, "kvstash", "ucx-shm", Op::kGet, 4 << 20, 4);
+  const Row* m = Find(rows, "memcached", "", Op::kGet, 4 << 20, 4);
+  if (k != nullptr && m != nullptr && m->gbps > 0) {
+    const double r = k->gbps / m->gbps;
+    out << absl::StrFormat("  get  4MiB ucx-shm 4 clients: %.2fx memcached GET (target >= 1.5x)  %s\n",
+                           r, r >= 1.5 ? "MET" : "MISSED");
+  }
+  if (const Row* l = Find(rows, "kvstash", "ucx-shm", Op::kGet, 64 << 10, 1); l != nullptr) {
+    out << absl::StrFormat("  get  64KiB ucx-shm 1 client: p50 %.1f us (target < 100 us)  %s\n",
+                           l->p50_us, l->p50_us < 100 ? "MET" : "MISSED");
+  }
+}
+
+}  // namespace
+
+void PrintUcxReport(std::ostream& out, const std::vector<Row>& rows) {
+  PrintResultTable(out, rows);
+  out << "\n== kvstash over UCX / limit and peer (GB/s) ==\n";
+  out << absl::StrFormat("%-5s %-8s %-8s %7s %10s %14s %12s\n", "op", "size", "transport",
+                         "clients", "kvstash", "/ucx_perftest", "/memcached");
+  for (const Row& k : rows) {
+    if (k.system != "kvstash" || k.rounds == 0) continue;
+    const Row* p = Find(rows, kPerftest, k.transport, k.op, k.chunk_bytes, 1);
+    const Row* m = Find(rows, "memcached", "", k.op, k.chunk_bytes, k.clients);
+    out << absl::StrFormat("%-5s %-8s %-8s %7d %10.3f %14s %12s\n", OpName(k.op),
+                           FormatBytes(k.chunk_bytes), k.transport, k.clients, k.gbps,
+                           Ratio(k, p), Ratio(k, m));
+  }
+  out << "\n== targets ==\n";
+  PrintTargetLines(out, rows);
+}
+
+}  // namespace kvstash::bench

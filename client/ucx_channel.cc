@@ -1,0 +1,434 @@
+#include "client/ucx_channel.h"
+
+#include <poll.h>
+#include <sched.h>
+
+#include <array>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "proto/status_map.h"
+
+namespace kvstash::client_internal {
+namespace {
+
+using wire::ucx::ReplyHeader;
+using WireOp = wire::ucx::Op;
+
+// How long a waiting caller keeps polling before it sleeps on the worker's event fd. A
+// reply (or the next step of a rendezvous) usually arrives within this, while a wake-up
+// from poll() costs ~200 us on virtual machines. Polling yields between attempts, so the
+// daemon and other callers sharing the cores still run.
+constexpr auto kSpin = std::chrono::microseconds(1000);
+constexpr int64_t kMaxSleepMs = 100;
+
+constexpr size_t kPutHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::PutFields);
+constexpr size_t kGetHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::GetFields);
+
+struct RecvOp {
+  UcxChannel* channel;
+  std::function<void(ucs_status_t)> done;
+};
+
+absl::Status ErrorOf(const ReplyHeader& h, const void* data, size_t length, bool rndv) {
+  std::string message = rndv ? "(message not received)"
+                             : std::string(static_cast<const char*>(data), length);
+  return wire::FromCode(h.code, message);
+}
+
+}  // namespace
+
+struct UcxChannel::Call {
+  uint8_t op = 0;
+  uint64_t id = 0;
+  bool replied = false;  // unary: the reply arrived
+  uint64_t value = 0;    // unary: ReplyHeader.size_bytes (Hello's connection token)
+  absl::Status status;   // whole-request outcome
+  std::string body;      // unary reply body
+  absl::Span<PutItem> put_items;
+  size_t replies = 0;  // Put replies, one per item
+  absl::Span<GetItem> get_items;
+  std::vector<uint64_t> received;  // Get: bytes in so far, per item
+  size_t items_done = 0;
+  const MemhLookup* memh = nullptr;
+  std::vector<std::array<uint8_t, kPutHeaderBytes>> put_headers;
+  std::array<uint8_t, kGetHeaderBytes> get_header{};
+  std::vector<wire::ucx::GetItemRecord> get_records;
+};
+
+absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h context,
+                                                                const sockaddr* addr,
+                                                                socklen_t addr_len,
+                                                                absl::Time deadline) {
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // one caller at a time, any thread
+  ucp_worker_h worker = nullptr;
+  ucs_status_t s = ucp_worker_create(context, &wp, &worker);
+  if (s != UCS_OK) {
+    return absl::UnavailableError(absl::StrCat("ucp_worker_create: ", ucs_status_string(s)));
+  }
+  int efd = -1;
+  if (s = ucp_worker_get_efd(worker, &efd); s != UCS_OK) {
+    ucp_worker_destroy(worker);
+    return absl::UnavailableError(absl::StrCat("ucp_worker_get_efd: ", ucs_status_string(s)));
+  }
+  std::unique_ptr<UcxChannel> ch(new UcxChannel(worker, efd));
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  am.id = wire::ucx::kReplyAmId;
+  am.cb = &OnReplyMessage;
+  am.arg = ch.get();
+  am.flags = UCP_AM_FLAG_WHOLE_MSG;
+  if (s = ucp_worker_set_am_recv_handler(worker, &am); s != UCS_OK) {
+    return absl::UnavailableError(absl::StrCat("ucp_worker_set_am_recv_handler: ",
+                                               ucs_status_string(s)));
+  }
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  ep.sockaddr.addr = addr;
+  ep.sockaddr.addrlen = addr_len;
+  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = &OnEndpointError;
+  ep.err_handler.arg = ch.get();
+  if (s = ucp_ep_create(worker, &ep, &ch->control_ep_); s != UCS_OK) {
+    ch->control_ep_ = nullptr;
+    return absl::UnavailableError(absl::StrCat("ucp_ep_create: ", ucs_status_string(s)));
+  }
+  ch->ep_ = ch->control_ep_;
+  if (absl::Status st = ch->Handshake(deadline); !st.ok()) return st;
+  return ch;
+}
+
+absl::Status UcxChannel::Handshake(absl::Time deadline) {
+  absl::StatusOr<std::string> address = Unary(WireOp::kHello, nullptr, "", deadline);
+  if (!address.ok()) return address.status();
+  const uint64_t token = call_->value;
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.address = reinterpret_cast<const ucp_address_t*>(address->data());
+  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = &OnEndpointError;
+  ep.err_handler.arg = this;
+  ucp_ep_h data = nullptr;
+  if (ucs_status_t s = ucp_ep_create(worker_, &ep, &data); s != UCS_OK) {
+    return absl::UnavailableError(absl::StrCat("ucp_ep_create (data): ", ucs_status_string(s)));
+  }
+  ep_ = data;
+  // Attach: the token, then this worker's address for the daemon's reply endpoint.
+  ucp_address_t* mine = nullptr;
+  size_t mine_len = 0;
+  if (ucs_status_t s = ucp_worker_get_address(worker_, &mine, &mine_len); s != UCS_OK) {
+    return absl::UnavailableError(absl::StrCat("ucp_worker_get_address: ", ucs_status_string(s)));
+  }
+  std::string body(sizeof(token), '\0');
+  std::memcpy(body.data(), &token, sizeof(token));
+  body.append(reinterpret_cast<const char*>(mine), mine_len);
+  ucp_worker_release_address(worker_, mine);
+  return Unary(WireOp::kAttach, nullptr, body, deadline, wire::ucx::kFlagPeerErrorHandling)
+      .status();
+}
+
+UcxChannel::UcxChannel(ucp_worker_h worker, int efd) : worker_(worker), efd_(efd) {}
+
+UcxChannel::~UcxChannel() {
+  std::vector<void*> closing;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  for (ucp_ep_h ep : {ep_ != control_ep_ ? ep_ : nullptr, control_ep_}) {
+    if (ep == nullptr) continue;
+    void* r = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
+  }
+  // Force-closing fails every outstanding operation; wait until UCX let go of the buffers.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < give_up) {
+    ucp_worker_progress(worker_);
+    bool closed = true;
+    for (void* r : closing) closed = closed && ucp_request_check_status(r) != UCS_INPROGRESS;
+    if (closed && outstanding_ == 0) break;
+  }
+  for (void* r : closing) ucp_request_free(r);
+  ucp_worker_destroy(worker_);
+}
+
+void UcxChannel::OnEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+  UcxChannel* self = static_cast<UcxChannel*>(arg);
+  self->broken_ = true;
+  self->broken_reason_ = absl::StrCat("connection to kvstashd lost: ", ucs_status_string(status));
+}
+
+absl::Status UcxChannel::SendRequest(const void* header, size_t header_len, const void* data,
+                                     size_t size, ucp_mem_h memh) {
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.cb.send = &OnSent;
+  param.user_data = this;
+  param.flags = UCP_AM_SEND_FLAG_REPLY;
+  if (memh != nullptr) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    param.memh = memh;
+  }
+  void* request =
+      ucp_am_send_nbx(ep_, wire::ucx::kRequestAmId, header, header_len, data, size, &param);
+  if (request == nullptr) return absl::OkStatus();
+  if (UCS_PTR_IS_ERR(request)) {
+    broken_ = true;
+    broken_reason_ = absl::StrCat("send to kvstashd failed: ",
+                                  ucs_status_string(UCS_PTR_STATUS(request)));
+    return absl::UnavailableError(broken_reason_);
+  }
+  ++outstanding_;
+  return absl::OkStatus();
+}
+
+void UcxChannel::OnSent(void* request, ucs_status_t status, void* user_data) {
+  UcxChannel* self = static_cast<UcxChannel*>(user_data);
+  --self->outstanding_;
+  if (status != UCS_OK && !self->broken_) {
+    self->broken_ = true;
+    self->broken_reason_ = absl::StrCat("send to kvstashd failed: ", ucs_status_string(status));
+  }
+  ucp_request_free(request);
+}
+
+absl::Status UcxChannel::WaitFor(const std::function<bool()>& done, absl::Time deadline) {
+  auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  while (!done() || outstanding_ > 0) {
+    if (broken_) return absl::UnavailableError(broken_reason_);
+    if (ucp_worker_progress(worker_) != 0) continue;
+    if (std::chrono::steady_clock::now() < spin_until) {
+      sched_yield();
+      continue;
+    }
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      broken_ = true;  // replies may still arrive into caller buffers: drop the channel
+      broken_reason_ = "deadline exceeded";
+      return absl::DeadlineExceededError("kvstashd did not answer over UCX before the deadline");
+    }
+    const ucs_status_t s = ucp_worker_arm(worker_);
+    if (s == UCS_ERR_BUSY) continue;
+    pollfd pfd{efd_, POLLIN, 0};
+    poll(&pfd, 1, static_cast<int>(std::min(kMaxSleepMs, absl::ToInt64Milliseconds(left) + 1)));
+    spin_until = std::chrono::steady_clock::now() + kSpin;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> UcxChannel::Unary(WireOp op, const Key128* ns, const std::string& body,
+                                              absl::Time deadline, uint16_t flags) {
+  call_ = std::make_unique<Call>();
+  call_->op = static_cast<uint8_t>(op);
+  call_->id = next_request_id_++;
+  wire::ucx::RequestHeader h =
+      wire::ucx::MakeRequestHeader(op, call_->id, ns != nullptr ? ns->data() : nullptr);
+  h.flags = flags;
+  if (absl::Status s = SendRequest(&h, sizeof(h), body.data(), body.size(), nullptr); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = WaitFor([this] { return call_->replied; }, deadline); !s.ok()) return s;
+  if (!call_->status.ok()) return call_->status;
+  return std::move(call_->body);
+}
+
+absl::Status UcxChannel::Put(const Key128& ns, absl::Span<PutItem> items,
+                             absl::Span<const uint64_t> checksums, const MemhLookup& memh,
+                             absl::Time deadline) {
+  call_ = std::make_unique<Call>();
+  call_->op = static_cast<uint8_t>(WireOp::kPut);
+  call_->id = next_request_id_++;
+  call_->put_items = items;
+  call_->put_headers.resize(items.size());
+  const wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(WireOp::kPut, call_->id, ns.data());
+  for (size_t i = 0; i < items.size(); ++i) {
+    PutItem& item = items[i];
+    item.status = absl::UnavailableError("no answer from kvstashd for this chunk");
+    item.already_present = false;
+    wire::ucx::PutFields f{};
+    std::memcpy(f.key, item.key.data(), sizeof(f.key));
+    f.size_bytes = item.size;
+    f.checksum = checksums[i];
+    f.tokens = item.tokens;
+    f.format = item.format;
+    f.index = static_cast<uint32_t>(i);
+    f.count = static_cast<uint32_t>(items.size());
+    uint8_t* hdr = call_->put_headers[i].data();
+    std::memcpy(hdr, &h, sizeof(h));
+    std::memcpy(hdr + sizeof(h), &f, sizeof(f));
+    absl::Status s = SendRequest(hdr, kPutHeaderBytes, item.data, item.size,
+                                 memh ? memh(item.data, item.size) : nullptr);
+    if (!s.ok()) return s;
+  }
+  const size_t n = items.size();
+  if (absl::Status s = WaitFor([this, n] { return call_->replies == n; }, deadline); !s.ok()) {
+    return s;
+  }
+  return call_->status;
+}
+
+absl::Status UcxChannel::Get(const Key128& ns, absl::Span<GetItem> items, uint64_t lease_id,
+                             const MemhLookup& memh, absl::Time deadline) {
+  call_ = std::make_unique<Call>();
+  Call& c = *call_;
+  c.op = static_cast<uint8_t>(WireOp::kGet);
+  c.id = next_request_id_++;
+  c.get_items = items;
+  c.memh = &memh;
+  c.received.assign(items.size(), 0);
+  c.get_records.resize(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    items[i].status = absl::UnavailableError("no answer from kvstashd for this chunk");
+    std::memcpy(c.get_records[i].key, items[i].key.data(), 16);
+    c.get_records[i].capacity = items[i].data == nullptr ? 0 : items[i].capacity;
+  }
+  const wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(WireOp::kGet, c.id, ns.data());
+  wire::ucx::GetFields g{};
+  g.lease_id = lease_id;
+  g.count = static_cast<uint32_t>(items.size());
+  std::memcpy(c.get_header.data(), &h, sizeof(h));
+  std::memcpy(c.get_header.data() + sizeof(h), &g, sizeof(g));
+  absl::Status s = SendRequest(c.get_header.data(), kGetHeaderBytes, c.get_records.data(),
+                               c.get_records.size() * sizeof(wire::ucx::GetItemRecord), nullptr);
+  if (!s.ok()) return s;
+  const size_t n = items.size();
+  s = WaitFor([this, n] { return !call_->status.ok() || call_->items_done == n; }, deadline);
+  if (!s.ok()) return s;
+  return c.status;
+}
+
+ucs_status_t UcxChannel::OnReplyMessage(void* arg, const void* header, size_t header_length,
+                                        void* data, size_t length,
+                                        const ucp_am_recv_param_t* param) {
+  UcxChannel* self = static_cast<UcxChannel*>(arg);
+  ReplyHeader h;
+  if (absl::Status s = wire::ucx::ParseReplyHeader(header, header_length, &h); !s.ok()) {
+    self->broken_ = true;
+    self->broken_reason_ = std::string(s.message());
+    return UCS_OK;
+  }
+  if (self->call_ == nullptr || h.request_id != self->call_->id || h.op != self->call_->op) {
+    return UCS_OK;  // a reply to an abandoned call: drop it
+  }
+  ucs_status_t result = UCS_OK;
+  self->OnReply(h, data, length, param, &result);
+  return result;
+}
+
+void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
+                         const ucp_am_recv_param_t* param, ucs_status_t* result) {
+  Call& c = *call_;
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (h.op == static_cast<uint8_t>(WireOp::kGet)) return OnGetReply(h, data, length, param, result);
+  if (h.op == static_cast<uint8_t>(WireOp::kPut)) {
+    ++c.replies;
+    const absl::Status s = h.code == 0 ? absl::OkStatus() : ErrorOf(h, data, length, rndv);
+    if (h.index == wire::ucx::kWholeRequest) {
+      if (c.status.ok()) c.status = s;
+    } else if (h.index < c.put_items.size()) {
+      c.put_items[h.index].status = s;
+      c.put_items[h.index].already_present = (h.flags & wire::ucx::kFlagAlreadyPresent) != 0;
+    }
+    return;
+  }
+  if (h.code != 0) {
+    c.status = ErrorOf(h, data, length, rndv);
+    c.replied = true;
+    return;
+  }
+  c.value = h.size_bytes;
+  c.body.resize(length);
+  ReceiveInto(data, c.body.data(), length, rndv, nullptr,
+              [this](ucs_status_t) { call_->replied = true; }, result);
+}
+
+void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
+                            const ucp_am_recv_param_t* param, ucs_status_t* result) {
+  Call& c = *call_;
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (h.index == wire::ucx::kWholeRequest) {
+    c.status = ErrorOf(h, data, length, rndv);
+    if (c.status.ok()) c.status = absl::InternalError("Get failed without a code");
+    return;
+  }
+  if (h.index >= c.get_items.size()) return;
+  GetItem& item = c.get_items[h.index];
+  if (h.code != 0 || (h.flags & wire::ucx::kFlagTooLarge) != 0) {
+    item.size = h.size_bytes;
+    item.status = h.code != 0 ? ErrorOf(h, data, length, rndv)
+                              : absl::ResourceExhaustedError(absl::StrCat(
+                                    "chunk of ", h.size_bytes, " bytes exceeds the capacity of ",
+                                    item.capacity));
+    ++c.items_done;
+    return;
+  }
+  if (h.size_bytes > item.capacity || h.offset + length > h.size_bytes) {
+    broken_ = true;
+    broken_reason_ = absl::StrCat("kvstashd sent bytes [", h.offset, ", ", h.offset + length,
+                                  ") of a ", h.size_bytes, "-byte chunk into ", item.capacity);
+    return;
+  }
+  item.size = h.size_bytes;
+  item.tokens = h.tokens;
+  item.format = h.format;
+  item.checksum = h.checksum;
+  const uint32_t index = h.index;
+  ucp_mem_h memh = *c.memh ? (*c.memh)(item.data, item.capacity) : nullptr;
+  ReceiveInto(data, static_cast<uint8_t*>(item.data) + h.offset, length, rndv, memh,
+              [this, index, length](ucs_status_t s) {
+                if (s != UCS_OK) return;  // the endpoint failed; the call ends UNAVAILABLE
+                Call& call = *call_;
+                call.received[index] += length;
+                if (call.received[index] == call.get_items[index].size) {
+                  call.get_items[index].status = absl::OkStatus();
+                  ++call.items_done;
+                }
+              },
+              result);
+}
+
+void UcxChannel::ReceiveInto(void* desc, void* dst, size_t length, bool rndv, ucp_mem_h memh,
+                             std::function<void(ucs_status_t)> done, ucs_status_t* result) {
+  if (!rndv) {
+    if (length > 0) std::memcpy(dst, desc, length);
+    done(UCS_OK);
+    *result = UCS_OK;
+    return;
+  }
+  auto op = std::make_unique<RecvOp>(RecvOp{this, std::move(done)});
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.recv_am = &OnReceived;
+  param.user_data = op.get();
+  if (memh != nullptr) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+    param.memh = memh;
+  }
+  void* request = ucp_am_recv_data_nbx(worker_, desc, dst, length, &param);
+  *result = UCS_INPROGRESS;
+  if (request == nullptr) {
+    op->done(UCS_OK);
+  } else if (UCS_PTR_IS_ERR(request)) {
+    op->done(UCS_PTR_STATUS(request));
+  } else {
+    ++outstanding_;
+    op.release();  // OnReceived frees it
+  }
+}
+
+void UcxChannel::OnReceived(void* request, ucs_status_t status, size_t, void* user_data) {
+  std::unique_ptr<RecvOp> op(static_cast<RecvOp*>(user_data));
+  --op->channel->outstanding_;
+  op->done(status);
+  ucp_request_free(request);
+}
+
+}  // namespace kvstash::client_internal

@@ -1,0 +1,96 @@
+// UcxChannel: one UCP worker with its endpoints to the daemon, used by one call at a time.
+// Connecting takes two endpoints: one to the daemon's UCX port (UCX sockaddr connection
+// setup, over TCP; it stays open so either side notices the other's death), and one from
+// the worker address the daemon sends back (Hello), which may use any transport in the
+// list, shared memory included, and carries every request once attached (Attach).
+// The calling thread drives it: it sends the request messages and progresses the worker
+// itself until the replies are in, so a call costs no thread hand-off.
+//
+// Get replies are received straight into the caller's buffers (rendezvous data lands at
+// its offset; with a registered memory handle UCX skips its own registration). Put
+// payloads are sent from the caller's buffers. A call that fails mid-way (deadline, lost
+// connection) leaves the channel broken(); destroying it force-closes the endpoint and
+// waits for UCX to let go of every caller buffer before returning.
+//
+// Thread-safety: not thread-safe; UcxTransport hands each channel to one caller at a time.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "kvstash/client.h"
+#include "proto/ucx_wire.h"
+
+namespace kvstash::client_internal {
+
+// Finds the registered memory handle covering [data, data + size), or null.
+using MemhLookup = std::function<ucp_mem_h(const void* data, size_t size)>;
+
+class UcxChannel {
+ public:
+  // Creates a worker on `context`, connects to `addr` and attaches the data endpoint.
+  // UNAVAILABLE when the daemon is unreachable, DEADLINE_EXCEEDED past `deadline`.
+  static absl::StatusOr<std::unique_ptr<UcxChannel>> Connect(ucp_context_h context,
+                                                             const sockaddr* addr,
+                                                             socklen_t addr_len,
+                                                             absl::Time deadline);
+  ~UcxChannel();
+
+  // True once the endpoint failed or a call was abandoned; the channel must be dropped.
+  bool broken() const { return broken_; }
+
+  // Sends `body` as a unary request of `op` and returns the reply body (a serialized
+  // kvstash.v1 response), or the daemon's error.
+  absl::StatusOr<std::string> Unary(wire::ucx::Op op, const Key128* ns, const std::string& body,
+                                    absl::Time deadline, uint16_t flags = 0);
+  // One request message per item, all in flight at once; fills each item's result.
+  absl::Status Put(const Key128& ns, absl::Span<PutItem> items,
+                   absl::Span<const uint64_t> checksums, const MemhLookup& memh,
+                   absl::Time deadline);
+  // One request for every item; fills each item's buffer and result.
+  absl::Status Get(const Key128& ns, absl::Span<GetItem> items, uint64_t lease_id,
+                   const MemhLookup& memh, absl::Time deadline);
+
+ private:
+  struct Call;  // the state of the call in progress
+  UcxChannel(ucp_worker_h worker, int efd);
+  // Hello on the sockaddr endpoint, then the data endpoint and Attach on it.
+  absl::Status Handshake(absl::Time deadline);
+  absl::Status SendRequest(const void* header, size_t header_len, const void* data, size_t size,
+                           ucp_mem_h memh);
+  // Progresses the worker until `done()` or `deadline` (DEADLINE_EXCEEDED, channel broken)
+  // or the endpoint fails (UNAVAILABLE, channel broken).
+  absl::Status WaitFor(const std::function<bool()>& done, absl::Time deadline);
+  void OnReply(const wire::ucx::ReplyHeader& h, void* data, size_t length,
+               const ucp_am_recv_param_t* param, ucs_status_t* result);
+  void OnGetReply(const wire::ucx::ReplyHeader& h, void* data, size_t length,
+                  const ucp_am_recv_param_t* param, ucs_status_t* result);
+  void ReceiveInto(void* desc, void* dst, size_t length, bool rndv, ucp_mem_h memh,
+                   std::function<void(ucs_status_t)> done, ucs_status_t* result);
+
+  static ucs_status_t OnReplyMessage(void* arg, const void* header, size_t header_length,
+                                     void* data, size_t length, const ucp_am_recv_param_t* param);
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void OnSent(void* request, ucs_status_t status, void* user_data);
+  static void OnReceived(void* request, ucs_status_t status, size_t length, void* user_data);
+
+  ucp_worker_h worker_ = nullptr;
+  ucp_ep_h control_ep_ = nullptr;  // the sockaddr endpoint
+  ucp_ep_h ep_ = nullptr;          // where requests go: the data endpoint once attached
+  const int efd_;
+  bool broken_ = false;
+  std::string broken_reason_;
+  uint64_t next_request_id_ = 1;
+  int64_t outstanding_ = 0;  // sends and receives UCX still holds buffers of
+  std::unique_ptr<Call> call_;
+};
+
+}  // namespace kvstash::client_internal

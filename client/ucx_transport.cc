@@ -1,0 +1,258 @@
+#include "client/ucx_transport.h"
+
+#include <netdb.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "client/wire_convert.h"
+#include "proto/namespace_spec.h"
+
+namespace kvstash::client_internal {
+namespace {
+
+using WireOp = wire::ucx::Op;
+
+template <typename Resp>
+absl::StatusOr<Resp> ParseResponse(const absl::StatusOr<std::string>& body) {
+  if (!body.ok()) return body.status();
+  Resp resp;
+  if (!resp.ParseFromString(*body)) {
+    return absl::InternalError("kvstashd sent an unparsable UCX reply body");
+  }
+  return resp;
+}
+
+std::string KeysRequestBody(const Key128& ns, absl::Span<const Key128> keys) {
+  v1::KeysRequest req;
+  req.set_namespace_id(KeyToBytes(ns));
+  req.set_keys(KeysToBytes(keys));
+  return req.SerializeAsString();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::string& host,
+                                                                   int port,
+                                                                   const ClientOptions& options) {
+  ucp_config_t* config = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_config_read: ", ucs_status_string(s)));
+  if (absl::Status c = wire::ucx::ConfigureUcx(options.ucx_tls, config); !c.ok()) {
+    ucp_config_release(config);
+    return absl::InvalidArgumentError(absl::StrCat("ucx_tls: ", c.message()));
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  ucp_context_h context = nullptr;
+  s = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_init: ", ucs_status_string(s)));
+  const std::string address = absl::StrCat(host, ":", port);
+  std::unique_ptr<UcxTransport> t(new UcxTransport(address, context));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", address, ": ", gai_strerror(rc)));
+  }
+  std::memcpy(&t->addr_, found->ai_addr, found->ai_addrlen);
+  t->addr_len_ = found->ai_addrlen;
+  freeaddrinfo(found);
+  return t;
+}
+
+UcxTransport::UcxTransport(const std::string& address, ucp_context_h context)
+    : address_(address),
+      context_(context),
+      memh_lookup_([this](const void* data, size_t size) { return FindMemh(data, size); }) {}
+
+UcxTransport::~UcxTransport() {
+  {
+    absl::MutexLock lock(&mu_);
+    idle_.clear();
+    for (auto& [start, region] : regions_) ucp_mem_unmap(context_, region.memh);
+    regions_.clear();
+  }
+  ucp_cleanup(context_);
+}
+
+absl::StatusOr<std::unique_ptr<UcxChannel>> UcxTransport::Acquire(absl::Time deadline) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<UcxChannel> ch = std::move(idle_.back());
+      idle_.pop_back();
+      return ch;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<UcxChannel>> ch =
+      UcxChannel::Connect(context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_,
+                          deadline);
+  if (!ch.ok()) {
+    return absl::Status(ch.status().code(), absl::StrCat("kvstashd at ucx://", address_, ": ",
+                                                         ch.status().message()));
+  }
+  return ch;
+}
+
+void UcxTransport::Release(std::unique_ptr<UcxChannel> channel) {
+  std::vector<std::unique_ptr<UcxChannel>> dropped;
+  absl::MutexLock lock(&mu_);
+  if (!channel->broken()) {
+    idle_.push_back(std::move(channel));
+    return;
+  }
+  // One broken connection usually means the daemon went away: the idle ones are stale
+  // too, and a retry should connect afresh rather than find that out one by one.
+  dropped.swap(idle_);
+  mu_.Unlock();
+  channel.reset();
+  dropped.clear();
+  mu_.Lock();
+}
+
+absl::Status UcxTransport::WaitConnected(absl::Time deadline) {
+  CallContext ctx;
+  ctx.deadline = deadline;
+  return Health(ctx).status();
+}
+
+absl::StatusOr<std::string> UcxTransport::Unary(const CallContext& ctx, WireOp op,
+                                                const Key128* ns, const std::string& body) {
+  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = Acquire(ctx.deadline);
+  if (!ch.ok()) return ch.status();
+  absl::StatusOr<std::string> out = (*ch)->Unary(op, ns, body, ctx.deadline);
+  Release(std::move(*ch));
+  return out;
+}
+
+absl::StatusOr<Key128> UcxTransport::RegisterNamespace(const CallContext& ctx,
+                                                       const Namespace& spec) {
+  v1::RegisterNamespaceRequest req;
+  *req.mutable_spec() = wire::NamespaceToProto(spec);
+  auto resp = ParseResponse<v1::RegisterNamespaceResponse>(
+      Unary(ctx, WireOp::kRegisterNamespace, nullptr, req.SerializeAsString()));
+  if (!resp.ok()) return resp.status();
+  return KeyFromBytes(resp->namespace_id(), "namespace id");
+}
+
+absl::StatusOr<LookupResult> UcxTransport::Lookup(const CallContext& ctx, const Key128& ns,
+                                                  absl::Span<const Key128> keys,
+                                                  uint32_t lease_ms) {
+  v1::LookupRequest req;
+  req.set_namespace_id(KeyToBytes(ns));
+  req.set_keys(KeysToBytes(keys));
+  req.set_lease_ms(lease_ms);
+  auto resp = ParseResponse<v1::LookupResponse>(
+      Unary(ctx, WireOp::kLookup, &ns, req.SerializeAsString()));
+  if (!resp.ok()) return resp.status();
+  if (resp->hit_count() > keys.size() || resp->tiers().size() != resp->hit_count()) {
+    return absl::InternalError(absl::StrCat("LookupResponse: ", resp->hit_count(), " hits, ",
+                                            resp->tiers().size(), " tiers for ", keys.size(),
+                                            " keys"));
+  }
+  LookupResult out;
+  out.hit_count = resp->hit_count();
+  out.tiers = TiersFromBytes(resp->tiers());
+  out.lease_id = resp->lease_id();
+  return out;
+}
+
+absl::Status UcxTransport::Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
+                               absl::Span<const uint64_t> checksums) {
+  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = Acquire(ctx.deadline);
+  if (!ch.ok()) return ch.status();
+  absl::Status s = (*ch)->Put(ns, items, checksums, memh_lookup_, ctx.deadline);
+  Release(std::move(*ch));
+  return s;
+}
+
+absl::Status UcxTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
+                               uint64_t lease_id) {
+  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = Acquire(ctx.deadline);
+  if (!ch.ok()) return ch.status();
+  absl::Status s = (*ch)->Get(ns, items, lease_id, memh_lookup_, ctx.deadline);
+  Release(std::move(*ch));
+  return s;
+}
+
+absl::StatusOr<std::vector<ChunkTier>> UcxTransport::Exists(const CallContext& ctx,
+                                                            const Key128& ns,
+                                                            absl::Span<const Key128> keys) {
+  auto resp = ParseResponse<v1::ExistsResponse>(
+      Unary(ctx, WireOp::kExists, &ns, KeysRequestBody(ns, keys)));
+  if (!resp.ok()) return resp.status();
+  if (resp->present().size() != keys.size()) {
+    return absl::InternalError(absl::StrCat("ExistsResponse: ", resp->present().size(),
+                                            " answers for ", keys.size(), " keys"));
+  }
+  return TiersFromBytes(resp->present());
+}
+
+absl::StatusOr<uint32_t> UcxTransport::Delete(const CallContext& ctx, const Key128& ns,
+                                              absl::Span<const Key128> keys) {
+  auto resp = ParseResponse<v1::DeleteResponse>(
+      Unary(ctx, WireOp::kDelete, &ns, KeysRequestBody(ns, keys)));
+  if (!resp.ok()) return resp.status();
+  return resp->deleted();
+}
+
+absl::StatusOr<ServerStats> UcxTransport::Stats(const CallContext& ctx, const Key128* ns) {
+  v1::StatsRequest req;
+  if (ns != nullptr) req.set_namespace_id(KeyToBytes(*ns));
+  auto resp = ParseResponse<v1::StatsResponse>(
+      Unary(ctx, WireOp::kStats, ns, req.SerializeAsString()));
+  if (!resp.ok()) return resp.status();
+  return StatsFromProto(*resp, ns);
+}
+
+absl::StatusOr<HealthInfo> UcxTransport::Health(const CallContext& ctx) {
+  auto resp = ParseResponse<v1::HealthResponse>(
+      Unary(ctx, WireOp::kHealth, nullptr, v1::HealthRequest().SerializeAsString()));
+  if (!resp.ok()) return resp.status();
+  return HealthFromProto(*resp);
+}
+
+absl::Status UcxTransport::RegisterMemory(const void* data, size_t size) {
+  ucp_mem_map_params_t params{};
+  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  params.address = const_cast<void*>(data);
+  params.length = size;
+  ucp_mem_h memh = nullptr;
+  if (ucs_status_t s = ucp_mem_map(context_, &params, &memh); s != UCS_OK) {
+    return absl::InvalidArgumentError(absl::StrCat("ucp_mem_map: ", ucs_status_string(s)));
+  }
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = regions_.emplace(reinterpret_cast<uintptr_t>(data), Region{size, memh});
+  if (!inserted) {
+    ucp_mem_unmap(context_, memh);
+    return absl::AlreadyExistsError("memory at this address is already registered");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UcxTransport::UnregisterMemory(const void* data) {
+  absl::MutexLock lock(&mu_);
+  auto it = regions_.find(reinterpret_cast<uintptr_t>(data));
+  if (it == regions_.end()) return absl::NotFoundError("memory at this address is not registered");
+  ucp_mem_unmap(context_, it->second.memh);
+  regions_.erase(it);
+  return absl::OkStatus();
+}
+
+ucp_mem_h UcxTransport::FindMemh(const void* data, size_t size) const {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data);
+  absl::MutexLock lock(&mu_);
+  auto it = regions_.upper_bound(p);
+  if (it == regions_.begin()) return nullptr;
+  --it;
+  if (p + size > it->first + it->second.size) return nullptr;
+  return it->second.memh;
+}
+
+}  // namespace kvstash::client_internal

@@ -1,0 +1,109 @@
+#include "proto/ucx_wire.h"
+
+#include <ucp/api/ucp.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace kvstash::wire::ucx {
+
+RequestHeader MakeRequestHeader(Op op, uint64_t request_id, const uint8_t* namespace_id) {
+  RequestHeader h{};
+  h.magic = kMagic;
+  h.version = kVersion;
+  h.op = static_cast<uint8_t>(op);
+  h.request_id = request_id;
+  if (namespace_id != nullptr) std::memcpy(h.namespace_id, namespace_id, sizeof(h.namespace_id));
+  return h;
+}
+
+ReplyHeader MakeReplyHeader(uint8_t op, uint64_t request_id) {
+  ReplyHeader h{};
+  h.magic = kMagic;
+  h.version = kVersion;
+  h.op = op;
+  h.request_id = request_id;
+  return h;
+}
+
+size_t RequestHeaderLength(Op op) {
+  switch (op) {
+    case Op::kPut:
+      return sizeof(RequestHeader) + sizeof(PutFields);
+    case Op::kGet:
+      return sizeof(RequestHeader) + sizeof(GetFields);
+    default:
+      return sizeof(RequestHeader);
+  }
+}
+
+absl::Status ParseRequestHeader(const void* header, size_t length, RequestHeader* out) {
+  if (header == nullptr || length < sizeof(RequestHeader)) {
+    return absl::InvalidArgumentError(absl::StrCat("UCX request header of ", length,
+                                                   " bytes; at least ", sizeof(RequestHeader),
+                                                   " expected"));
+  }
+  std::memcpy(out, header, sizeof(RequestHeader));
+  if (out->magic != kMagic) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UCX request header: bad magic 0x", absl::Hex(out->magic)));
+  }
+  if (out->version != kVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("UCX request header: unsupported version ",
+                                                   out->version, " (this daemon speaks ",
+                                                   kVersion, ")"));
+  }
+  if (out->op == 0 || out->op > kMaxOp) {
+    return absl::InvalidArgumentError(absl::StrCat("UCX request header: unknown op ", out->op));
+  }
+  const size_t want = RequestHeaderLength(static_cast<Op>(out->op));
+  if (length != want) {
+    return absl::InvalidArgumentError(absl::StrCat("UCX request header for op ", out->op, " is ",
+                                                   length, " bytes; expected ", want));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseReplyHeader(const void* header, size_t length, ReplyHeader* out) {
+  if (header == nullptr || length != sizeof(ReplyHeader)) {
+    return absl::InternalError(absl::StrCat("UCX reply header of ", length, " bytes; expected ",
+                                            sizeof(ReplyHeader)));
+  }
+  std::memcpy(out, header, sizeof(ReplyHeader));
+  if (out->magic != kMagic || out->version != kVersion) {
+    return absl::InternalError("UCX reply header: bad magic or version");
+  }
+  return absl::OkStatus();
+}
+
+std::string WithConnectionTransport(const std::string& tls) {
+  if (tls.empty() || tls[0] == '^') return tls;
+  for (absl::string_view t : absl::StrSplit(tls, ',')) {
+    if (t == "all" || t == "tcp" || t == "ib" || t == "rc" || t == "rc_x" || t == "rc_v" ||
+        t == "dc" || t == "dc_x" || t == "ud" || t == "ud_x" || t == "ud_v") {
+      return tls;
+    }
+  }
+  return absl::StrCat(tls, ",tcp");
+}
+
+absl::Status ConfigureUcx(const std::string& tls, void* ucp_config) {
+  auto* config = static_cast<ucp_config_t*>(ucp_config);
+  const char* env = getenv("UCX_TLS");
+  const std::string all = WithConnectionTransport(!tls.empty() ? tls : env != nullptr ? env : "");
+  if (!all.empty()) {
+    if (ucs_status_t s = ucp_config_modify(config, "TLS", all.c_str()); s != UCS_OK) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("UCX transports \"", tls, "\": ", ucs_status_string(s)));
+    }
+  }
+  if (getenv("UCX_MM_ERROR_HANDLING") == nullptr) {
+    (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");  // older UCX: no such option
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvstash::wire::ucx

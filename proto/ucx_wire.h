@@ -1,0 +1,146 @@
+// The UCX data plane's message layout (docs/protocol.md, "UCX data plane"): fixed-size,
+// little-endian headers carried as UCP active-message headers, and the helpers that
+// encode and validate them. Client and server share this file so the two cannot drift.
+//
+// Every request is one active message with id kRequestAmId: a RequestHeader (plus, for
+// Put, a PutFields block) as the AM header, and a body as the AM data (the chunk payload
+// for Put, key/capacity records for Get, a serialized kvstash.v1 request message for the
+// unary ops). Every answer is one or more active messages with id kReplyAmId: a
+// ReplyHeader as the AM header and a body (payload bytes, an error message, or a
+// serialized kvstash.v1 response message).
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace kvstash::wire::ucx {
+
+inline constexpr uint16_t kRequestAmId = 1;
+inline constexpr uint16_t kReplyAmId = 2;
+inline constexpr uint32_t kMagic = 0x5553564B;  // "KVSU" read as little-endian bytes
+inline constexpr uint8_t kVersion = 1;
+// ReplyHeader.index of an answer that concerns the whole request, not one item.
+inline constexpr uint32_t kWholeRequest = 0xFFFFFFFFu;
+
+enum class Op : uint8_t {
+  kHealth = 1,             // body: v1.HealthRequest            reply: v1.HealthResponse
+  kRegisterNamespace = 2,  // body: v1.RegisterNamespaceRequest reply: ...Response
+  kLookup = 3,             // body: v1.LookupRequest            reply: v1.LookupResponse
+  kExists = 4,             // body: v1.KeysRequest              reply: v1.ExistsResponse
+  kDelete = 5,             // body: v1.KeysRequest              reply: v1.DeleteResponse
+  kStats = 6,              // body: v1.StatsRequest             reply: v1.StatsResponse
+  kPut = 7,                // one chunk; header + PutFields, body: the payload
+  kGet = 8,                // body: GetItemRecord x count; replies: one or more per item
+  kHello = 9,   // on the sockaddr endpoint; reply: body = the daemon worker's UCP address,
+                // ReplyHeader.size_bytes = a token naming this connection
+  kAttach = 10,  // on the endpoint created from that address; body: the token (8 bytes
+                 // LE) + the client worker's UCP address, for the daemon's reply endpoint
+};
+inline constexpr uint8_t kMaxOp = 10;
+
+// RequestHeader.flags of Attach: the client's data endpoint handles peer failures (the
+// daemon's reply endpoint must use the same error handling mode).
+inline constexpr uint16_t kFlagPeerErrorHandling = 1;
+
+// ReplyHeader.flags.
+inline constexpr uint16_t kFlagAlreadyPresent = 1;  // Put: the key was already stored
+inline constexpr uint16_t kFlagTooLarge = 2;        // Get: chunk exceeds the capacity sent
+
+#pragma pack(push, 1)
+// First bytes of every request AM header. 32 bytes.
+struct RequestHeader {
+  uint32_t magic;
+  uint8_t version;
+  uint8_t op;  // Op
+  uint16_t flags;  // 0, except kFlagPeerErrorHandling on Attach
+  uint64_t request_id;  // chosen by the client, echoed in every reply
+  uint8_t namespace_id[16];  // zero for Health / RegisterNamespace / Stats
+};
+// Follows RequestHeader in the AM header of a Put. 48 bytes.
+struct PutFields {
+  uint8_t key[16];
+  uint64_t size_bytes;  // must equal the AM data length
+  uint64_t checksum;    // XXH3-64 of the payload, 0 = the daemon computes it
+  uint32_t tokens;
+  uint32_t format;
+  uint32_t index;  // position of this chunk in the client's Put call, echoed in the reply
+  uint32_t count;  // chunks in the client's Put call
+};
+// Follows RequestHeader in the AM header of a Get. 16 bytes.
+struct GetFields {
+  uint64_t lease_id;  // 0 = none
+  uint32_t count;     // items (GetItemRecord) in the body
+  uint32_t reserved;  // 0
+};
+// One Get item in the request body. 24 bytes.
+struct GetItemRecord {
+  uint8_t key[16];
+  uint64_t capacity;  // bytes the client can receive; larger chunks come back kFlagTooLarge
+};
+// The AM header of every reply. 64 bytes.
+struct ReplyHeader {
+  uint32_t magic;
+  uint8_t version;
+  uint8_t op;  // the request's op
+  uint16_t flags;  // kFlag*
+  uint64_t request_id;
+  int32_t code;    // google.rpc.Code / absl::StatusCode; non-zero: body is the message
+  uint32_t index;  // item index (Put: as sent in PutFields order, Get: record), or kWholeRequest
+  uint64_t size_bytes;  // Get: the chunk's size
+  uint64_t checksum;    // Get: XXH3-64 of the chunk
+  uint32_t tokens;      // Get
+  uint32_t format;      // Get
+  uint64_t offset;      // Get: where the body's bytes go within the chunk
+  uint64_t reserved;    // 0
+};
+#pragma pack(pop)
+
+static_assert(sizeof(RequestHeader) == 32);
+static_assert(sizeof(PutFields) == 48);
+static_assert(sizeof(GetFields) == 16);
+static_assert(sizeof(GetItemRecord) == 24);
+static_assert(sizeof(ReplyHeader) == 64);
+
+// A request header with magic and version filled in.
+RequestHeader MakeRequestHeader(Op op, uint64_t request_id, const uint8_t* namespace_id);
+// A reply to `request` with magic, version, op and request id filled in.
+ReplyHeader MakeReplyHeader(uint8_t op, uint64_t request_id);
+
+// Reads the request header of an AM header of `length` bytes. INVALID_ARGUMENT names the
+// problem: too short, bad magic, unsupported version, unknown op, or a header length that
+// does not fit the op. `*out` is filled whenever at least 32 bytes arrived, so the error
+// can still be answered under the request's id.
+absl::Status ParseRequestHeader(const void* header, size_t length, RequestHeader* out);
+// Reads the reply header. INVALID_ARGUMENT for a short header, bad magic or version.
+absl::Status ParseReplyHeader(const void* header, size_t length, ReplyHeader* out);
+
+// Size of the AM header for `op`: RequestHeader plus its op-specific block.
+size_t RequestHeaderLength(Op op);
+
+// UCX's sockaddr connection setup needs a network transport in the list, while the data
+// endpoint (created from the worker address) may use any, shared memory included. Returns
+// `tls` with ",tcp" appended when it names transports but none a connection can be set up
+// over; "" (UCX's default) and exclusion lists ("^...") come back unchanged.
+std::string WithConnectionTransport(const std::string& tls);
+
+// Applies the UCX options both sides need to `config`: the transport list `tls` (empty:
+// UCX_TLS from the environment) as WithConnectionTransport extends it, and peer-failure handling on the shared-memory transports
+// (MM_ERROR_HANDLING), without which UCX leaves them out of endpoints that handle peer
+// failures, i.e. out of every kvstash endpoint.
+absl::Status ConfigureUcx(const std::string& tls, void* ucp_config);
+
+// Copies a trailing struct that follows RequestHeader in an AM header.
+template <typename T>
+T ReadFields(const void* header) {
+  T out;
+  std::memcpy(&out, static_cast<const uint8_t*>(header) + sizeof(RequestHeader), sizeof(T));
+  return out;
+}
+
+}  // namespace kvstash::wire::ucx

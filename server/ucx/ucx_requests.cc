@@ -1,0 +1,395 @@
+#include "server/ucx/ucx_requests.h"
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/grpc_service.h"
+#include "server/ucx/ucx_worker.h"
+
+namespace kvstash::server::ucx {
+namespace {
+
+using wire::ucx::GetFields;
+using wire::ucx::GetItemRecord;
+using wire::ucx::PutFields;
+using wire::ucx::ReplyHeader;
+using wire::ucx::RequestHeader;
+using WireOp = wire::ucx::Op;
+
+// One request message being served.
+struct Request {
+  UcxWorker* worker = nullptr;
+  ConnectionPtr conn;
+  RequestHeader header{};
+  TransportMetrics::Clock::time_point start;
+
+  const UcxServiceEnv& env() const { return worker->env(); }
+  ReplyHeader Reply(uint32_t index) const {
+    ReplyHeader r = wire::ucx::MakeReplyHeader(header.op, header.request_id);
+    r.index = index;
+    return r;
+  }
+  // Answers the whole request with `status` and records the call.
+  void Fail(const absl::Status& status) const;
+};
+
+Op MetricOp(uint8_t op) {
+  switch (static_cast<WireOp>(op)) {
+    case WireOp::kRegisterNamespace:
+      return Op::kRegisterNamespace;
+    case WireOp::kLookup:
+      return Op::kLookup;
+    case WireOp::kExists:
+      return Op::kExists;
+    case WireOp::kDelete:
+      return Op::kDelete;
+    case WireOp::kStats:
+      return Op::kStats;
+    case WireOp::kPut:
+      return Op::kPut;
+    case WireOp::kGet:
+      return Op::kGet;
+    default:
+      return Op::kHealth;
+  }
+}
+
+void Request::Fail(const absl::Status& status) const {
+  worker->SendError(conn, Reply(wire::ucx::kWholeRequest), status);
+  env().metrics->RecordCall(MetricOp(header.op), static_cast<int>(status.code()), start);
+}
+
+bool IsRendezvous(const ucp_am_recv_param_t* param) {
+  return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+}
+
+absl::StatusOr<Key128> ResolveNamespace(const Request& req) {
+  const auto* id = reinterpret_cast<const char*>(req.header.namespace_id);
+  return req.env().env->registry->Resolve(absl::string_view(id, 16));
+}
+
+// Starts receiving a rendezvous payload into `buffer`/`count` (contiguous bytes, or
+// `count` ucp_dt_iov_t entries when `iov`); `done(status)` runs once it is complete.
+// Returns the value for the AM callback.
+struct Receive {
+  UcxWorker* worker;
+  std::function<void(ucs_status_t)> done;
+};
+
+void OnReceived(void* request, ucs_status_t status, size_t, void* user_data) {
+  std::unique_ptr<Receive> r(static_cast<Receive*>(user_data));
+  r->worker->OpEnded();
+  r->done(status);
+  ucp_request_free(request);
+}
+
+ucs_status_t StartReceive(UcxWorker* worker, void* desc, void* buffer, size_t count, bool iov,
+                          std::function<void(ucs_status_t)> done) {
+  auto r = std::make_unique<Receive>(Receive{worker, std::move(done)});
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.recv_am = &OnReceived;
+  param.user_data = r.get();
+  if (iov) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype = ucp_dt_make_iov();
+  }
+  void* request = ucp_am_recv_data_nbx(worker->handle(), desc, buffer, count, &param);
+  if (request == nullptr) {
+    r->done(UCS_OK);
+  } else if (UCS_PTR_IS_ERR(request)) {
+    r->done(UCS_PTR_STATUS(request));
+  } else {
+    worker->OpStarted();
+    r.release();  // OnReceived owns it now
+  }
+  return UCS_INPROGRESS;
+}
+
+// Runs `fn(body)` once the message's whole data is in memory: at once for eager data,
+// after a receive into a heap buffer for rendezvous data.
+ucs_status_t WithBody(const Request& req, void* data, size_t length,
+                      const ucp_am_recv_param_t* param,
+                      std::function<void(const Request&, absl::string_view)> fn) {
+  if (!IsRendezvous(param)) {
+    fn(req, absl::string_view(static_cast<const char*>(data), length));
+    return UCS_OK;
+  }
+  auto body = std::make_shared<std::string>(length, '\0');
+  return StartReceive(req.worker, data, body->data(), length, false,
+                      [req, body, fn = std::move(fn)](ucs_status_t s) {
+                        if (s == UCS_OK) {
+                          fn(req, *body);
+                        } else {
+                          req.Fail(absl::UnavailableError(absl::StrCat(
+                              "receiving the request body failed: ", ucs_status_string(s))));
+                        }
+                      });
+}
+
+// ---------------------------------------------------------------- unary calls
+
+ucs_status_t HandleUnary(const Request& req, void* data, size_t length,
+                         const ucp_am_recv_param_t* param) {
+  return WithBody(req, data, length, param, [](const Request& r, absl::string_view body) {
+    std::string out;
+    const Op op = MetricOp(r.header.op);
+    absl::Status s = r.env().service->CallUnary(op, body, r.env().metrics, &out);
+    if (!s.ok()) {
+      r.Fail(s);
+      return;
+    }
+    r.env().metrics->RecordCall(op, 0, r.start);
+    r.worker->Send(r.conn, r.Reply(wire::ucx::kWholeRequest), nullptr, 0, std::move(out), nullptr);
+  });
+}
+
+// ---------------------------------------------------------------- Put
+
+// Decides the chunk's result once its bytes are in (or failed to arrive) and replies.
+void FinishPut(const Request& req, const PutFields& f, std::unique_ptr<storage::PendingChunk> pending,
+               absl::Status s) {
+  const UcxServiceEnv& env = req.env();
+  if (s.ok()) s = env.env->store->CommitPut(std::move(pending));
+  pending.reset();  // a failed receive drops the reservation: no trace in the store
+  env.metrics->AddPutResult(s.ok() ? PutResult::kStored : PutResult::kFailed);
+  env.metrics->RecordCall(Op::kPut, static_cast<int>(s.code()), req.start);
+  ReplyHeader reply = req.Reply(f.index);
+  if (s.ok()) {
+    req.worker->Send(req.conn, reply, nullptr, 0, {}, nullptr);
+  } else {
+    req.worker->SendError(req.conn, reply, s);
+  }
+}
+
+absl::Status CheckPut(const Request& req, const PutFields& f, size_t length) {
+  const uint32_t max_keys = req.env().env->limits.max_keys_per_request;
+  if (f.size_bytes == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk ", f.index, ": size_bytes is 0"));
+  }
+  if (f.size_bytes != length) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk ", f.index, ": size_bytes is ",
+                                                   f.size_bytes, " but the message carries ",
+                                                   length, " payload bytes"));
+  }
+  if (f.index >= max_keys || f.count > max_keys) {
+    return absl::InvalidArgumentError(absl::StrCat("more than server.max_keys_per_request (",
+                                                   max_keys, ") chunks in one Put call"));
+  }
+  return absl::OkStatus();
+}
+
+// Receives a rendezvous payload straight into the pending chunk's memory: one contiguous
+// buffer when its segments are adjacent (the usual case), an iovec otherwise.
+ucs_status_t ReceivePut(const Request& req, const PutFields& f, void* desc,
+                        std::unique_ptr<storage::PendingChunk> pending) {
+  absl::Span<const storage::MutableSegment> segs = pending->segments();
+  auto iov = std::make_shared<std::vector<ucp_dt_iov_t>>();
+  for (const storage::MutableSegment& seg : segs) {
+    if (!iov->empty() && static_cast<uint8_t*>(iov->back().buffer) + iov->back().length == seg.data) {
+      iov->back().length += seg.size;
+    } else {
+      iov->push_back({seg.data, seg.size});
+    }
+  }
+  const bool contiguous = iov->size() == 1;
+  void* buffer = contiguous ? (*iov)[0].buffer : static_cast<void*>(iov->data());
+  const size_t count = contiguous ? f.size_bytes : iov->size();
+  auto held = std::make_shared<std::unique_ptr<storage::PendingChunk>>(std::move(pending));
+  return StartReceive(req.worker, desc, buffer, count, !contiguous,
+                      [req, f, held, iov](ucs_status_t s) {
+                        absl::Status status;
+                        if (s == UCS_OK) {
+                          req.env().metrics->AddReceivedBytes(f.size_bytes);
+                          (*held)->MarkWritten(f.size_bytes);
+                        } else {
+                          status = absl::UnavailableError(
+                              absl::StrCat("receiving the chunk failed: ", ucs_status_string(s)));
+                        }
+                        FinishPut(req, f, std::move(*held), status);
+                      });
+}
+
+ucs_status_t HandlePut(const Request& req, const void* header, void* data, size_t length,
+                       const ucp_am_recv_param_t* param) {
+  const PutFields f = wire::ucx::ReadFields<PutFields>(header);
+  absl::StatusOr<Key128> ns = ResolveNamespace(req);
+  absl::Status s = ns.ok() ? CheckPut(req, f, length) : ns.status();
+  if (!s.ok()) {
+    req.Fail(s);
+    return UCS_OK;  // a rendezvous payload not received is dropped; the sender completes
+  }
+  storage::ChunkId id{*ns, {}};
+  std::memcpy(id.key.data(), f.key, id.key.size());
+  storage::ChunkMeta meta{f.size_bytes, f.tokens, f.format, f.checksum};
+  auto pending = req.env().env->store->BeginPut(id, meta);
+  if (!pending.ok()) {
+    ReplyHeader reply = req.Reply(f.index);
+    const bool present = absl::IsAlreadyExists(pending.status());
+    req.env().metrics->AddPutResult(present ? PutResult::kAlreadyPresent : PutResult::kFailed);
+    req.env().metrics->RecordCall(Op::kPut, present ? 0 : pending.status().raw_code(), req.start);
+    if (present) {
+      reply.flags = wire::ucx::kFlagAlreadyPresent;
+      req.worker->Send(req.conn, reply, nullptr, 0, {}, nullptr);
+    } else {
+      req.worker->SendError(req.conn, reply, pending.status());
+    }
+    return UCS_OK;
+  }
+  if (IsRendezvous(param)) return ReceivePut(req, f, data, std::move(*pending));
+  req.env().metrics->AddReceivedBytes(length);
+  absl::Status append = (*pending)->Append(data, length);
+  FinishPut(req, f, std::move(*pending), append);
+  return UCS_OK;
+}
+
+// ---------------------------------------------------------------- Get
+
+// Sends chunk `index` as one reply per contiguous run of its stored memory.
+void SendChunk(const Request& req, uint32_t index, const storage::ChunkRef& chunk) {
+  const storage::ChunkMeta& meta = chunk->meta();
+  ReplyHeader reply = req.Reply(index);
+  reply.size_bytes = meta.size_bytes;
+  reply.checksum = meta.checksum;
+  reply.tokens = meta.tokens;
+  reply.format = meta.format;
+  absl::Span<const storage::Segment> segs = chunk->segments();
+  uint64_t offset = 0;
+  for (size_t i = 0; i < segs.size();) {
+    const uint8_t* start = segs[i].data;
+    size_t run = segs[i].size;
+    for (++i; i < segs.size() && start + run == segs[i].data; ++i) run += segs[i].size;
+    reply.offset = offset;
+    req.worker->Send(req.conn, reply, start, run, {}, chunk);
+    offset += run;
+  }
+}
+
+void ServeGet(const Request& req, const Key128& ns, const GetFields& g, absl::string_view body) {
+  const UcxServiceEnv& env = req.env();
+  storage::ChunkId id{ns, {}};
+  for (uint32_t i = 0; i < g.count; ++i) {
+    GetItemRecord rec;
+    std::memcpy(&rec, body.data() + i * sizeof(rec), sizeof(rec));
+    std::memcpy(id.key.data(), rec.key, id.key.size());
+    absl::StatusOr<storage::ChunkRef> ref = env.env->store->Get(id);
+    // The reference now protects the bytes, so the lease's hold has done its job.
+    if (g.lease_id != 0) env.env->store->ReleaseLease(g.lease_id, id);
+    if (!ref.ok()) {
+      req.worker->SendError(req.conn, req.Reply(i), ref.status());
+    } else if ((*ref)->meta().size_bytes > rec.capacity) {
+      ReplyHeader reply = req.Reply(i);
+      reply.flags = wire::ucx::kFlagTooLarge;
+      reply.size_bytes = (*ref)->meta().size_bytes;
+      req.worker->Send(req.conn, reply, nullptr, 0, {}, nullptr);
+    } else {
+      SendChunk(req, i, *ref);
+    }
+  }
+  env.metrics->RecordCall(Op::kGet, 0, req.start);
+}
+
+ucs_status_t HandleGet(const Request& req, const void* header, void* data, size_t length,
+                       const ucp_am_recv_param_t* param) {
+  const GetFields g = wire::ucx::ReadFields<GetFields>(header);
+  absl::StatusOr<Key128> ns = ResolveNamespace(req);
+  const uint32_t max_keys = req.env().env->limits.max_keys_per_request;
+  absl::Status s = ns.status();
+  if (s.ok() && (g.count == 0 || g.count > max_keys)) {
+    s = absl::InvalidArgumentError(absl::StrCat("Get names ", g.count,
+                                                " keys; 1 to server.max_keys_per_request (",
+                                                max_keys, ") allowed"));
+  } else if (s.ok() && length != uint64_t{g.count} * sizeof(GetItemRecord)) {
+    s = absl::InvalidArgumentError(absl::StrCat("Get body of ", length, " bytes for ", g.count,
+                                                " keys; expected ",
+                                                g.count * sizeof(GetItemRecord)));
+  }
+  if (!s.ok()) {
+    req.Fail(s);
+    return UCS_OK;
+  }
+  const Key128 id = *ns;
+  return WithBody(req, data, length, param, [id, g](const Request& r, absl::string_view body) {
+    ServeGet(r, id, g, body);
+  });
+}
+
+// ---------------------------------------------------------------- connection setup
+
+void HandleHello(const Request& req) {
+  ReplyHeader reply = req.Reply(wire::ucx::kWholeRequest);
+  reply.size_bytes = req.conn->token;
+  req.worker->Send(req.conn, reply, nullptr, 0, req.worker->address(), nullptr);
+}
+
+// A request on an endpoint no connection owns: only Attach is understood there.
+ucs_status_t HandleUnattached(UcxWorker* worker, ucp_ep_h ep, const void* header,
+                              size_t header_length, const void* data, size_t length) {
+  RequestHeader h;
+  uint64_t token = 0;
+  if (!wire::ucx::ParseRequestHeader(header, header_length, &h).ok() ||
+      h.op != static_cast<uint8_t>(WireOp::kAttach) || length <= sizeof(token)) {
+    return UCS_OK;  // nothing to answer on: the client never attached this endpoint
+  }
+  std::memcpy(&token, data, sizeof(token));
+  const absl::string_view address(static_cast<const char*>(data) + sizeof(token),
+                                  length - sizeof(token));
+  ConnectionPtr conn =
+      worker->Attach(token, ep, address, (h.flags & wire::ucx::kFlagPeerErrorHandling) != 0);
+  if (conn == nullptr) return UCS_OK;
+  worker->Send(conn, wire::ucx::MakeReplyHeader(h.op, h.request_id), nullptr, 0, {}, nullptr);
+  return UCS_OK;
+}
+
+}  // namespace
+
+ucs_status_t OnRequestMessage(void* arg, const void* header, size_t header_length, void* data,
+                              size_t length, const ucp_am_recv_param_t* param) {
+  Request req;
+  req.worker = static_cast<UcxWorker*>(arg);
+  req.start = TransportMetrics::Clock::now();
+  const ucp_ep_h reply_ep =
+      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 ? param->reply_ep : nullptr;
+  if (reply_ep == nullptr) return UCS_OK;  // no one to answer
+  req.conn = req.worker->Find(reply_ep);
+  if (req.conn == nullptr && !IsRendezvous(param)) {
+    return HandleUnattached(req.worker, reply_ep, header, header_length, data, length);
+  }
+  if (req.conn == nullptr || req.conn->closed) return UCS_OK;
+  const UcxServiceEnv& env = req.env();
+  env.metrics->AddReceivedBytes(header_length + (IsRendezvous(param) ? 0 : length));
+  absl::Status s = wire::ucx::ParseRequestHeader(header, header_length, &req.header);
+  if (s.ok()) s = env.env->Admit();
+  // Request bodies other than Put payloads are keys and small messages; bound what one
+  // request can make the daemon buffer.
+  const uint64_t max_body = env.env->limits.max_frame_bytes + (64 << 10);
+  if (s.ok() && req.header.op != static_cast<uint8_t>(WireOp::kPut) && length > max_body) {
+    s = absl::ResourceExhaustedError(absl::StrCat("request body of ", length,
+                                                  " bytes exceeds server.max_frame_bytes"));
+  }
+  if (!s.ok()) {
+    env.env->log->Debug("ucx: request refused", {{"status", s}});
+    req.Fail(s);
+    return UCS_OK;
+  }
+  switch (static_cast<WireOp>(req.header.op)) {
+    case WireOp::kPut:
+      return HandlePut(req, header, data, length, param);
+    case WireOp::kGet:
+      return HandleGet(req, header, data, length, param);
+    case WireOp::kHello:
+      HandleHello(req);
+      return UCS_OK;
+    case WireOp::kAttach:
+      req.Fail(absl::FailedPreconditionError("this connection is attached already"));
+      return UCS_OK;
+    default:
+      return HandleUnary(req, data, length, param);
+  }
+}
+
+}  // namespace kvstash::server::ucx

@@ -1,0 +1,164 @@
+#include "server/ucx/ucx_server.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace kvstash::server::ucx {
+namespace {
+
+absl::Status UcsError(absl::string_view what, ucs_status_t s) {
+  return absl::UnavailableError(absl::StrCat(what, ": ", ucs_status_string(s)));
+}
+
+// Splits "host:port" / "[v6]:port"; the host comes back without brackets.
+bool SplitHostPort(const std::string& hp, std::string* host, std::string* port) {
+  const size_t colon = hp.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *host = hp.substr(0, colon);
+  *port = hp.substr(colon + 1);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  return true;
+}
+
+// A wildcard listen host is reached as 127.0.0.1 from this host.
+std::string ConnectHost(const std::string& host) {
+  if (host.empty() || host == "0.0.0.0" || host == "::" || host == "*") return "127.0.0.1";
+  return host;
+}
+
+}  // namespace
+
+absl::Status UcxServerOptions::Validate() const {
+  std::string host, port;
+  int p = -1;
+  if (!SplitHostPort(listen, &host, &port) || !absl::SimpleAtoi(port, &p) || p < 0 || p > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("ucx.listen: expected HOST:PORT, got \"",
+                                                   listen, "\""));
+  }
+  if (worker_threads < 1 || worker_threads > 64) {
+    return absl::InvalidArgumentError("ucx.worker_threads: must be in [1, 64]");
+  }
+  return absl::OkStatus();
+}
+
+UcxServer::UcxServer(const UcxServerOptions& options, const UcxServiceEnv& env)
+    : options_(options), env_(env) {}
+
+absl::StatusOr<std::unique_ptr<UcxServer>> UcxServer::Start(const UcxServerOptions& options,
+                                                            const UcxServiceEnv& env) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  std::unique_ptr<UcxServer> server(new UcxServer(options, env));
+  if (absl::Status s = server->Init(); !s.ok()) return s;
+  if (absl::Status s = server->Listen(); !s.ok()) return s;
+  for (auto& w : server->workers_) w->Start();
+  return server;
+}
+
+absl::Status UcxServer::Init() {
+  ucp_config_t* config = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) return UcsError("ucp_config_read", s);
+  if (absl::Status c = wire::ucx::ConfigureUcx(options_.tls, config); !c.ok()) {
+    ucp_config_release(config);
+    return absl::InvalidArgumentError(absl::StrCat("ucx.tls: ", c.message()));
+  }
+  if (options_.rndv_thresh_bytes != 0) {
+    s = ucp_config_modify(config, "RNDV_THRESH", absl::StrCat(options_.rndv_thresh_bytes).c_str());
+  }
+  if (s != UCS_OK) {
+    ucp_config_release(config);
+    return UcsError("ucx.rndv_thresh_bytes", s);
+  }
+  // Dead clients are noticed within a few seconds on every transport (UCX's default
+  // keepalive takes 20 s on shared memory). An operator's UCX_KEEPALIVE_INTERVAL wins.
+  if (getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
+    if (ucs_status_t m = ucp_config_modify(config, "KEEPALIVE_INTERVAL", "2s"); m != UCS_OK) {
+      env_.env->log->Warn("ucx: cannot set KEEPALIVE_INTERVAL", {{"error", ucs_status_string(m)}});
+    }
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  s = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (s != UCS_OK) return UcsError("ucp_init", s);
+  for (int i = 0; i < options_.worker_threads; ++i) {
+    absl::StatusOr<std::unique_ptr<UcxWorker>> w = UcxWorker::Create(context_, &env_);
+    if (!w.ok()) return w.status();
+    workers_.push_back(std::move(*w));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UcxServer::Listen() {
+  std::string host, port;
+  SplitHostPort(options_.listen, &host, &port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const char* node = (host.empty() || host == "*") ? nullptr : host.c_str();
+  if (int rc = getaddrinfo(node, port.c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("ucx.listen: cannot resolve \"", options_.listen, "\": ", gai_strerror(rc)));
+  }
+  ucp_listener_params_t params{};
+  params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  params.sockaddr.addr = found->ai_addr;
+  params.sockaddr.addrlen = found->ai_addrlen;
+  params.conn_handler.cb = &OnConnectionRequest;
+  params.conn_handler.arg = this;
+  ucs_status_t s = ucp_listener_create(workers_[0]->handle(), &params, &listener_);
+  freeaddrinfo(found);
+  if (s != UCS_OK) {
+    return absl::UnavailableError(absl::StrCat("ucx.listen: cannot listen on ", options_.listen,
+                                               ": ", ucs_status_string(s)));
+  }
+  ucp_listener_attr_t attr{};
+  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+  if (s = ucp_listener_query(listener_, &attr); s != UCS_OK) return UcsError("ucp_listener_query", s);
+  const auto* sa = reinterpret_cast<const sockaddr*>(&attr.sockaddr);
+  port_ = ntohs(sa->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port
+                                          : reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  const std::string connect = ConnectHost(host);
+  address_ = connect.find(':') != std::string::npos ? absl::StrCat("[", connect, "]:", port_)
+                                                    : absl::StrCat(connect, ":", port_);
+  return absl::OkStatus();
+}
+
+void UcxServer::OnConnectionRequest(ucp_conn_request_h request, void* arg) {
+  UcxServer* self = static_cast<UcxServer*>(arg);
+  UcxWorker* target = self->workers_[self->next_worker_++ % self->workers_.size()].get();
+  target->Accept(request);
+}
+
+int64_t UcxServer::in_flight() const {
+  int64_t n = 0;
+  for (const auto& w : workers_) n += w->in_flight();
+  return n;
+}
+
+void UcxServer::Drain(absl::Time deadline) const {
+  while (in_flight() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(2));
+}
+
+UcxServer::~UcxServer() {
+  // Worker 0 first: it runs the listener, which hands connections to the others.
+  for (auto& w : workers_) w->Stop();
+  if (listener_ != nullptr) ucp_listener_destroy(listener_);
+  workers_.clear();
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+}  // namespace kvstash::server::ucx

@@ -1,0 +1,71 @@
+// UcxServer: the daemon's UCX data plane. One UCP context, `worker_threads` UcxWorkers,
+// and a UCP listener on its own port (config `ucx:`). The listener lives on worker 0;
+// accepted connections are spread round robin over the workers.
+//
+//   auto ucx = UcxServer::Start(options, env);   // binds and serves
+//   ucx->Drain(deadline);                         // after env draining was set
+//   ucx.reset();                                  // closes every connection
+//
+// Thread-safety: Start/Drain/destruction from one controlling thread; address() and
+// in_flight() are thread-safe.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/ucx/ucx_worker.h"
+
+namespace kvstash::server::ucx {
+
+struct UcxServerOptions {
+  // HOST:PORT to listen on; port 0 picks a free port.
+  std::string listen = "127.0.0.1:7072";
+  // UCX_TLS for this daemon's context; empty = the environment's UCX_TLS or UCX's default.
+  std::string tls;
+  // UCX_RNDV_THRESH in bytes; 0 = UCX's default.
+  uint64_t rndv_thresh_bytes = 0;
+  // Worker threads, 1..64.
+  int worker_threads = 1;
+
+  absl::Status Validate() const;
+};
+
+class UcxServer {
+ public:
+  // Creates the context and workers, binds the listener and starts the threads.
+  // UNAVAILABLE names what failed (no usable transport, address in use, ...).
+  static absl::StatusOr<std::unique_ptr<UcxServer>> Start(const UcxServerOptions& options,
+                                                          const UcxServiceEnv& env);
+  // Stops the listener and the workers (force-closing connections), then frees UCX.
+  ~UcxServer();
+
+  // "HOST:PORT" a client on this host connects to (a wildcard host becomes 127.0.0.1).
+  std::string address() const { return address_; }
+  int port() const { return port_; }
+  // Waits until no request is in flight or `deadline` passes. REQUIRES: the env's
+  // draining flag is set (new requests are refused).
+  void Drain(absl::Time deadline) const;
+  int64_t in_flight() const;
+
+ private:
+  UcxServer(const UcxServerOptions& options, const UcxServiceEnv& env);
+  absl::Status Init();
+  absl::Status Listen();
+  static void OnConnectionRequest(ucp_conn_request_h request, void* arg);
+
+  const UcxServerOptions options_;
+  const UcxServiceEnv env_;
+  ucp_context_h context_ = nullptr;
+  std::vector<std::unique_ptr<UcxWorker>> workers_;
+  ucp_listener_h listener_ = nullptr;
+  size_t next_worker_ = 0;  // listener callback (worker 0's thread) only
+  std::string address_;
+  int port_ = 0;
+};
+
+}  // namespace kvstash::server::ucx

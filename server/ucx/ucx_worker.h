@@ -1,0 +1,137 @@
+// UcxWorker: one UCP worker and the thread that progresses it, with the connections
+// (endpoints) accepted onto it. Requests arriving on those connections are dispatched to
+// ucx_requests.h on this thread; replies are sent from it too.
+//
+// The thread spins on ucp_worker_progress for a few microseconds after the last event (a
+// request's next message usually follows at once), then arms the worker and sleeps in
+// poll() on its event fd, so an idle daemon uses no CPU.
+//
+// A connection whose peer fails (UCP_ERR_HANDLING_MODE_PEER) is force-closed: its in-flight
+// sends and receives complete with errors, which drops pending Put chunks (no trace in the
+// store) and releases the chunk references held by Get sends.
+//
+// Thread-safety: Accept(), Wake() and in_flight() are thread-safe. Everything else, and
+// every Connection, belongs to the worker's thread once Start() returned, and to the
+// controlling thread before Start() and after Stop().
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/ucx_wire.h"
+#include "server/service_env.h"
+#include "storage/chunk.h"
+
+namespace kvstash::server {
+class KvStashService;
+}
+
+namespace kvstash::server::ucx {
+
+// What the request handlers need from the daemon. Pointees outlive every worker.
+struct UcxServiceEnv {
+  const ServiceEnv* env = nullptr;          // store, registry, limits, draining, log
+  KvStashService* service = nullptr;        // unary methods
+  TransportMetrics* metrics = nullptr;      // the "ucx" transport's metrics
+};
+
+class UcxWorker;
+
+// One client connection. `ep` is accepted from the listener (TCP, peer-failure handling:
+// its failure is how a dead client is noticed). Once the client attached, requests arrive
+// on `request_ep` (UCX's side of the client's worker-address endpoint) and replies go on
+// `data_ep`, an endpoint to the client's worker address; both may use any transport,
+// shared memory included. Owned by its worker's maps; in-flight operations hold a
+// reference so a reply never goes to a freed endpoint.
+struct Connection {
+  UcxWorker* worker = nullptr;
+  ucp_ep_h ep = nullptr;          // from the listener; ours
+  ucp_ep_h request_ep = nullptr;  // UCX's own; identifies the attached requests
+  ucp_ep_h data_ep = nullptr;     // ours, to the client's worker address, or null
+  uint64_t token = 0;             // names this connection in Hello / Attach
+  bool closed = false;  // the peer failed or the worker is stopping: send nothing more
+
+  ucp_ep_h reply_ep() const { return data_ep != nullptr ? data_ep : ep; }
+};
+using ConnectionPtr = std::shared_ptr<Connection>;
+
+class UcxWorker {
+ public:
+  // Creates the UCP worker (with wakeup support) on `context`.
+  static absl::StatusOr<std::unique_ptr<UcxWorker>> Create(ucp_context_h context,
+                                                           const UcxServiceEnv* env);
+  // REQUIRES: Stop() was called if Start() was.
+  ~UcxWorker();
+
+  ucp_worker_h handle() const { return worker_; }
+  const UcxServiceEnv& env() const { return *env_; }
+
+  void Start();
+  // Force-closes every connection, lets the resulting completions run, joins the thread.
+  void Stop();
+
+  // Hands a connection request (from the listener) to this worker's thread.
+  void Accept(ucp_conn_request_h request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Requests being served right now (sends and receives not yet complete).
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
+  // --- Worker thread only. ---
+  // Sends one reply: `header` plus `size` bytes at `data`, which `keep` keeps alive until
+  // the send completes; with data == nullptr the body is `body` instead (size ignored).
+  // Drops the reply if `conn` is closed.
+  void Send(const ConnectionPtr& conn, const wire::ucx::ReplyHeader& header, const void* data,
+            size_t size, std::string body, storage::ChunkRef keep);
+  // Sends a reply whose body is `status`'s message.
+  void SendError(const ConnectionPtr& conn, wire::ucx::ReplyHeader header,
+                 const absl::Status& status);
+  // The connection whose endpoint (either of them) is `ep`, or null.
+  ConnectionPtr Find(ucp_ep_h ep) const;
+  // Attaches `request_ep` to the connection named `token` and connects the reply endpoint
+  // to `client_address` (with peer-failure handling iff `peer_errors`, as the client's); null when no connection has that token (or it is attached
+  // already) or the endpoint cannot be created.
+  ConnectionPtr Attach(uint64_t token, ucp_ep_h request_ep, absl::string_view client_address,
+                       bool peer_errors);
+  // This worker's UCP address, which Hello hands to clients.
+  const std::string& address() const { return address_; }
+  void OpStarted() { in_flight_.fetch_add(1, std::memory_order_relaxed); }
+  void OpEnded() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  UcxWorker(const UcxServiceEnv* env, ucp_worker_h worker, int efd);
+  void Loop();
+  void AcceptPending() ABSL_LOCKS_EXCLUDED(mu_);
+  void Close(const ConnectionPtr& conn);
+  void WaitForEvents();
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void OnSendDone(void* request, ucs_status_t status, void* user_data);
+
+  const UcxServiceEnv* const env_;
+  ucp_worker_h worker_;
+  const int efd_;  // the worker's event fd
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> in_flight_{0};
+  std::thread thread_;
+
+  absl::Mutex mu_;
+  std::vector<ucp_conn_request_h> accept_queue_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> accept_pending_{false};
+
+  std::string address_;  // the worker's UCP address
+  uint64_t next_token_;
+  absl::flat_hash_map<ucp_ep_h, ConnectionPtr> connections_;  // worker thread only
+  absl::flat_hash_map<uint64_t, ConnectionPtr> by_token_;     // worker thread only
+  std::vector<void*> closing_;  // ucp_ep_close_nbx requests not yet complete
+};
+
+}  // namespace kvstash::server::ucx

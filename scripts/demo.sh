@@ -34,11 +34,17 @@ else
   echo "kvstashd started (pid $(cat "$pidfile")), log: var/kvstashd.log"
 fi
 addr=$(sed -n 's/^grpc=//p' "$var/ready")
+ucx=$(sed -n 's/^ucx=//p' "$var/ready")
 kv() { echo "\$ kvstash $*"; "$cli" --server "grpc://$addr" "$@"; echo; }
 
 kv health
 kv put --tokens 0-511 --size 32MiB --all-chunks
 kv lookup --tokens 0-1023
 kv get --tokens 0-255
+if [[ -n $ucx ]]; then
+  echo "\$ kvstash --server ucx://$ucx get --tokens 0-255"
+  "$cli" --server "ucx://$ucx" get --tokens 0-255
+  echo
+fi
 kv stats
-echo "kvstashd is serving grpc://$addr; stop it with: scripts/demo.sh stop"
+echo "kvstashd is serving grpc://$addr${ucx:+ and ucx://$ucx}; stop it with: scripts/demo.sh stop"

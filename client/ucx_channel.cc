@@ -187,12 +187,14 @@ absl::Status UcxChannel::SendRequest(const void* header, size_t header_len, cons
     return absl::UnavailableError(broken_reason_);
   }
   ++outstanding_;
+  ++sends_in_flight_;
   return absl::OkStatus();
 }
 
 void UcxChannel::OnSent(void* request, ucs_status_t status, void* user_data) {
   UcxChannel* self = static_cast<UcxChannel*>(user_data);
   --self->outstanding_;
+  --self->sends_in_flight_;
   if (status != UCS_OK && !self->broken_) {
     self->broken_ = true;
     self->broken_reason_ = absl::StrCat("send to kvstashd failed: ", ucs_status_string(status));
@@ -205,15 +207,15 @@ absl::Status UcxChannel::WaitFor(const std::function<bool()>& done, absl::Time d
   while (!done() || outstanding_ > 0) {
     if (broken_) return absl::UnavailableError(broken_reason_);
     if (ucp_worker_progress(worker_) != 0) continue;
-    if (std::chrono::steady_clock::now() < spin_until) {
-      sched_yield();
-      continue;
-    }
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
       broken_ = true;  // replies may still arrive into caller buffers: drop the channel
       broken_reason_ = "deadline exceeded";
       return absl::DeadlineExceededError("kvstashd did not answer over UCX before the deadline");
+    }
+    if (sends_in_flight_ > 0 || std::chrono::steady_clock::now() < spin_until) {
+      sched_yield();
+      continue;
     }
     const ucs_status_t s = ucp_worker_arm(worker_);
     if (s == UCS_ERR_BUSY) continue;

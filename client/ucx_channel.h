@@ -90,6 +90,11 @@ class UcxChannel {
   std::string broken_reason_;
   uint64_t next_request_id_ = 1;
   int64_t outstanding_ = 0;  // sends and receives UCX still holds buffers of
+  // Sends not yet complete. While one is, WaitFor never sleeps: a rendezvous payload that
+  // moves as active-message fragments (shared memory with peer-failure handling) is pushed
+  // only by this worker's progress, and nothing wakes a sleeping sender once the
+  // receiver has drained its queue.
+  int64_t sends_in_flight_ = 0;
   std::unique_ptr<Call> call_;
 };
 

@@ -20,6 +20,8 @@ namespace {
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(1000);
 // Upper bound of one sleep, so Stop() is noticed even if a wake-up were lost.
 constexpr int kSleepMs = 100;
+// Upper bound of one sleep while reply sends are in flight (see sends_in_flight_).
+constexpr int kSendingSleepMs = 1;
 
 // Owns what one reply send needs until UCX is done with it.
 struct SendOp {
@@ -166,7 +168,7 @@ void UcxWorker::WaitForEvents() {
     return;
   }
   pollfd pfd{efd_, POLLIN, 0};
-  poll(&pfd, 1, kSleepMs);
+  poll(&pfd, 1, sends_in_flight_ > 0 ? kSendingSleepMs : kSleepMs);
 }
 
 ConnectionPtr UcxWorker::Find(ucp_ep_h ep) const {
@@ -180,9 +182,11 @@ ConnectionPtr UcxWorker::Attach(uint64_t token, ucp_ep_h request_ep,
   if (it == by_token_.end() || it->second->data_ep != nullptr) return nullptr;
   ConnectionPtr conn = it->second;
   ucp_ep_params_t params{};
-  // The client leaves out peer-failure handling when shared memory may be used (UCX would
-  // exclude those transports otherwise); UCX needs both directions to agree. The listener
-  // endpoint detects a dead client either way, and Close() force-closes this one.
+  // The error-handling mode follows the client's Attach flag (UCX needs both directions to
+  // agree). Clients ask for peer-failure handling; a client that did not would get CMA
+  // lanes on one host but no failure detection here, so the listener endpoint, which
+  // detects a dead client either way, stays the liveness signal, and Close() force-closes
+  // this one.
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(client_address.data());
   params.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
@@ -252,12 +256,14 @@ void UcxWorker::Send(const ConnectionPtr& conn, const wire::ucx::ReplyHeader& he
     return;
   }
   OpStarted();
+  ++sends_in_flight_;
   op.release();  // OnSendDone frees it
 }
 
 void UcxWorker::OnSendDone(void* request, ucs_status_t status, void* user_data) {
   std::unique_ptr<SendOp> op(static_cast<SendOp*>(user_data));
   op->conn->worker->OpEnded();
+  --op->conn->worker->sends_in_flight_;
   ucp_request_free(request);
 }
 

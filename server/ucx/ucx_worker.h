@@ -121,6 +121,11 @@ class UcxWorker {
   const int efd_;  // the worker's event fd
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> in_flight_{0};
+  // Reply sends not yet complete (worker thread only). While any is, the thread sleeps at
+  // most kSendingSleepMs: a rendezvous reply that moves as active-message fragments (shared
+  // memory with peer-failure handling) is pushed only by this worker's progress, and
+  // nothing wakes a sleeping sender once the client has drained its queue.
+  int64_t sends_in_flight_ = 0;
   std::thread thread_;
 
   absl::Mutex mu_;

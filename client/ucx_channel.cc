@@ -62,30 +62,14 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h co
                                                                 const sockaddr* addr,
                                                                 socklen_t addr_len,
                                                                 absl::Time deadline) {
-  ucp_worker_params_t wp{};
-  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // one caller at a time, any thread
-  ucp_worker_h worker = nullptr;
-  ucs_status_t s = ucp_worker_create(context, &wp, &worker);
-  if (s != UCS_OK) {
-    return absl::UnavailableError(absl::StrCat("ucp_worker_create: ", ucs_status_string(s)));
-  }
+  ucp_worker_h worker = nullptr;  // one caller at a time, any thread
   int efd = -1;
-  if (s = ucp_worker_get_efd(worker, &efd); s != UCS_OK) {
-    ucp_worker_destroy(worker);
-    return absl::UnavailableError(absl::StrCat("ucp_worker_get_efd: ", ucs_status_string(s)));
-  }
+  if (absl::Status s = wire::ucx::CreateWorker(context, &worker, &efd); !s.ok()) return s;
   std::unique_ptr<UcxChannel> ch(new UcxChannel(worker, efd));
-  ucp_am_handler_param_t am{};
-  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-  am.id = wire::ucx::kReplyAmId;
-  am.cb = &OnReplyMessage;
-  am.arg = ch.get();
-  am.flags = UCP_AM_FLAG_WHOLE_MSG;
-  if (s = ucp_worker_set_am_recv_handler(worker, &am); s != UCS_OK) {
-    return absl::UnavailableError(absl::StrCat("ucp_worker_set_am_recv_handler: ",
-                                               ucs_status_string(s)));
+  if (absl::Status s = wire::ucx::SetWholeMessageHandler(worker, wire::ucx::kReplyAmId,
+                                                         &OnReplyMessage, ch.get());
+      !s.ok()) {
+    return s;
   }
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
@@ -96,7 +80,7 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h co
   ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   ep.err_handler.cb = &OnEndpointError;
   ep.err_handler.arg = ch.get();
-  if (s = ucp_ep_create(worker, &ep, &ch->control_ep_); s != UCS_OK) {
+  if (ucs_status_t s = ucp_ep_create(worker, &ep, &ch->control_ep_); s != UCS_OK) {
     ch->control_ep_ = nullptr;
     return absl::UnavailableError(absl::StrCat("ucp_ep_create: ", ucs_status_string(s)));
   }

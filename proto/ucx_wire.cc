@@ -106,4 +106,36 @@ absl::Status ConfigureUcx(const std::string& tls, void* ucp_config) {
   return absl::OkStatus();
 }
 
+absl::Status CreateWorker(ucp_context_h context, ucp_worker_h* worker, int* efd) {
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  ucs_status_t s = ucp_worker_create(context, &params, worker);
+  if (s != UCS_OK) {
+    return absl::UnavailableError(absl::StrCat("ucp_worker_create: ", ucs_status_string(s)));
+  }
+  if (s = ucp_worker_get_efd(*worker, efd); s != UCS_OK) {
+    ucp_worker_destroy(*worker);
+    *worker = nullptr;
+    return absl::UnavailableError(absl::StrCat("ucp_worker_get_efd: ", ucs_status_string(s)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetWholeMessageHandler(ucp_worker_h worker, unsigned am_id,
+                                    ucp_am_recv_callback_t cb, void* arg) {
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  am.id = am_id;
+  am.cb = cb;
+  am.arg = arg;
+  am.flags = UCP_AM_FLAG_WHOLE_MSG;
+  if (ucs_status_t s = ucp_worker_set_am_recv_handler(worker, &am); s != UCS_OK) {
+    return absl::UnavailableError(
+        absl::StrCat("ucp_worker_set_am_recv_handler: ", ucs_status_string(s)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kvstash::wire::ucx

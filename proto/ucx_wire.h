@@ -12,6 +12,8 @@
 // Thread-safety: plain values and pure functions.
 #pragma once
 
+#include <ucp/api/ucp.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -130,10 +132,18 @@ size_t RequestHeaderLength(Op op);
 std::string WithConnectionTransport(const std::string& tls);
 
 // Applies the UCX options both sides need to `config`: the transport list `tls` (empty:
-// UCX_TLS from the environment) as WithConnectionTransport extends it, and peer-failure handling on the shared-memory transports
-// (MM_ERROR_HANDLING), without which UCX leaves them out of endpoints that handle peer
-// failures, i.e. out of every kvstash endpoint.
+// UCX_TLS from the environment) as WithConnectionTransport extends it, and peer-failure
+// handling on the shared-memory transports (MM_ERROR_HANDLING), without which UCX leaves
+// them out of endpoints that handle peer failures, i.e. out of every kvstash endpoint.
 absl::Status ConfigureUcx(const std::string& tls, void* ucp_config);
+
+// Creates a worker used by one thread at a time (UCS_THREAD_MODE_SERIALIZED) and returns it
+// with its event fd (for sleeping in poll()). UNAVAILABLE on failure, nothing left behind.
+absl::Status CreateWorker(ucp_context_h context, ucp_worker_h* worker, int* efd);
+
+// Registers `cb(arg, ...)` for whole (not fragmented) active messages with id `am_id`.
+absl::Status SetWholeMessageHandler(ucp_worker_h worker, unsigned am_id,
+                                    ucp_am_recv_callback_t cb, void* arg);
 
 // Copies a trailing struct that follows RequestHeader in an AM header.
 template <typename T>

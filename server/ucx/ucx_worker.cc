@@ -35,39 +35,23 @@ struct SendOp {
 
 absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(ucp_context_h context,
                                                              const UcxServiceEnv* env) {
-  ucp_worker_params_t params{};
-  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   // The worker is progressed by its own thread only, but created and destroyed by the
-  // controlling thread.
-  params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  // controlling thread: serialized access.
   ucp_worker_h worker = nullptr;
-  ucs_status_t s = ucp_worker_create(context, &params, &worker);
-  if (s != UCS_OK) {
-    return absl::UnavailableError(absl::StrCat("ucp_worker_create: ", ucs_status_string(s)));
-  }
   int efd = -1;
-  if (s = ucp_worker_get_efd(worker, &efd); s != UCS_OK) {
-    ucp_worker_destroy(worker);
-    return absl::UnavailableError(absl::StrCat("ucp_worker_get_efd: ", ucs_status_string(s)));
-  }
+  if (absl::Status st = wire::ucx::CreateWorker(context, &worker, &efd); !st.ok()) return st;
   std::unique_ptr<UcxWorker> w(new UcxWorker(env, worker, efd));
   ucp_address_t* address = nullptr;
   size_t address_len = 0;
-  if (s = ucp_worker_get_address(worker, &address, &address_len); s != UCS_OK) {
+  if (ucs_status_t s = ucp_worker_get_address(worker, &address, &address_len); s != UCS_OK) {
     return absl::UnavailableError(absl::StrCat("ucp_worker_get_address: ", ucs_status_string(s)));
   }
   w->address_.assign(reinterpret_cast<const char*>(address), address_len);
   ucp_worker_release_address(worker, address);
-  ucp_am_handler_param_t am{};
-  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-  am.id = wire::ucx::kRequestAmId;
-  am.cb = &OnRequestMessage;
-  am.arg = w.get();
-  am.flags = UCP_AM_FLAG_WHOLE_MSG;
-  if (s = ucp_worker_set_am_recv_handler(worker, &am); s != UCS_OK) {
-    return absl::UnavailableError(absl::StrCat("ucp_worker_set_am_recv_handler: ",
-                                               ucs_status_string(s)));
+  if (absl::Status st = wire::ucx::SetWholeMessageHandler(worker, wire::ucx::kRequestAmId,
+                                                          &OnRequestMessage, w.get());
+      !st.ok()) {
+    return st;
   }
   return w;
 }

@@ -102,6 +102,17 @@ class NvmeTest : public ::testing::Test {
     return true;
   }
 
+  // Mounts a 64 MiB tmpfs at mount_point_ (TearDown unmounts it). Returns why it could
+  // not (mounting needs root), or "".
+  std::string MountSmallFilesystem() {
+    mount_point_ = data_dir_ + "/small";
+    fs::create_directories(mount_point_);
+    if (mount("tmpfs", mount_point_.c_str(), "tmpfs", 0, "size=64m") == 0) return "";
+    const std::string reason = strerror(errno);
+    mount_point_.clear();
+    return "cannot mount a 64 MiB tmpfs (" + reason + "); needs root";
+  }
+
   std::mt19937_64 rng_{4242};
   std::string data_dir_;
   std::string mount_point_;  // a tmpfs this test mounted, unmounted in TearDown
@@ -276,13 +287,7 @@ TEST_F(NvmeTest, CorruptBlobFilesReadAsMissesNeverBadBytes) {
 }
 
 TEST_F(NvmeTest, FullFilesystemKeepsDramServing) {
-  mount_point_ = data_dir_ + "/small";
-  fs::create_directories(mount_point_);
-  if (mount("tmpfs", mount_point_.c_str(), "tmpfs", 0, "size=64m") != 0) {
-    const std::string reason = strerror(errno);
-    mount_point_.clear();
-    GTEST_SKIP() << "cannot mount a 64 MiB tmpfs (" << reason << "); needs root";
-  }
+  if (std::string why = MountSmallFilesystem(); !why.empty()) GTEST_SKIP() << why;
   // A 256 MiB budget on a 64 MiB filesystem: the disk fills long before the budget does.
   ASSERT_NO_FATAL_FAILURE(StartDaemon(
       {"storage.nvme.path=" + mount_point_ + "/nvme", "storage.nvme.write_through=true"}));
@@ -304,13 +309,7 @@ TEST_F(NvmeTest, FullFilesystemKeepsDramServing) {
 }
 
 TEST_F(NvmeTest, NvmeWritingResumesOnceSpaceIsBack) {
-  mount_point_ = data_dir_ + "/small";
-  fs::create_directories(mount_point_);
-  if (mount("tmpfs", mount_point_.c_str(), "tmpfs", 0, "size=64m") != 0) {
-    const std::string reason = strerror(errno);
-    mount_point_.clear();
-    GTEST_SKIP() << "cannot mount a 64 MiB tmpfs (" << reason << "); needs root";
-  }
+  if (std::string why = MountSmallFilesystem(); !why.empty()) GTEST_SKIP() << why;
   ASSERT_NO_FATAL_FAILURE(StartDaemon(
       {"storage.nvme.path=" + mount_point_ + "/nvme", "storage.nvme.write_through=true"}));
   // Fill the filesystem from outside the daemon, then put: DRAM takes the puts, NVMe

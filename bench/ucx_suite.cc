@@ -152,7 +152,11 @@ absl::StatusOr<Systems> StartSystems(const RunConfig& config,
     o.scratch_dir = s.scratch->path() + "/" + t;
     std::filesystem::create_directories(o.scratch_dir);
     o.dram_budget_bytes = std::min<uint64_t>(config.budget_bytes, 2ull << 30);
-    o.extra_sets = config.kvstash_sets;
+    // DRAM only: put cells store far more than the DRAM budget, and demotion to NVMe (its
+    // own suite, --nvme) would share the host's cores with the transfers measured here.
+    // A --kvstash_set storage.nvme.enabled=true turns it back on.
+    o.extra_sets = {"storage.nvme.enabled=false"};
+    o.extra_sets.insert(o.extra_sets.end(), config.kvstash_sets.begin(), config.kvstash_sets.end());
     o.ucx_tls = TlsOf(t);
     o.transport_label = t;
     auto k = KvstashSystem::Start(o);

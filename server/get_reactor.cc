@@ -138,7 +138,7 @@ void GetReactor::BuildHeadFrame() {
   header->set_size_bytes(meta.size_bytes);
   header->set_tokens(meta.tokens);
   header->set_format(meta.format);
-  header->set_checksum(meta.checksum);
+  header->set_checksum((*ref)->checksum());
   chunk_ = std::move(*ref);
   segment_ = 0;
   segment_offset_ = 0;

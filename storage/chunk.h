@@ -38,7 +38,10 @@ struct ChunkMeta {
   uint64_t size_bytes = 0;
   uint32_t tokens = 0;
   uint32_t format = 0;    // opaque writer tag
-  uint64_t checksum = 0;  // XXH3-64 of the payload; 0 on put = compute it
+  // XXH3-64 of the payload; 0 on put = compute it. In a committed chunk's meta() it may
+  // still be 0 while the checksum is computed in the background: read
+  // StoredChunk::checksum() instead.
+  uint64_t checksum = 0;
 };
 
 // A read-only piece of a stored chunk's payload.
@@ -57,6 +60,9 @@ class StoredChunk {
  public:
   virtual ~StoredChunk() = default;
   virtual const ChunkMeta& meta() const = 0;
+  // XXH3-64 of the payload. Computed now (once, on the calling thread) when the chunk was
+  // committed without it and the background checksummer has not reached it yet.
+  virtual uint64_t checksum() const { return meta().checksum; }
   // Payload in order; sizes add up to meta().size_bytes.
   virtual absl::Span<const Segment> segments() const = 0;
   // Copies the payload to `dst`. REQUIRES: dst holds meta().size_bytes bytes.

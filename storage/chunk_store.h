@@ -48,6 +48,10 @@ struct ChunkStoreOptions {
   int index_shards = 64;
   // Longest lease a Lookup may ask for; longer requests are clamped.
   absl::Duration max_lease = absl::Seconds(60);
+  // Chunks received in place (UCX rendezvous) without a checksum from the client are
+  // committed at once and hashed on a background thread (storage/checksummer.h), instead
+  // of in a second pass before the put is acknowledged. false: hash before committing.
+  bool background_checksums = true;
 
   // The NVMe tier (RocksDB with blob files, see docs/storage-format.md). Off by default.
   struct Nvme {

@@ -55,7 +55,10 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                                       static_cast<size_t>(options.nvme.demotion_queue_chunks),
                                       // Keeps 3/4 of DRAM evictable however far demotion lags.
                                       dram_->capacity_bytes() / 4)),
-      cleaner_(MakeCleaner()) {}
+      cleaner_(MakeCleaner()),
+      checksummer_(options.background_checksums
+                       ? std::make_unique<Checksummer>(Checksummer::Options{})
+                       : nullptr) {}
 
 ChunkStoreImpl::~ChunkStoreImpl() = default;
 
@@ -119,10 +122,11 @@ absl::Status ChunkStoreImpl::CommitPut(std::unique_ptr<PendingChunk> pending) {
   if (dram_pending == nullptr || !dram_pending->IsFrom(*dram_)) {
     return absl::InvalidArgumentError("CommitPut: not a pending chunk of this store");
   }
-  absl::StatusOr<ChunkRef> chunk = dram_pending->Seal();
+  absl::StatusOr<ChunkRef> chunk = dram_pending->Seal(checksummer_ != nullptr);
   if (!chunk.ok()) return chunk.status();
   // False when a concurrent put of the same key committed first: ours is dropped here.
   if (!index_->Insert(pending->id(), *chunk, Tier::kDram)) return absl::OkStatus();
+  if (!static_cast<const DramChunk&>(**chunk).checksum_known()) checksummer_->Enqueue(*chunk);
   ChargeBookkeeping();
   if (nvme_ != nullptr && options_.nvme.write_through) WriteThrough(pending->id(), **chunk);
   return absl::OkStatus();

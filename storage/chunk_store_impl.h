@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "storage/checksummer.h"
 #include "storage/chunk_store.h"
 #include "storage/cleaner.h"
 #include "storage/demoter.h"
@@ -78,6 +79,7 @@ class ChunkStoreImpl final : public ChunkStore {
   const std::unique_ptr<RocksDbTier> nvme_;
   const std::unique_ptr<Demoter> demoter_;
   const std::unique_ptr<Cleaner> cleaner_;  // null without NVMe or with the cleaner off
+  const std::unique_ptr<Checksummer> checksummer_;  // null unless background_checksums
   std::atomic<uint64_t> nvme_hits_{0};
   std::atomic<uint64_t> nvme_misses_{0};
   std::atomic<uint64_t> promotions_{0};

@@ -14,6 +14,8 @@ namespace {
 
 using testing::HasPattern;
 using testing::MakeId;
+using testing::Pattern;
+using testing::PutInPlace;
 using testing::PutPattern;
 using testing::ScratchDir;
 
@@ -288,6 +290,26 @@ TEST(ChunkStoreNvmeTest, UnusablePathFailsCreate) {
   ScratchDir dir;
   std::ofstream(dir.Sub("file")) << "x";
   EXPECT_FALSE(ChunkStore::Create(NvmeOptions(dir.Sub("file"))).ok());
+}
+
+// Chunks received in place without a checksum are committed with a deferred one; what
+// demotion writes to NVMe must still be the payload's real checksum (verified on read).
+TEST(ChunkStoreNvmeTest, DeferredChecksumsReachNvmeIntact) {
+  ScratchDir dir;
+  ChunkStoreOptions o = NvmeOptions(dir.path());
+  o.nvme.promote_on_hit = false;
+  o.nvme.clean_window_percent = 0;  // only evictions are written
+  auto store = MakeStore(o);
+  constexpr uint64_t kCount = 3 * kDramPages;
+  for (uint64_t i = 0; i < kCount; ++i) {
+    ASSERT_TRUE(PutInPlace(*store, MakeId(i), Pattern(i, kChunk)).ok()) << i;
+    ASSERT_TRUE(WaitForDemotions(*store)) << i;
+  }
+  const StoreStats stats = store->Stats();
+  EXPECT_GE(NvmeTier(stats).chunks, (kCount - kDramPages) / 2);
+  // Every chunk on NVMe passes verification against the checksum demotion stored.
+  EXPECT_EQ(CheckAll(*store, kCount), stats.tiers.at(0).chunks + NvmeTier(stats).chunks);
+  EXPECT_EQ(store->Stats().nvme.checksum_failures, 0u);
 }
 
 }  // namespace

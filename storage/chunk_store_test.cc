@@ -14,6 +14,7 @@ using testing::HasPattern;
 using testing::MakeId;
 using testing::Pattern;
 using testing::PutBytes;
+using testing::PutInPlace;
 using testing::PutPattern;
 
 constexpr uint64_t kPage = 64 << 10;
@@ -131,6 +132,39 @@ TEST(ChunkStoreTest, InPlaceWritesThroughSegmentsAndMarkWritten) {
   auto chunk = store->Get(MakeId(1));
   ASSERT_TRUE(chunk.ok());
   EXPECT_TRUE(HasPattern(**chunk, 5, size));
+}
+
+TEST(ChunkStoreTest, InPlacePutWithoutChecksumGetsTheRealOneLater) {
+  for (bool background : {true, false}) {
+    ChunkStoreOptions o = SmallOptions(64);
+    o.background_checksums = background;
+    auto store = MakeStore(o);
+    for (int i = 0; i < 20; ++i) {
+      const std::vector<uint8_t> data = Pattern(i, 2 * kPage + 17 * i);
+      ASSERT_TRUE(PutInPlace(*store, MakeId(i), data, 0).ok());
+    }
+    for (int i = 0; i < 20; ++i) {
+      auto chunk = store->Get(MakeId(i));
+      ASSERT_TRUE(chunk.ok());
+      const std::vector<uint8_t> data = Pattern(i, 2 * kPage + 17 * i);
+      // Whether the background thread or this call computed it, it is the payload's.
+      EXPECT_EQ((*chunk)->checksum(), Checksum(data)) << i << " background " << background;
+      if (!background) {
+        EXPECT_EQ((*chunk)->meta().checksum, Checksum(data));
+      }
+    }
+  }
+}
+
+TEST(ChunkStoreTest, InPlacePutWithAWrongChecksumIsStillRejected) {
+  auto store = MakeStore(SmallOptions(16));
+  const std::vector<uint8_t> data = Pattern(9, 3 * kPage);
+  absl::Status s = PutInPlace(*store, MakeId(1), data, Checksum(data) + 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_EQ(store->Locate(MakeId(1)), Tier::kNone);
+  EXPECT_EQ(Dram(*store).used_bytes, 0u);
+  ASSERT_TRUE(PutInPlace(*store, MakeId(1), data, Checksum(data)).ok());
+  EXPECT_EQ((*store->Get(MakeId(1)))->meta().checksum, Checksum(data));
 }
 
 TEST(ChunkStoreTest, PutOfExistingKeyIsAlreadyExists) {

@@ -48,11 +48,36 @@ void StreamFence() {
 #endif
 }
 
+// XXH3-64 of a payload stored as `segments`.
+uint64_t HashSegments(absl::Span<const Segment> segments, XXH3_state_t* state) {
+  XXH3_64bits_reset(state);
+  for (const Segment& s : segments) XXH3_64bits_update(state, s.data, s.size);
+  return XXH3_64bits_digest(state);
+}
+
+ChunkMeta WithoutChecksum(ChunkMeta meta) {
+  meta.checksum = 0;
+  return meta;
+}
+
 }  // namespace
 
 DramChunk::DramChunk(const ChunkMeta& meta, Allocation allocation,
-                     std::shared_ptr<DramAllocator> allocator)
-    : meta_(meta), allocation_(std::move(allocation)), allocator_(std::move(allocator)) {}
+                     std::shared_ptr<DramAllocator> allocator, bool deferred_checksum)
+    : meta_(deferred_checksum ? WithoutChecksum(meta) : meta),
+      allocation_(std::move(allocation)),
+      allocator_(std::move(allocator)),
+      deferred_(deferred_checksum) {}
+
+uint64_t DramChunk::checksum() const {
+  if (!deferred_) return meta_.checksum;
+  absl::call_once(once_, [this] {
+    XXH3_state_t state;
+    deferred_checksum_ = HashSegments(allocation_.segments, &state);
+    known_.store(true, std::memory_order_release);
+  });
+  return deferred_checksum_;
+}
 
 DramChunk::~DramChunk() { allocator_->Free(&allocation_); }
 
@@ -125,16 +150,18 @@ void DramPendingChunk::MarkWritten(uint64_t n) {
 
 uint64_t DramPendingChunk::PayloadChecksum() {
   if (hash_is_live_) return XXH3_64bits_digest(&hash_);
-  XXH3_64bits_reset(&hash_);
-  for (const Segment& s : allocation_.segments) XXH3_64bits_update(&hash_, s.data, s.size);
-  return XXH3_64bits_digest(&hash_);
+  return HashSegments(allocation_.segments, &hash_);
 }
 
-absl::StatusOr<ChunkRef> DramPendingChunk::Seal() {
+absl::StatusOr<ChunkRef> DramPendingChunk::Seal(bool defer_checksum) {
   if (overrun_ || written_ != meta_.size_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk incomplete: ", written_, " of ", meta_.size_bytes, " bytes written",
                      overrun_ ? " (MarkWritten overran the size)" : ""));
+  }
+  if (defer_checksum && !hash_is_live_ && meta_.checksum == 0) {
+    return std::make_shared<DramChunk>(meta_, std::move(allocation_), allocator_,
+                                       /*deferred_checksum=*/true);
   }
   const uint64_t checksum = PayloadChecksum();
   if (meta_.checksum != 0 && meta_.checksum != checksum) {

@@ -3,16 +3,19 @@
 // destroyed; they share ownership of the allocator so the arena outlives every reader, even
 // one that outlives the store.
 //
-// Thread-safety: DramChunk is immutable and safe to read from any thread. DramPendingChunk
-// is used by one thread at a time.
+// Thread-safety: DramChunk is immutable (its deferred checksum is computed once, under
+// absl::call_once) and safe to read from any thread. DramPendingChunk is used by one thread
+// at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value: no malloc per put
 #include <xxhash.h>
 
+#include "absl/base/call_once.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "storage/chunk.h"
@@ -22,16 +25,26 @@ namespace kvstash::storage {
 
 class DramChunk final : public StoredChunk {
  public:
-  DramChunk(const ChunkMeta& meta, Allocation allocation, std::shared_ptr<DramAllocator> allocator);
+  // With `deferred_checksum` meta.checksum is ignored (reads as 0 in meta()) and
+  // checksum() hashes the payload on first use.
+  DramChunk(const ChunkMeta& meta, Allocation allocation, std::shared_ptr<DramAllocator> allocator,
+            bool deferred_checksum = false);
   ~DramChunk() override;
 
   const ChunkMeta& meta() const override { return meta_; }
+  uint64_t checksum() const override;
   absl::Span<const Segment> segments() const override { return allocation_.segments; }
+  // Whether checksum() would return without hashing.
+  bool checksum_known() const { return !deferred_ || known_.load(std::memory_order_acquire); }
 
  private:
   const ChunkMeta meta_;
   Allocation allocation_;
   const std::shared_ptr<DramAllocator> allocator_;
+  const bool deferred_;
+  mutable absl::once_flag once_;
+  mutable uint64_t deferred_checksum_ = 0;  // written once, inside once_
+  mutable std::atomic<bool> known_{false};
 };
 
 class DramPendingChunk final : public PendingChunk {
@@ -54,7 +67,10 @@ class DramPendingChunk final : public PendingChunk {
   // Checks that every byte arrived and the checksum, then turns this into a committed
   // chunk whose meta carries the computed checksum. On error this object is unchanged
   // (dropping it frees the space). Errors: INVALID_ARGUMENT, DATA_LOSS.
-  absl::StatusOr<ChunkRef> Seal();
+  // With `defer_checksum`, a chunk received in place (MarkWritten) whose put named no
+  // checksum is sealed without hashing it: the committed DramChunk computes it on first
+  // use (see Checksummer). A checksum named by the put is always verified here.
+  absl::StatusOr<ChunkRef> Seal(bool defer_checksum = false);
   // Whether this chunk's space came from `allocator` (i.e. from this store).
   bool IsFrom(const DramAllocator& allocator) const { return allocator_.get() == &allocator; }
 

@@ -219,13 +219,16 @@ absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk, Write
     present = entries_.contains(id);
     sequence = next_sequence_++;
   }
-  absl::Status s = present ? absl::OkStatus() : WriteChunk(id, chunk, sequence, mode);
+  // The checksum may be computed only now (a DRAM chunk with a deferred checksum).
+  ChunkMeta stored = chunk.meta();
+  if (!present) stored.checksum = chunk.checksum();
+  absl::Status s = present ? absl::OkStatus() : WriteChunk(id, chunk, stored, sequence, mode);
   absl::MutexLock lock(&mu_);
   reserved_bytes_ -= size;
   if (present || !s.ok()) return s;
   auto e = std::make_unique<Entry>();
   e->id = id;
-  e->meta = chunk.meta();
+  e->meta = stored;
   e->size_bytes = size;
   e->stamp = sequence;
   InsertLocked(std::move(e));
@@ -233,10 +236,10 @@ absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk, Write
   return absl::OkStatus();
 }
 
-absl::Status RocksDbTier::WriteChunk(const ChunkId& id, const StoredChunk& chunk, uint64_t sequence,
-                                     WriteMode mode) {
+absl::Status RocksDbTier::WriteChunk(const ChunkId& id, const StoredChunk& chunk,
+                                     const ChunkMeta& stored, uint64_t sequence, WriteMode mode) {
   const std::string key = nvme::EncodeKey(id);
-  const std::string meta = nvme::EncodeMeta({chunk.meta(), sequence});
+  const std::string meta = nvme::EncodeMeta({stored, sequence});
   std::vector<rocksdb::Slice> parts;
   for (const Segment& seg : chunk.segments()) {
     parts.emplace_back(reinterpret_cast<const char*>(seg.data), seg.size);

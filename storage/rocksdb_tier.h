@@ -108,8 +108,7 @@ class RocksDbTier {
   RocksDbTier& operator=(const RocksDbTier&) = delete;
 
   // Stores `chunk` under `id`, evicting older chunks first if the budget needs it. OK
-  // without writing when `id` is present. REQUIRES: chunk.meta().checksum is the payload's
-  // XXH3-64 (committed chunks carry it). Errors: RESOURCE_EXHAUSTED (larger than the
+  // without writing when `id` is present. The stored checksum is chunk.checksum(). Errors: RESOURCE_EXHAUSTED (larger than the
   // budget), UNAVAILABLE (RocksDB write failed or writing suspended: disk full, I/O error).
   absl::Status Put(const ChunkId& id, const StoredChunk& chunk,
                    WriteMode mode = WriteMode::kLogged);
@@ -160,8 +159,9 @@ class RocksDbTier {
   absl::Mutex& StripeFor(const ChunkId& id) const;
   // Evicts LRU chunks until `size` more bytes fit (or nothing is left to evict).
   void MakeRoom(uint64_t size);
-  absl::Status WriteChunk(const ChunkId& id, const StoredChunk& chunk, uint64_t sequence,
-                          WriteMode mode);
+  // Writes chunk's payload with `stored` (its meta, real checksum) as metadata.
+  absl::Status WriteChunk(const ChunkId& id, const StoredChunk& chunk, const ChunkMeta& stored,
+                          uint64_t sequence, WriteMode mode);
   // Removes `id` from index and disk if its generation is `generation` (0: any).
   bool Remove(const ChunkId& id, uint64_t generation);
   // Moves a hit to the LRU front; now and then persists its sequence for restarts.

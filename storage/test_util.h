@@ -78,4 +78,21 @@ inline absl::Status PutPattern(ChunkStore& store, const ChunkId& id, uint64_t se
   return PutBytes(store, id, Pattern(seed, size));
 }
 
+// BeginPut + a fill through segments() + MarkWritten + CommitPut, as UCX rendezvous does.
+inline absl::Status PutInPlace(ChunkStore& store, const ChunkId& id,
+                               const std::vector<uint8_t>& data, uint64_t checksum = 0) {
+  ChunkMeta meta;
+  meta.size_bytes = data.size();
+  meta.checksum = checksum;
+  auto pending = store.BeginPut(id, meta);
+  if (!pending.ok()) return pending.status();
+  uint64_t offset = 0;
+  for (const MutableSegment& s : (*pending)->segments()) {
+    std::memcpy(s.data, data.data() + offset, s.size);
+    offset += s.size;
+  }
+  (*pending)->MarkWritten(offset);
+  return store.CommitPut(*std::move(pending));
+}
+
 }  // namespace kvstash::storage::testing

@@ -254,7 +254,7 @@ void SendChunk(const Request& req, uint32_t index, const storage::ChunkRef& chun
   const storage::ChunkMeta& meta = chunk->meta();
   ReplyHeader reply = req.Reply(index);
   reply.size_bytes = meta.size_bytes;
-  reply.checksum = meta.checksum;
+  reply.checksum = chunk->checksum();
   reply.tokens = meta.tokens;
   reply.format = meta.format;
   absl::Span<const storage::Segment> segs = chunk->segments();

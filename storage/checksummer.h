@@ -1,0 +1,57 @@
+// Checksummer: computes, on its own thread, the XXH3-64 of DRAM chunks that were committed
+// without one. UCX rendezvous puts land in the arena by a transport copy the daemon cannot
+// hash along the way; hashing them before the reply would add a second full pass over the
+// payload to every put's latency (on the build hosts ~40% of the daemon's CPU per put).
+// Instead the chunk is sealed with a deferred checksum and queued here, so the hash runs
+// on another core while the next transfer is under way. A reader that needs the checksum
+// before this thread got to it (a Get reply, a demotion) computes it itself; either way it
+// is computed exactly once (DramChunk::checksum).
+//
+// The queue holds weak references: a chunk evicted or deleted before its turn is skipped
+// and its memory is not kept. When the queue is full, Enqueue drops the request; the
+// checksum is then computed by the first reader.
+//
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "storage/chunk.h"
+
+namespace kvstash::storage {
+
+class Checksummer {
+ public:
+  struct Options {
+    // Chunks waiting to be hashed; beyond it requests are dropped (hashed on first read).
+    size_t queue_chunks = 1024;
+  };
+
+  explicit Checksummer(const Options& options);
+  // Stops the thread; queued chunks stay unhashed (their readers hash them).
+  ~Checksummer();
+  Checksummer(const Checksummer&) = delete;
+  Checksummer& operator=(const Checksummer&) = delete;
+
+  // Queues `chunk` to have checksum() computed. Never blocks on hashing.
+  void Enqueue(const ChunkRef& chunk) ABSL_LOCKS_EXCLUDED(mu_);
+  // Requests dropped because the queue was full.
+  uint64_t dropped() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::deque<std::weak_ptr<const StoredChunk>> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts after the members above exist
+};
+
+}  // namespace kvstash::storage

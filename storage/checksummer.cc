@@ -6,8 +6,8 @@
 
 namespace kvstash::storage {
 
-Checksummer::Checksummer(const Options& options)
-    : options_(options), thread_([this] { Loop(); }) {}
+Checksummer::Checksummer(const Options& options, std::function<ChunkRef(const ChunkId&)> lookup)
+    : options_(options), lookup_(std::move(lookup)), thread_([this] { Loop(); }) {}
 
 Checksummer::~Checksummer() {
   {
@@ -17,13 +17,13 @@ Checksummer::~Checksummer() {
   thread_.join();
 }
 
-void Checksummer::Enqueue(const ChunkRef& chunk) {
+void Checksummer::Enqueue(const ChunkId& id) {
   absl::MutexLock lock(&mu_);
   if (queue_.size() >= options_.queue_chunks) {
     ++dropped_;
     return;
   }
-  queue_.push_back(chunk);
+  queue_.push_back(id);
 }
 
 uint64_t Checksummer::dropped() const {
@@ -34,7 +34,7 @@ uint64_t Checksummer::dropped() const {
 void Checksummer::Loop() {
   pthread_setname_np(pthread_self(), "kvstash-cksum");
   for (;;) {
-    std::weak_ptr<const StoredChunk> next;
+    ChunkId next;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
@@ -43,10 +43,10 @@ void Checksummer::Loop() {
           },
           this));
       if (stop_) return;
-      next = std::move(queue_.front());
+      next = queue_.front();
       queue_.pop_front();
     }
-    if (ChunkRef chunk = next.lock()) chunk->checksum();
+    if (ChunkRef chunk = lookup_(next)) chunk->checksum();
   }
 }
 

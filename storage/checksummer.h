@@ -7,16 +7,18 @@
 // before this thread got to it (a Get reply, a demotion) computes it itself; either way it
 // is computed exactly once (DramChunk::checksum).
 //
-// The queue holds weak references: a chunk evicted or deleted before its turn is skipped
-// and its memory is not kept. When the queue is full, Enqueue drops the request; the
-// checksum is then computed by the first reader.
+// The queue holds chunk ids, resolved when their turn comes through `lookup` (the index's
+// Peek, which copies the reference under the index's shard lock: eviction relies on every
+// reference being taken there). A chunk evicted or deleted before its turn is skipped and
+// nothing keeps its memory. When the queue is full, Enqueue drops the request; the checksum
+// is then computed by the first reader.
 //
 // Thread-safety: thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <deque>
-#include <memory>
+#include <functional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -32,14 +34,15 @@ class Checksummer {
     size_t queue_chunks = 1024;
   };
 
-  explicit Checksummer(const Options& options);
+  // `lookup` returns the committed chunk of an id, or null; called on this thread only.
+  Checksummer(const Options& options, std::function<ChunkRef(const ChunkId&)> lookup);
   // Stops the thread; queued chunks stay unhashed (their readers hash them).
   ~Checksummer();
   Checksummer(const Checksummer&) = delete;
   Checksummer& operator=(const Checksummer&) = delete;
 
-  // Queues `chunk` to have checksum() computed. Never blocks on hashing.
-  void Enqueue(const ChunkRef& chunk) ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues the chunk committed as `id` to have checksum() computed. Never blocks on hashing.
+  void Enqueue(const ChunkId& id) ABSL_LOCKS_EXCLUDED(mu_);
   // Requests dropped because the queue was full.
   uint64_t dropped() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -47,8 +50,9 @@ class Checksummer {
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
+  const std::function<ChunkRef(const ChunkId&)> lookup_;
   mutable absl::Mutex mu_;
-  std::deque<std::weak_ptr<const StoredChunk>> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<ChunkId> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: starts after the members above exist

@@ -1,17 +1,23 @@
 #include "storage/checksummer.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "storage/test_util.h"
 
 namespace kvstash::storage {
 namespace {
 
-// Counts checksum() calls; the first one blocks until `release` (when set) is notified.
+using testing::MakeId;
+
+// Counts checksum() calls; each blocks until `release` (when set) is notified.
 class CountingChunk final : public StoredChunk {
  public:
   explicit CountingChunk(absl::Notification* release = nullptr) : release_(release) {}
@@ -21,15 +27,43 @@ class CountingChunk final : public StoredChunk {
     if (release_ != nullptr) release_->WaitForNotification();
     return ++calls_;
   }
-  bool entered() const { return entered_.load(); }
   absl::Span<const Segment> segments() const override { return {}; }
   int calls() const { return calls_.load(); }
+  bool entered() const { return entered_.load(); }
 
  private:
   ChunkMeta meta_;
   absl::Notification* release_;
   mutable std::atomic<int> calls_{0};
   mutable std::atomic<bool> entered_{false};
+};
+
+// Stands in for the index: ids to chunks.
+class FakeIndex {
+ public:
+  std::shared_ptr<CountingChunk> Add(uint64_t n, absl::Notification* release = nullptr) {
+    auto c = std::make_shared<CountingChunk>(release);
+    absl::MutexLock lock(&mu_);
+    chunks_[n] = c;
+    return c;
+  }
+  void Remove(uint64_t n) {
+    absl::MutexLock lock(&mu_);
+    chunks_.erase(n);
+  }
+  std::function<ChunkRef(const ChunkId&)> Lookup() {
+    return [this](const ChunkId& id) -> ChunkRef {
+      absl::MutexLock lock(&mu_);
+      for (const auto& [n, c] : chunks_) {
+        if (MakeId(n) == id) return c;
+      }
+      return nullptr;
+    };
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<CountingChunk>> chunks_;
 };
 
 bool PollUntil(const std::function<bool()>& done) {
@@ -42,11 +76,12 @@ bool PollUntil(const std::function<bool()>& done) {
 }
 
 TEST(ChecksummerTest, HashesEveryQueuedChunkOnItsThread) {
-  Checksummer summer(Checksummer::Options{});
+  FakeIndex index;
+  Checksummer summer(Checksummer::Options{}, index.Lookup());
   std::vector<std::shared_ptr<CountingChunk>> chunks;
   for (int i = 0; i < 50; ++i) {
-    chunks.push_back(std::make_shared<CountingChunk>());
-    summer.Enqueue(chunks.back());
+    chunks.push_back(index.Add(i));
+    summer.Enqueue(MakeId(i));
   }
   EXPECT_TRUE(PollUntil([&] {
     for (const auto& c : chunks) {
@@ -57,36 +92,38 @@ TEST(ChecksummerTest, HashesEveryQueuedChunkOnItsThread) {
   EXPECT_EQ(summer.dropped(), 0u);
 }
 
-TEST(ChecksummerTest, SkipsChunksFreedBeforeTheirTurnAndDropsPastTheQueue) {
+TEST(ChecksummerTest, SkipsChunksGoneBeforeTheirTurnAndDropsPastTheQueue) {
   absl::Notification release;
-  Checksummer summer(Checksummer::Options{.queue_chunks = 2});
-  auto blocker = std::make_shared<CountingChunk>(&release);
-  summer.Enqueue(blocker);
-  ASSERT_TRUE(PollUntil([&] { return blocker->entered(); }));  // the thread holds it now
-  auto gone = std::make_shared<CountingChunk>();
-  auto kept = std::make_shared<CountingChunk>();
-  auto extra = std::make_shared<CountingChunk>();
-  summer.Enqueue(gone);
-  summer.Enqueue(kept);
-  summer.Enqueue(extra);  // the queue holds two: dropped
+  FakeIndex index;
+  Checksummer summer(Checksummer::Options{.queue_chunks = 2}, index.Lookup());
+  auto blocker = index.Add(0, &release);
+  summer.Enqueue(MakeId(0));
+  bool entered = PollUntil([&] { return blocker->entered(); });  // the thread holds it now
+  auto gone = index.Add(1);
+  auto kept = index.Add(2);
+  auto extra = index.Add(3);
+  summer.Enqueue(MakeId(1));
+  summer.Enqueue(MakeId(2));
+  summer.Enqueue(MakeId(3));  // the queue holds two: dropped
+  index.Remove(1);            // evicted before its turn
+  release.Notify();           // before any assertion can return early (the join waits)
+  ASSERT_TRUE(entered);
   EXPECT_EQ(summer.dropped(), 1u);
-  std::weak_ptr<CountingChunk> watch = gone;
-  gone.reset();  // evicted before its turn: the queue must not keep it alive
-  EXPECT_TRUE(watch.expired());
-  release.Notify();
   EXPECT_TRUE(PollUntil([&] { return kept->calls() == 1; }));
   EXPECT_EQ(blocker->calls(), 1);
+  EXPECT_EQ(gone->calls(), 0);
   EXPECT_EQ(extra->calls(), 0);
 }
 
 TEST(ChecksummerTest, StopsWithWorkQueued) {
   absl::Notification release;
-  auto blocker = std::make_shared<CountingChunk>(&release);
-  auto waiting = std::make_shared<CountingChunk>();
+  FakeIndex index;
+  auto blocker = index.Add(0, &release);
+  auto waiting = index.Add(1);
   {
-    Checksummer summer(Checksummer::Options{});
-    summer.Enqueue(blocker);
-    summer.Enqueue(waiting);
+    Checksummer summer(Checksummer::Options{}, index.Lookup());
+    summer.Enqueue(MakeId(0));
+    summer.Enqueue(MakeId(1));
     release.Notify();
   }  // joins without hanging
   EXPECT_LE(waiting->calls(), 1);

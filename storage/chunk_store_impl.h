@@ -3,8 +3,9 @@
 //
 // Space is reserved at BeginPut, evicting by policy until the payload fits; the chunk
 // joins the index only at CommitPut. Expired leases are released lazily, in Lookup and
-// before evicting, so the DRAM-only store runs no thread of its own; the NVMe tier adds the
-// demotion threads and RocksDB's garbage-collection thread. The NVMe glue lives in
+// before evicting. The DRAM-only store runs one thread of its own, the checksummer (deferred
+// checksums of chunks received in place); the NVMe tier adds the demotion threads and
+// RocksDB's garbage-collection thread. The NVMe glue lives in
 // chunk_store_nvme.cc.
 //
 // Thread-safety: thread-safe (see ChunkStore).

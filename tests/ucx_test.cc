@@ -2,6 +2,8 @@
 // once over TCP and once over shared memory (UCX_TLS=sm,self), byte-exact round trips from
 // 1 KiB to 256 MiB, batches, registered memory, 16 concurrent clients, and wire-level
 // errors answered on a connection that stays usable.
+#include <xxhash.h>
+
 #include <random>
 #include <string>
 #include <thread>
@@ -72,6 +74,9 @@ class UcxTest : public ::testing::TestWithParam<UcxCase> {
     EXPECT_EQ(item.size, p.bytes.size());
     EXPECT_EQ(item.tokens, p.tokens);
     EXPECT_EQ(item.format, p.format);
+    // Put sent checksum 0: the daemon's (for rendezvous payloads computed after the reply).
+    EXPECT_EQ(item.checksum, XXH3_64bits(p.bytes.data(), p.bytes.size()))
+        << "checksum reported for " << p.bytes.size() << " bytes";
     EXPECT_EQ(FirstPatternMismatch(p.key, buf.data(), buf.size()), -1)
         << "payload of " << p.bytes.size() << " bytes differs";
   }

@@ -35,6 +35,15 @@ ChunkStoreOptions NvmeOptions(const std::string& path) {
   return o;
 }
 
+// Only evictions are written to NVMe (no cleaner), and NVMe hits stay there (no promotion):
+// what is where follows from the put order alone.
+ChunkStoreOptions EvictionsOnlyOptions(const std::string& path) {
+  ChunkStoreOptions o = NvmeOptions(path);
+  o.nvme.promote_on_hit = false;
+  o.nvme.clean_window_percent = 0;
+  return o;
+}
+
 std::unique_ptr<ChunkStore> MakeStore(const ChunkStoreOptions& o) {
   auto store = ChunkStore::Create(o);
   EXPECT_TRUE(store.ok()) << store.status();
@@ -125,10 +134,7 @@ TEST(ChunkStoreNvmeTest, OptionErrorsNameTheField) {
 
 TEST(ChunkStoreNvmeTest, DemotesUnderPressureAndReadsBackByteExact) {
   ScratchDir dir;
-  ChunkStoreOptions o = NvmeOptions(dir.path());
-  o.nvme.promote_on_hit = false;
-  o.nvme.clean_window_percent = 0;  // only evictions are written
-  auto store = MakeStore(o);
+  auto store = MakeStore(EvictionsOnlyOptions(dir.path()));
   constexpr uint64_t kCount = 64;
   PutPaced(*store, kCount);
   const StoreStats stats = store->Stats();
@@ -296,10 +302,7 @@ TEST(ChunkStoreNvmeTest, UnusablePathFailsCreate) {
 // demotion writes to NVMe must still be the payload's real checksum (verified on read).
 TEST(ChunkStoreNvmeTest, DeferredChecksumsReachNvmeIntact) {
   ScratchDir dir;
-  ChunkStoreOptions o = NvmeOptions(dir.path());
-  o.nvme.promote_on_hit = false;
-  o.nvme.clean_window_percent = 0;  // only evictions are written
-  auto store = MakeStore(o);
+  auto store = MakeStore(EvictionsOnlyOptions(dir.path()));
   constexpr uint64_t kCount = 3 * kDramPages;
   for (uint64_t i = 0; i < kCount; ++i) {
     ASSERT_TRUE(PutInPlace(*store, MakeId(i), Pattern(i, kChunk)).ok()) << i;

@@ -112,7 +112,11 @@ void GetReactor::WriteNext() {
     BuildHeadFrame();
   } else {
     env_->log->Debug("get done", {{"keys", keys_.size()}, {"bytes", bytes_sent_}});
-    End(grpc::Status::OK);
+    if (env_->delivery == nullptr) {
+      End(grpc::Status::OK);
+    } else {
+      env_->delivery->Await(context_->peer(), [this] { End(grpc::Status::OK); });
+    }
     return;
   }
   env_->metrics.AddSentBytes(out_.Length());

@@ -79,6 +79,7 @@ Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage:
   env_.registry = &registry_;
   env_.log = log_;
   env_.limits = LimitsOf(config_.server);
+  env_.delivery = &delivery_gate_;
 }
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
@@ -214,6 +215,9 @@ void Server::Shutdown(absl::Duration grace) {
   if (shut_down_ || grpc_server_ == nullptr) return;
   shut_down_ = true;
   const absl::Time begin = absl::Now();
+  // A Unix socket delivers what was written even if the daemon closes it: nothing to hold.
+  const bool unix_socket = absl::StartsWith(config_.server.grpc_listen, "unix:");
+  delivery_gate_.Arm(unix_socket ? 0 : selected_port_, begin + grace);
   env_.draining.store(true);
   log_->Info("kvstashd draining", {{"grace_ms", absl::ToInt64Milliseconds(grace)}});
   grpc_server_->Shutdown(absl::ToChronoTime(begin + grace));

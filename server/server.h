@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/config.h"
+#include "server/delivery_gate.h"
 #include "server/grpc_service.h"
 #include "server/log.h"
 #include "server/metrics/http_server.h"
@@ -81,6 +82,8 @@ class Server {
   std::unique_ptr<storage::ChunkStore> store_;
   NamespaceRegistry registry_;
   ServiceEnv env_;
+  // Outlives the gRPC server: reactors hand it their last step until the server is gone.
+  DeliveryGate delivery_gate_;
   KvStashService service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   // The UCX transport's request metrics, and its server; declared after the store so it

@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kvstash/keys.h"
+#include "server/delivery_gate.h"
 #include "server/log.h"
 #include "server/namespace_registry.h"
 #include "server/transport_metrics.h"
@@ -39,6 +40,9 @@ struct ServiceEnv {
   absl::Time start_time = absl::Now();
   // Set when shutdown begins: new calls get UNAVAILABLE, Health reports DRAINING.
   std::atomic<bool> draining{false};
+  // Holds the end of large responses while draining until the client has them. Not owned;
+  // null ends calls at once.
+  DeliveryGate* delivery = nullptr;
   // The gRPC transport's request metrics. Mutable: handlers see a const env, and the
   // metrics are lock-free cells updated from any thread.
   mutable TransportMetrics metrics{"grpc"};

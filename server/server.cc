@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "server/store_metrics.h"
+#include "storage/rocksdb_crc32c.h"
 
 #ifndef KVSTASH_VERSION
 #define KVSTASH_VERSION "unknown"
@@ -208,7 +209,8 @@ void Server::LogNvmeStartup() const {
                                 {"rebuild_chunks_per_s", static_cast<int64_t>(per_s)},
                                 {"write_through", n.write_through},
                                 {"sync_writes", n.sync_writes},
-                                {"promote_on_hit", n.promote_on_hit}});
+                                {"promote_on_hit", n.promote_on_hit},
+                                {"crc32c", storage::RocksDbCrc32cImplementation()}});
 }
 
 void Server::Shutdown(absl::Duration grace) {

@@ -18,18 +18,75 @@ constexpr char kRocksDbExtend[] = "_ZN7rocksdb6crc32c6ExtendEjPKcm";
 
 using ExtendFn = uint32_t (*)(uint32_t, const char*, size_t);
 
-__attribute__((target("sse4.2"))) uint32_t HardwareExtend(uint32_t crc, const char* data,
-                                                          size_t n) {
-  uint64_t c = crc ^ 0xffffffffu;
-  for (; n > 0 && (reinterpret_cast<uintptr_t>(data) & 7) != 0; --n) {
-    c = _mm_crc32_u8(static_cast<uint32_t>(c), static_cast<uint8_t>(*data++));
+// CRC state is linear over GF(2): the state after a block B from state s is
+// Shift(s, |B|) ^ (the state after B from 0). Three lanes over consecutive blocks therefore
+// run independent `crc32` chains (the instruction has a 3-cycle latency but issues every
+// cycle) and are joined with a shift by one lane length, a linear map applied with four
+// 256-entry tables built once.
+constexpr size_t kLaneBytes = 8192;
+
+uint32_t BitwiseStep(uint32_t c, int bits) {
+  for (int k = 0; k < bits; ++k) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+  return c;
+}
+
+// Shift of a raw CRC state over kLaneBytes zero bytes, as tables of the images of each
+// byte position.
+struct LaneShift {
+  uint32_t table[4][256];
+  LaneShift() {
+    // Image of each basis bit, by running it through kLaneBytes * 8 zero bits.
+    uint32_t basis[32];
+    for (int i = 0; i < 32; ++i) basis[i] = BitwiseStep(1u << i, kLaneBytes * 8);
+    for (int k = 0; k < 4; ++k) {
+      for (uint32_t v = 0; v < 256; ++v) {
+        uint32_t image = 0;
+        for (int bit = 0; bit < 8; ++bit) {
+          if (v & (1u << bit)) image ^= basis[8 * k + bit];
+        }
+        table[k][v] = image;
+      }
+    }
   }
-  for (; n >= 8; n -= 8, data += 8) {
+  uint32_t operator()(uint32_t c) const {
+    return table[0][c & 0xff] ^ table[1][(c >> 8) & 0xff] ^ table[2][(c >> 16) & 0xff] ^
+           table[3][c >> 24];
+  }
+};
+
+__attribute__((target("sse4.2"))) uint64_t Words(uint64_t c, const char* data, size_t words) {
+  for (size_t i = 0; i < words; ++i, data += 8) {
     uint64_t word;
     std::memcpy(&word, data, sizeof(word));
     c = _mm_crc32_u64(c, word);
   }
-  for (; n > 0; --n) c = _mm_crc32_u8(static_cast<uint32_t>(c), static_cast<uint8_t>(*data++));
+  return c;
+}
+
+__attribute__((target("sse4.2"))) uint32_t HardwareExtend(uint32_t crc, const char* data,
+                                                          size_t n) {
+  static const LaneShift shift;
+  uint64_t c = crc ^ 0xffffffffu;
+  for (; n > 0 && (reinterpret_cast<uintptr_t>(data) & 7) != 0; --n) {
+    c = _mm_crc32_u8(static_cast<uint32_t>(c), static_cast<uint8_t>(*data++));
+  }
+  for (; n >= 3 * kLaneBytes; n -= 3 * kLaneBytes, data += 3 * kLaneBytes) {
+    uint64_t a = c, b = 0, d = 0;
+    for (size_t i = 0; i < kLaneBytes; i += 8) {
+      uint64_t wa, wb, wd;
+      std::memcpy(&wa, data + i, 8);
+      std::memcpy(&wb, data + kLaneBytes + i, 8);
+      std::memcpy(&wd, data + 2 * kLaneBytes + i, 8);
+      a = _mm_crc32_u64(a, wa);
+      b = _mm_crc32_u64(b, wb);
+      d = _mm_crc32_u64(d, wd);
+    }
+    c = shift(shift(static_cast<uint32_t>(a)) ^ static_cast<uint32_t>(b)) ^
+        static_cast<uint32_t>(d);
+  }
+  c = Words(c, data, n / 8);
+  data += n / 8 * 8;
+  for (n %= 8; n > 0; --n) c = _mm_crc32_u8(static_cast<uint32_t>(c), static_cast<uint8_t>(*data++));
   return static_cast<uint32_t>(c) ^ 0xffffffffu;
 }
 
@@ -37,10 +94,7 @@ __attribute__((target("sse4.2"))) uint32_t HardwareExtend(uint32_t crc, const ch
 // cannot be found either.
 uint32_t BitwiseExtend(uint32_t crc, const char* data, size_t n) {
   uint32_t c = crc ^ 0xffffffffu;
-  for (size_t i = 0; i < n; ++i) {
-    c ^= static_cast<uint8_t>(data[i]);
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
-  }
+  for (size_t i = 0; i < n; ++i) c = BitwiseStep(c ^ static_cast<uint8_t>(data[i]), 8);
   return c ^ 0xffffffffu;
 }
 

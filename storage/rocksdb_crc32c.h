@@ -8,8 +8,9 @@
 //
 // kvstash_storage therefore defines rocksdb::crc32c::Extend, the function every CRC32C in
 // RocksDB 7.x goes through (its callers in librocksdb call it through the PLT), so the
-// dynamic linker binds those calls to this definition: the SSE4.2 `crc32` instruction on
-// CPUs that have it, RocksDB's own implementation (found with dlsym(RTLD_NEXT)) otherwise.
+// dynamic linker binds those calls to this definition: the SSE4.2 `crc32` instruction over
+// three interleaved lanes on CPUs that have it, RocksDB's own implementation (found with
+// dlsym(RTLD_NEXT)) otherwise.
 // The result is the same CRC32C either way; the tests check it against a bitwise reference
 // and that RocksDB's calls resolve here.
 //

@@ -50,6 +50,22 @@ TEST(RocksDbCrc32cTest, ChainedPiecesMatchTheReference) {
   }
 }
 
+// Buffers long enough for the three-lane path, around its stride (3 x 8 KiB) and past it.
+TEST(RocksDbCrc32cTest, LongBuffersMatchTheReference) {
+  std::mt19937_64 rng(11);
+  for (size_t size : {24575, 24576, 24589, 49152, 200003}) {
+    for (size_t offset : {0, 3}) {
+      std::string buf(offset + size, '\0');
+      for (char& c : buf) c = static_cast<char>(rng());
+      const std::string data = buf.substr(offset);
+      EXPECT_EQ(Crc32cExtend(0, buf.data() + offset, size), Reference(data))
+          << "size " << size << " offset " << offset;
+      const uint32_t head = Crc32cExtend(0, data.data(), 5);
+      EXPECT_EQ(Crc32cExtend(head, data.data() + 5, size - 5), Reference(data)) << size;
+    }
+  }
+}
+
 TEST(RocksDbCrc32cTest, RocksDbCallsBindToTheOverride) {
   if (!__builtin_cpu_supports("sse4.2")) GTEST_SKIP() << "no SSE4.2: RocksDB's own code runs";
   EXPECT_STREQ(RocksDbCrc32cImplementation(), "sse4.2");

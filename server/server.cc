@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -213,6 +214,27 @@ void Server::LogNvmeStartup() const {
                                 {"crc32c", storage::RocksDbCrc32cImplementation()}});
 }
 
+void Server::CloseIdleConnections(absl::Time deadline, absl::Notification* stopped) {
+  // Unary calls run to completion inside their handler (and are refused while draining):
+  // streaming calls are the only ones that last. A quiet spell of this long with none of
+  // them, after gRPC's Shutdown began, means nothing is left to wait for.
+  constexpr absl::Duration kQuiet = absl::Milliseconds(50);
+  absl::Time idle_since = absl::InfiniteFuture();
+  while (!stopped->WaitForNotificationWithTimeout(absl::Milliseconds(5))) {
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return;  // gRPC's Shutdown cancels what is left itself
+    if (env_.metrics.active_calls() > 0) {
+      idle_since = absl::InfiniteFuture();
+      continue;
+    }
+    if (idle_since == absl::InfiniteFuture()) idle_since = now;
+    if (now - idle_since >= kQuiet) {
+      grpc_server_cancel_all_calls(grpc_server_->c_server());
+      return;
+    }
+  }
+}
+
 void Server::Shutdown(absl::Duration grace) {
   if (shut_down_ || grpc_server_ == nullptr) return;
   shut_down_ = true;
@@ -222,8 +244,12 @@ void Server::Shutdown(absl::Duration grace) {
   delivery_gate_.Arm(unix_socket ? 0 : selected_port_, begin + grace);
   env_.draining.store(true);
   log_->Info("kvstashd draining", {{"grace_ms", absl::ToInt64Milliseconds(grace)}});
+  absl::Notification stopped;
+  std::thread closer([&] { CloseIdleConnections(begin + grace, &stopped); });
   grpc_server_->Shutdown(absl::ToChronoTime(begin + grace));
   grpc_server_->Wait();
+  stopped.Notify();
+  closer.join();
   if (ucx_ != nullptr) {
     ucx_->Drain(begin + grace);
     ucx_.reset();  // force-closes the remaining connections

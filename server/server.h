@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/config.h"
 #include "server/delivery_gate.h"
@@ -72,6 +73,11 @@ class Server {
   absl::Status StartMetrics();
   // Starts the UCX data plane when ucx.enabled.
   absl::Status StartUcx();
+  // While Shutdown waits for gRPC, disconnects the connections once no call has been in
+  // flight for a moment: gRPC otherwise waits for every idle client to acknowledge its
+  // GOAWAY, and an idle gRPC C++ client reads its connection only from a backup poller
+  // that runs every 5 s. Returns at `deadline` or when `stopped` is notified.
+  void CloseIdleConnections(absl::Time deadline, absl::Notification* stopped);
   // Logs the NVMe tier's directory, budget and what start-up recovered from it.
   void LogNvmeStartup() const;
 

@@ -46,6 +46,7 @@ class TransportMetrics {
   void AddSentBytes(uint64_t n) { sent_bytes_.Add(n); }
   void CallStarted() { active_calls_.Add(1); }
   void CallEnded() { active_calls_.Add(-1); }
+  int64_t active_calls() const { return active_calls_.Value(); }
   void AddPutResult(PutResult r) { put_results_[static_cast<int>(r)].Add(); }
   void AddLookup(uint64_t requested, uint64_t hit_chunks, uint64_t hit_tokens);
 

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -36,7 +37,12 @@ std::string PeerString(const sockaddr_storage& a) {
     return absl::StrCat("ipv4:", text, ":", ntohs(in6.sin6_port));
   }
   inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
-  return absl::StrCat("ipv6:[", text, "]:", ntohs(in6.sin6_port));
+  std::string scope;  // link-local addresses carry their interface, as gRPC writes them
+  char name[IF_NAMESIZE] = {};
+  if (in6.sin6_scope_id != 0 && if_indextoname(in6.sin6_scope_id, name) != nullptr) {
+    scope = absl::StrCat("%", name);
+  }
+  return absl::StrCat("ipv6:[", text, scope, "]:", ntohs(in6.sin6_port));
 }
 
 int PortOf(const sockaddr_storage& a) {
@@ -45,30 +51,9 @@ int PortOf(const sockaddr_storage& a) {
   return 0;
 }
 
-// Newer gRPC releases percent-encode the brackets of IPv6 peers.
+// gRPC percent-encodes the brackets and scope separator of IPv6 peers (some releases).
 std::string NormalizedPeer(absl::string_view peer) {
-  return absl::StrReplaceAll(peer, {{"%5B", "["}, {"%5D", "]"}});
-}
-
-// Peer string -> descriptor, for every TCP connection of this process accepted on `port`.
-// The descriptors belong to gRPC: they are only queried, and a connection closed while
-// this runs at worst reads as delivered.
-absl::flat_hash_map<std::string, int> Connections(int port) {
-  absl::flat_hash_map<std::string, int> out;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return out;
-  while (const dirent* entry = readdir(dir)) {
-    int fd = -1;
-    if (!absl::SimpleAtoi(entry->d_name, &fd) || fd == dirfd(dir)) continue;
-    sockaddr_storage local = {}, remote = {};
-    socklen_t local_len = sizeof(local), remote_len = sizeof(remote);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;
-    if (PortOf(local) != port) continue;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) continue;
-    out[PeerString(remote)] = fd;
-  }
-  closedir(dir);
-  return out;
+  return absl::StrReplaceAll(peer, {{"%5B", "["}, {"%5D", "]"}, {"%25", "%"}});
 }
 
 // True when the peer's kernel has acknowledged everything sent on `fd` and advertises at
@@ -83,6 +68,28 @@ bool Delivered(int fd, uint32_t min_window) {
   // Kernels before 5.4 do not report the peer's window: an empty send queue has to do.
   if (len < offsetof(tcp_info, tcpi_snd_wnd) + sizeof(info.tcpi_snd_wnd)) return true;
   return info.tcpi_snd_wnd >= min_window;
+}
+
+// Peer string -> delivered (see Delivered), for every TCP connection of this process
+// accepted on `port`. The descriptors belong to gRPC and are only queried, each right after
+// it is identified, so a number closed and reused meanwhile is at worst misjudged for one
+// round.
+absl::flat_hash_map<std::string, bool> Connections(int port, uint32_t min_window) {
+  absl::flat_hash_map<std::string, bool> out;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return out;
+  while (const dirent* entry = readdir(dir)) {
+    int fd = -1;
+    if (!absl::SimpleAtoi(entry->d_name, &fd) || fd == dirfd(dir)) continue;
+    sockaddr_storage local = {}, remote = {};
+    socklen_t local_len = sizeof(local), remote_len = sizeof(remote);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;
+    if (PortOf(local) != port) continue;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) continue;
+    out[PeerString(remote)] = Delivered(fd, min_window);
+  }
+  closedir(dir);
+  return out;
 }
 
 }  // namespace
@@ -115,12 +122,29 @@ void DeliveryGate::Await(absl::string_view peer, absl::AnyInvocable<void() &&> r
   std::move(release)();
 }
 
+bool DeliveryGate::AllDelivered() const {
+  int port = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    port = port_;
+  }
+  if (port == 0) return true;
+  for (const auto& [peer, delivered] : Connections(port, options_.min_peer_window_bytes)) {
+    if (!delivered) return false;
+  }
+  return true;
+}
+
 void DeliveryGate::Loop() {
   for (;;) {
     for (Held& held : TakeReleased()) std::move(held.release)();
     absl::MutexLock lock(&mu_);
     if (stopping_ && held_.empty()) return;
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.poll_interval);
+    if (held_.empty()) {
+      mu_.Await(absl::Condition(this, &DeliveryGate::HasWorkLocked));
+    } else {
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.poll_interval);
+    }
   }
 }
 
@@ -136,8 +160,8 @@ std::vector<DeliveryGate::Held> DeliveryGate::TakeReleased() {
     all = stopping_ || absl::Now() >= deadline_;
   }
   // The scan runs unlocked: only this thread removes from held_, others append.
-  absl::flat_hash_map<std::string, int> connections;
-  if (!all) connections = Connections(port);
+  absl::flat_hash_map<std::string, bool> connections;
+  if (!all) connections = Connections(port, options_.min_peer_window_bytes);
   absl::MutexLock lock(&mu_);
   if (stopping_) {
     all = true;
@@ -148,8 +172,7 @@ std::vector<DeliveryGate::Held> DeliveryGate::TakeReleased() {
   for (size_t i = 0; i < held_.size(); ++i) {
     Held& held = held_[i];
     const auto it = connections.find(held.peer);
-    if (i < judged && (all || it == connections.end() ||
-                       Delivered(it->second, options_.min_peer_window_bytes))) {
+    if (i < judged && (all || it == connections.end() || it->second)) {
       released.push_back(std::move(held));
     } else {
       if (&*kept != &held) *kept = std::move(held);

@@ -10,7 +10,7 @@
 // trailers leaves nothing for a reset to discard (a reset never drops bytes the client's
 // kernel already holds).
 //
-//   gate.Arm(port, begin + grace);                     // when draining starts
+//   gate.Arm(port, release_by);                        // when draining starts
 //   gate.Await(context->peer(), [this] { Finish(Status::OK); });
 //
 // Calls on a Unix socket, or whose connection is gone, are released at once; every call is
@@ -39,8 +39,8 @@ class DeliveryGate {
     // How often held calls' connections are checked.
     absl::Duration poll_interval = absl::Milliseconds(1);
     // Receive window the client must advertise before its call ends: room for the trailers
-    // and then some, so they are delivered at once rather than queued.
-    uint32_t min_peer_window_bytes = 16 << 10;
+    // (a few hundred bytes) and then some, so they are delivered at once, not queued.
+    uint32_t min_peer_window_bytes = 4 << 10;
   };
 
   explicit DeliveryGate(Options options) : options_(options) {}
@@ -57,18 +57,25 @@ class DeliveryGate {
   // has delivered everything, or at the deadline.
   void Await(absl::string_view peer, absl::AnyInvocable<void() &&> release);
 
+  // True when every connection of the armed listener has delivered everything (or the gate
+  // is not armed, or the listener is a Unix socket).
+  bool AllDelivered() const;
+
  private:
   struct Held {
     std::string peer;
     absl::AnyInvocable<void() &&> release;
   };
   void Loop();
+  bool HasWorkLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !held_.empty();
+  }
   // Takes out of held_ the calls whose connection has delivered (or is gone); all of them
   // past the deadline or when stopping.
   std::vector<Held> TakeReleased() ABSL_LOCKS_EXCLUDED(mu_);
 
   const Options options_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool armed_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int port_ ABSL_GUARDED_BY(mu_) = 0;

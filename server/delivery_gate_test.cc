@@ -131,6 +131,24 @@ TEST(DeliveryGateTest, ReleasesAtTheDeadline) {
   EXPECT_GE(absl::Now(), deadline);
 }
 
+TEST(DeliveryGateTest, AllDeliveredFollowsEveryConnection) {
+  Connection quiet, busy;
+  DeliveryGate unarmed;
+  EXPECT_TRUE(unarmed.AllDelivered());
+  DeliveryGate gate;
+  gate.Arm(busy.listener_port(), absl::Now() + absl::Minutes(1));
+  EXPECT_TRUE(gate.AllDelivered());
+  const size_t queued = busy.FillFromServed();
+  EXPECT_FALSE(gate.AllDelivered());
+  busy.DrainPeer(queued);
+  bool delivered = false;
+  for (int i = 0; i < 3000 && !delivered; ++i) {
+    delivered = gate.AllDelivered();
+    if (!delivered) absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_TRUE(delivered);
+}
+
 TEST(DeliveryGateTest, DestructionReleasesHeldCalls) {
   Connection c;
   ASSERT_GT(c.FillFromServed(), 0u);

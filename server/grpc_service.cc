@@ -11,13 +11,18 @@ namespace kvstash::server {
 namespace {
 
 // One unary call, measured: request and response bytes, latency and outcome. Lives on
-// the handler's stack (unary calls are answered inline).
+// the handler's stack (unary calls are answered inline) and counts in
+// ServiceEnv::unary_in_handler meanwhile.
 class UnaryCall {
  public:
   UnaryCall(const ServiceEnv* env, Op op, const google::protobuf::MessageLite& request)
-      : metrics_(&env->metrics), op_(op), start_(TransportMetrics::Clock::now()) {
+      : env_(env), metrics_(&env->metrics), op_(op), start_(TransportMetrics::Clock::now()) {
+    env_->unary_in_handler.fetch_add(1);
     metrics_->AddReceivedBytes(request.ByteSizeLong());
   }
+  ~UnaryCall() { env_->unary_in_handler.fetch_sub(1); }
+  UnaryCall(const UnaryCall&) = delete;
+  UnaryCall& operator=(const UnaryCall&) = delete;
 
   // Answers the call with the outcome of `status`.
   grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* context, const absl::Status& status,
@@ -30,6 +35,7 @@ class UnaryCall {
   }
 
  private:
+  const ServiceEnv* const env_;
   TransportMetrics* const metrics_;
   const Op op_;
   const TransportMetrics::Clock::time_point start_;

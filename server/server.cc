@@ -4,6 +4,7 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -215,15 +216,17 @@ void Server::LogNvmeStartup() const {
 }
 
 void Server::CloseIdleConnections(absl::Time deadline, absl::Notification* stopped) {
-  // Unary calls run to completion inside their handler (and are refused while draining):
-  // streaming calls are the only ones that last. A quiet spell of this long with none of
-  // them, after gRPC's Shutdown began, means nothing is left to wait for.
+  // Nothing is left to wait for after a quiet spell of this long with no streaming call,
+  // no unary handler running and every connection's sent bytes acknowledged (a response
+  // still queued would be lost to the reset of a closed socket; see DeliveryGate). The
+  // spell also lets gRPC's Shutdown, called right after this thread starts, begin first.
   constexpr absl::Duration kQuiet = absl::Milliseconds(50);
   absl::Time idle_since = absl::InfiniteFuture();
   while (!stopped->WaitForNotificationWithTimeout(absl::Milliseconds(5))) {
     const absl::Time now = absl::Now();
     if (now >= deadline) return;  // gRPC's Shutdown cancels what is left itself
-    if (env_.metrics.active_calls() > 0) {
+    if (env_.metrics.active_calls() > 0 || env_.unary_in_handler.load() > 0 ||
+        !delivery_gate_.AllDelivered()) {
       idle_since = absl::InfiniteFuture();
       continue;
     }
@@ -241,7 +244,9 @@ void Server::Shutdown(absl::Duration grace) {
   const absl::Time begin = absl::Now();
   // A Unix socket delivers what was written even if the daemon closes it: nothing to hold.
   const bool unix_socket = absl::StartsWith(config_.server.grpc_listen, "unix:");
-  delivery_gate_.Arm(unix_socket ? 0 : selected_port_, begin + grace);
+  // Held calls are released a little before gRPC's own deadline cancels what is left.
+  const absl::Duration margin = std::min(grace / 10, absl::Milliseconds(100));
+  delivery_gate_.Arm(unix_socket ? 0 : selected_port_, begin + grace - margin);
   env_.draining.store(true);
   log_->Info("kvstashd draining", {{"grace_ms", absl::ToInt64Milliseconds(grace)}});
   absl::Notification stopped;

@@ -2,8 +2,8 @@
 // (the store, the namespace registry, limits, the log, the draining flag), plus the
 // request-parsing helpers they have in common.
 //
-// Thread-safety: ServiceEnv is immutable after construction except `draining`, an atomic,
-// and `metrics`, lock-free cells; the pointees are thread-safe. The helpers are stateless.
+// Thread-safety: ServiceEnv is immutable after construction except `draining` and
+// `unary_in_handler`, atomics, and `metrics`, lock-free cells; the pointees are thread-safe. The helpers are stateless.
 #pragma once
 
 #include <google/protobuf/message_lite.h>
@@ -43,6 +43,8 @@ struct ServiceEnv {
   // Holds the end of large responses while draining until the client has them. Not owned;
   // null ends calls at once.
   DeliveryGate* delivery = nullptr;
+  // Unary handlers running now (streaming calls count in metrics' active calls).
+  mutable std::atomic<int> unary_in_handler{0};
   // The gRPC transport's request metrics. Mutable: handlers see a const env, and the
   // metrics are lock-free cells updated from any thread.
   mutable TransportMetrics metrics{"grpc"};

@@ -108,7 +108,10 @@ ExtendFn RocksDbExtend() {
 }
 
 bool HaveSse42() {
-  static const bool have = __builtin_cpu_supports("sse4.2");
+  static const bool have = [] {
+    __builtin_cpu_init();  // may run before the compiler's own CPU-model initializer
+    return __builtin_cpu_supports("sse4.2") != 0;
+  }();
   return have;
 }
 

@@ -184,8 +184,17 @@ class RocksDbTier {
   // Maintenance (rocksdb_tier_maintenance.cc): one thread runs blob garbage collection,
   // the periodic flush of kDeferred writes and the reopen after a failed write.
   bool MaintenanceWanted() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return stopping_ || garbage_bytes_ >= gc_trigger_bytes_;
+    // No collection while writing is suspended (it would write blob files): MaybeRecover
+    // runs on the timer meanwhile.
+    const bool gc = garbage_bytes_ >= gc_trigger_bytes_ || (gc_wanted_ && garbage_bytes_ > 0);
+    return stopping_ || (gc && !writes_suspended());
   }
+  // Holds a write of `size` bytes, at most kGarbageWaitMax, while live and reserved bytes
+  // plus garbage not yet collected would pass kDiskCeiling x the budget and a GC run can
+  // still reclaim some of it: demotion then goes at the pace garbage collection frees
+  // space, so disk use stays near the budget under churn.
+  void WaitForCollectedGarbage(uint64_t size);
+  bool OverDiskCeilingLocked(uint64_t size) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void MaintenanceLoop();
   // Flushes when kDeferred writes have waited flush_interval_ms.
   void MaybeFlushDeferred();
@@ -217,8 +226,14 @@ class RocksDbTier {
   std::atomic<int64_t> deferred_since_ms_{0};
   absl::Time last_recovery_attempt_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
-  // Payload bytes deleted since the last GC; GcLoop compacts when it passes a threshold.
+  // Payload bytes deleted since the last GC started; the maintenance thread collects when
+  // it passes a threshold, or sooner when gc_wanted_ (a write waits on garbage).
   uint64_t garbage_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Payload bytes deleted and not yet covered by a finished GC run: roughly the dead bytes
+  // still on disk.
+  uint64_t uncollected_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool gc_wanted_ ABSL_GUARDED_BY(mu_) = false;
+  bool gc_running_ ABSL_GUARDED_BY(mu_) = false;
   const uint64_t gc_trigger_bytes_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Mutex gc_mu_;  // serialises CollectGarbage callers

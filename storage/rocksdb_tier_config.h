@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "absl/time/time.h"
+
 #include "rocksdb/options.h"
 #include "storage/rocksdb_tier.h"
 
@@ -29,6 +31,13 @@ rocksdb::WriteOptions DeferredWriteOptions();
 rocksdb::ReadOptions PayloadReadOptions();
 // Deleted payload bytes after which a blob garbage-collection compaction runs.
 uint64_t GcTriggerBytes(const RocksDbTierOptions& options);
+// Writes wait for garbage collection while live, reserved and uncollected payload bytes
+// would pass this percentage of the budget: the rest of the 1.25x allowance is for
+// memtables, SSTs and the blob file being written.
+inline constexpr uint64_t kDiskCeilingPercent = 115;
+// The longest one write waits for garbage collection; after it, it writes anyway (a run
+// that cannot keep up must slow demotion, never stop it).
+inline constexpr absl::Duration kGarbageWaitMax = absl::Seconds(2);
 // Blob files are cut at this size (derived from the budget).
 uint64_t BlobFileBytes(const RocksDbTierOptions& options);
 // Free space the tier keeps on its filesystem: writes are refused below it, so RocksDB

@@ -44,7 +44,7 @@ void RocksDbTier::MaintenanceLoop() {
   for (;;) {
     mu_.AwaitWithTimeout(absl::Condition(this, &RocksDbTier::MaintenanceWanted), kTick);
     if (stopping_) return;
-    const bool gc = garbage_bytes_ >= gc_trigger_bytes_;
+    const bool gc = MaintenanceWanted();
     mu_.Unlock();
     if (gc) CollectGarbage().IgnoreError();  // counted in io_errors
     MaybeFlushDeferred();
@@ -56,9 +56,13 @@ void RocksDbTier::MaintenanceLoop() {
 absl::Status RocksDbTier::CollectGarbage() {
   if (writes_suspended()) return absl::OkStatus();  // would write new blob files
   absl::MutexLock gc(&gc_mu_);
+  uint64_t covered = 0;
   {
     absl::MutexLock lock(&mu_);
+    covered = garbage_bytes_;
     garbage_bytes_ = 0;  // deletes from now on count toward the next run
+    gc_wanted_ = false;
+    gc_running_ = true;
   }
   rocksdb::CompactRangeOptions cro;
   cro.exclusive_manual_compaction = false;  // automatic flushes/compactions keep running
@@ -69,12 +73,14 @@ absl::Status RocksDbTier::CollectGarbage() {
   rocksdb::Status s;
   {
     absl::ReaderMutexLock lock(&db_mu_);
-    if (db_ == nullptr) return absl::OkStatus();
-    s = db_->CompactRange(cro, families_[kPayload], nullptr, nullptr);
+    if (db_ != nullptr) s = db_->CompactRange(cro, families_[kPayload], nullptr, nullptr);
   }
   {
     absl::MutexLock lock(&mu_);
     ++counters_.gc_runs;
+    gc_running_ = false;
+    // Counted as reclaimed even if the run failed: waiting writes must not wait on it.
+    uncollected_bytes_ -= std::min(uncollected_bytes_, covered);
   }
   if (s.IsIncomplete() || s.IsShutdownInProgress()) return absl::OkStatus();  // stopping
   return s.ok() ? absl::OkStatus() : IoError("garbage collection", s.ToString());

@@ -212,7 +212,7 @@ absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk, Write
     reserved_bytes_ += size;
   }
   MakeRoom(0);  // the reservation above already counts `size`
-  WaitForCollectedGarbage(0);  // likewise
+  WaitForCollectedGarbage();
   absl::MutexLock stripe(&StripeFor(id));
   bool present;
   uint64_t sequence;
@@ -280,17 +280,17 @@ void RocksDbTier::MakeRoom(uint64_t size) {
   }
 }
 
-bool RocksDbTier::OverDiskCeilingLocked(uint64_t size) const {
+bool RocksDbTier::OverDiskCeilingLocked() const {
   const uint64_t ceiling = options_.capacity_bytes / 100 * nvme::kDiskCeilingPercent;
-  return live_bytes_ + reserved_bytes_ + uncollected_bytes_ + size > ceiling;
+  return live_bytes_ + reserved_bytes_ + uncollected_bytes_ > ceiling;
 }
 
-void RocksDbTier::WaitForCollectedGarbage(uint64_t size) {
+void RocksDbTier::WaitForCollectedGarbage() {
   absl::MutexLock lock(&mu_);
   const absl::Time give_up = absl::Now() + nvme::kGarbageWaitMax;
   // Only while a run is under way or has garbage to start on: a run that finished leaves
   // uncollected_bytes_ lower, so waiting never outlasts what collection can reclaim.
-  while (!stopping_ && !writes_suspended() && OverDiskCeilingLocked(size) &&
+  while (!stopping_ && !writes_suspended() && OverDiskCeilingLocked() &&
          (gc_running_ || garbage_bytes_ > 0) && absl::Now() < give_up) {
     gc_wanted_ = true;
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(5));

@@ -189,12 +189,12 @@ class RocksDbTier {
     const bool gc = garbage_bytes_ >= gc_trigger_bytes_ || (gc_wanted_ && garbage_bytes_ > 0);
     return stopping_ || (gc && !writes_suspended());
   }
-  // Holds a write of `size` bytes, at most kGarbageWaitMax, while live and reserved bytes
-  // plus garbage not yet collected would pass kDiskCeiling x the budget and a GC run can
-  // still reclaim some of it: demotion then goes at the pace garbage collection frees
-  // space, so disk use stays near the budget under churn.
-  void WaitForCollectedGarbage(uint64_t size);
-  bool OverDiskCeilingLocked(uint64_t size) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Holds a write (its bytes already reserved), at most kGarbageWaitMax, while live and
+  // reserved bytes plus garbage not yet collected pass kDiskCeilingPercent of the budget
+  // and a GC run can still reclaim some of it: demotion then goes at the pace garbage
+  // collection frees space, so disk use stays near the budget under churn.
+  void WaitForCollectedGarbage();
+  bool OverDiskCeilingLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void MaintenanceLoop();
   // Flushes when kDeferred writes have waited flush_interval_ms.
   void MaybeFlushDeferred();

@@ -35,6 +35,8 @@ enum StoreFamily {
   kIoErrors,
   kRecovered,
   kWritesSuspended,
+  kGcRuns,
+  kGcWaits,
   kStoreFamilyCount
 };
 constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
@@ -65,6 +67,11 @@ constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
     {"kvstash_tier_writes_suspended",
      "1 while the tier refuses writes after an I/O error (it reopens once space is back).",
      MetricType::kGauge},
+    {"kvstash_gc_runs_total", "Blob garbage-collection runs of the tier.", MetricType::kCounter},
+    {"kvstash_gc_waits_total",
+     "Writes (demotions, write-throughs) that waited for garbage collection because live "
+     "plus uncollected bytes neared the budget.",
+     MetricType::kCounter},
 };
 
 enum NsFamily {
@@ -147,6 +154,8 @@ void CollectTiers(const storage::StoreStats& s, std::vector<Family>& f) {
   Add(f[kIoErrors], {{"tier", "nvme"}}, n.io_errors);
   Add(f[kRecovered], {{"tier", "nvme"}}, n.recovered_chunks);
   Add(f[kWritesSuspended], {{"tier", "nvme"}}, n.writes_suspended ? 1 : 0);
+  Add(f[kGcRuns], {{"tier", "nvme"}}, n.gc_runs);
+  Add(f[kGcWaits], {{"tier", "nvme"}}, n.gc_waits);
 }
 
 void CollectNamespaces(const storage::ChunkStore& store, const NamespaceRegistry& registry,

@@ -126,6 +126,8 @@ struct NvmeCounters {
   uint64_t io_errors = 0;           // failed NVMe reads, writes, deletes, compactions
   uint64_t recovered_chunks = 0;    // chunks found on NVMe at start-up
   uint64_t reopens = 0;             // NVMe database reopened after a write error
+  uint64_t gc_runs = 0;             // blob garbage-collection runs
+  uint64_t gc_waits = 0;            // NVMe writes that waited for GC near the budget
   bool writes_suspended = false;    // gauge: NVMe writing stopped after an error
 };
 

@@ -103,6 +103,8 @@ void ChunkStoreImpl::AddNvmeStats(StoreStats* stats) const {
   n.io_errors = tier.io_errors;
   n.recovered_chunks = tier.recovered_chunks;
   n.reopens = tier.reopens;
+  n.gc_runs = tier.gc_runs;
+  n.gc_waits = tier.gc_waits;
   n.writes_suspended = tier.writes_suspended;
 }
 

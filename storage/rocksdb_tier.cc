@@ -288,13 +288,16 @@ bool RocksDbTier::OverDiskCeilingLocked() const {
 void RocksDbTier::WaitForCollectedGarbage() {
   absl::MutexLock lock(&mu_);
   const absl::Time give_up = absl::Now() + nvme::kGarbageWaitMax;
+  bool waited = false;
   // Only while a run is under way or has garbage to start on: a run that finished leaves
   // uncollected_bytes_ lower, so waiting never outlasts what collection can reclaim.
   while (!stopping_ && !writes_suspended() && OverDiskCeilingLocked() &&
          (gc_running_ || garbage_bytes_ > 0) && absl::Now() < give_up) {
     gc_wanted_ = true;
+    waited = true;
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(5));
   }
+  if (waited) ++counters_.gc_waits;
 }
 
 bool RocksDbTier::Remove(const ChunkId& id, uint64_t generation) {

@@ -86,6 +86,7 @@ struct RocksDbTierCounters {
   uint64_t checksum_failures = 0;  // reads whose payload failed verification (then deleted)
   uint64_t io_errors = 0;          // failed RocksDB reads/writes/deletes
   uint64_t gc_runs = 0;            // blob garbage-collection compactions
+  uint64_t gc_waits = 0;           // writes that waited for GC near the budget
   uint64_t recovered_chunks = 0;   // chunks indexed by Open from an existing database
   uint64_t dropped_records = 0;    // unreadable metadata records deleted by Open
   uint64_t reopens = 0;            // reopens after a failed write (writing resumed)

@@ -192,6 +192,7 @@ TEST(RocksDbTierTest, DiskUsageSettlesWithinBudgetUnderChurn) {
   EXPECT_GT(tier->Counters().gc_runs, 0u);
   RecordProperty("settled_bytes", std::to_string(settled));
   RecordProperty("worst_bytes", std::to_string(worst));
+  RecordProperty("gc_waits", std::to_string(tier->Counters().gc_waits));
   std::printf("disk: settled %.2fx, worst during churn %.2fx of budget\n",
               static_cast<double>(settled) / kBudget, static_cast<double>(worst) / kBudget);
 }

@@ -10,7 +10,6 @@
 #include <sys/socket.h>
 
 #include <cstddef>
-#include <cstdlib>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -104,7 +103,7 @@ DeliveryGate::~DeliveryGate() {
 
 void DeliveryGate::Arm(int port, absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  if (armed_ || stopping_) return;
+  if (armed_ || stopping_ || port == 0) return;  // a Unix socket: nothing to hold
   armed_ = true;
   port_ = port;
   deadline_ = deadline;
@@ -114,7 +113,7 @@ void DeliveryGate::Arm(int port, absl::Time deadline) {
 void DeliveryGate::Await(absl::string_view peer, absl::AnyInvocable<void() &&> release) {
   {
     absl::MutexLock lock(&mu_);
-    if (armed_ && !stopping_ && port_ != 0 && absl::Now() < deadline_) {
+    if (armed_ && !stopping_ && absl::Now() < deadline_) {
       held_.push_back(Held{NormalizedPeer(peer), std::move(release)});
       return;
     }
@@ -167,19 +166,13 @@ std::vector<DeliveryGate::Held> DeliveryGate::TakeReleased() {
     all = true;
     judged = held_.size();
   }
-  std::vector<Held> released;
-  auto kept = held_.begin();
+  std::vector<Held> released, kept;
   for (size_t i = 0; i < held_.size(); ++i) {
-    Held& held = held_[i];
-    const auto it = connections.find(held.peer);
-    if (i < judged && (all || it == connections.end() || it->second)) {
-      released.push_back(std::move(held));
-    } else {
-      if (&*kept != &held) *kept = std::move(held);
-      ++kept;
-    }
+    const auto it = connections.find(held_[i].peer);
+    const bool release = i < judged && (all || it == connections.end() || it->second);
+    (release ? released : kept).push_back(std::move(held_[i]));
   }
-  held_.erase(kept, held_.end());
+  held_ = std::move(kept);
   return released;
 }
 

@@ -3,7 +3,8 @@
 // request-parsing helpers they have in common.
 //
 // Thread-safety: ServiceEnv is immutable after construction except `draining` and
-// `unary_in_handler`, atomics, and `metrics`, lock-free cells; the pointees are thread-safe. The helpers are stateless.
+// `unary_in_handler`, atomics, and `metrics`, lock-free cells; the pointees are
+// thread-safe. The helpers are stateless.
 #pragma once
 
 #include <google/protobuf/message_lite.h>

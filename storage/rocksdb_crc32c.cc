@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <nmmintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 // RocksDB's declaration (its util/crc32c.h is not installed); defined at the end.
@@ -54,12 +55,21 @@ struct LaneShift {
   }
 };
 
-__attribute__((target("sse4.2"))) uint64_t Words(uint64_t c, const char* data, size_t words) {
-  for (size_t i = 0; i < words; ++i, data += 8) {
-    uint64_t word;
-    std::memcpy(&word, data, sizeof(word));
-    c = _mm_crc32_u64(c, word);
+inline uint64_t Load64(const char* p) {
+  uint64_t word;
+  std::memcpy(&word, p, sizeof(word));
+  return word;
+}
+
+__attribute__((target("sse4.2"))) uint64_t Bytes(uint64_t c, const char* data, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    c = _mm_crc32_u8(static_cast<uint32_t>(c), static_cast<uint8_t>(data[i]));
   }
+  return c;
+}
+
+__attribute__((target("sse4.2"))) uint64_t Words(uint64_t c, const char* data, size_t words) {
+  for (size_t i = 0; i < words; ++i) c = _mm_crc32_u64(c, Load64(data + 8 * i));
   return c;
 }
 
@@ -67,26 +77,23 @@ __attribute__((target("sse4.2"))) uint32_t HardwareExtend(uint32_t crc, const ch
                                                           size_t n) {
   static const LaneShift shift;
   uint64_t c = crc ^ 0xffffffffu;
-  for (; n > 0 && (reinterpret_cast<uintptr_t>(data) & 7) != 0; --n) {
-    c = _mm_crc32_u8(static_cast<uint32_t>(c), static_cast<uint8_t>(*data++));
-  }
+  // Up to 8-byte alignment, then three lanes at a time, then words, then the last bytes.
+  const size_t head = std::min<size_t>(n, (8 - reinterpret_cast<uintptr_t>(data) % 8) % 8);
+  c = Bytes(c, data, head);
+  data += head;
+  n -= head;
   for (; n >= 3 * kLaneBytes; n -= 3 * kLaneBytes, data += 3 * kLaneBytes) {
     uint64_t a = c, b = 0, d = 0;
     for (size_t i = 0; i < kLaneBytes; i += 8) {
-      uint64_t wa, wb, wd;
-      std::memcpy(&wa, data + i, 8);
-      std::memcpy(&wb, data + kLaneBytes + i, 8);
-      std::memcpy(&wd, data + 2 * kLaneBytes + i, 8);
-      a = _mm_crc32_u64(a, wa);
-      b = _mm_crc32_u64(b, wb);
-      d = _mm_crc32_u64(d, wd);
+      a = _mm_crc32_u64(a, Load64(data + i));
+      b = _mm_crc32_u64(b, Load64(data + kLaneBytes + i));
+      d = _mm_crc32_u64(d, Load64(data + 2 * kLaneBytes + i));
     }
     c = shift(shift(static_cast<uint32_t>(a)) ^ static_cast<uint32_t>(b)) ^
         static_cast<uint32_t>(d);
   }
   c = Words(c, data, n / 8);
-  data += n / 8 * 8;
-  for (n %= 8; n > 0; --n) c = _mm_crc32_u8(static_cast<uint32_t>(c), static_cast<uint8_t>(*data++));
+  c = Bytes(c, data + n / 8 * 8, n % 8);
   return static_cast<uint32_t>(c) ^ 0xffffffffu;
 }
 

@@ -109,8 +109,9 @@ class RocksDbTier {
   RocksDbTier& operator=(const RocksDbTier&) = delete;
 
   // Stores `chunk` under `id`, evicting older chunks first if the budget needs it. OK
-  // without writing when `id` is present. The stored checksum is chunk.checksum(). Errors: RESOURCE_EXHAUSTED (larger than the
-  // budget), UNAVAILABLE (RocksDB write failed or writing suspended: disk full, I/O error).
+  // without writing when `id` is present. The stored checksum is chunk.checksum(). Errors:
+  // RESOURCE_EXHAUSTED (larger than the budget), UNAVAILABLE (RocksDB write failed or writing
+  // suspended: disk full, I/O error).
   absl::Status Put(const ChunkId& id, const StoredChunk& chunk,
                    WriteMode mode = WriteMode::kLogged);
   // The verified chunk in heap memory, or NOT_FOUND (absent, failed verification, or an

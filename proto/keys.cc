@@ -13,10 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 
-// The static-linking-only API exposes XXH3_state_t so the streaming state can live on the
-// stack (no malloc per key). Header and library come from the same distro package.
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
+// XXH3_state_t lives on the stack (no malloc per key). Header and library come from the
+// same distro package.
+#include "proto/xxh3_dispatch.h"
 
 namespace kvstash {
 namespace {

@@ -12,12 +12,10 @@
 #include <cstdint>
 #include <memory>
 
-#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value: no malloc per put
-#include <xxhash.h>
-
 #include "absl/base/call_once.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "proto/xxh3_dispatch.h"
 #include "storage/chunk.h"
 #include "storage/dram_allocator.h"
 

@@ -2,12 +2,11 @@
 
 #include <sys/statvfs.h>
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "proto/xxh3_dispatch.h"
 #include "rocksdb/db.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/write_batch.h"

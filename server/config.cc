@@ -42,6 +42,7 @@ storage:
     path: ""                      # "" = <data_dir>/nvme; created at start-up
     capacity_bytes: 16GiB         # payload budget; the directory settles within ~1.25x
     demotion_threads: 1           # threads writing DRAM evictions to NVMe
+    read_threads: 4               # threads reading NVMe hits for gRPC gets
     demotion_queue_chunks: 16     # evictions waiting to be written; beyond: dropped
     demotion_wait_ms: 0           # longest such wait; 0: never block a put, drop at once
     clean_window_percent: 25      # coldest % of DRAM written to NVMe ahead of eviction
@@ -137,6 +138,7 @@ void ReadNvme(ConfigReader& r, NvmeConfig* c) {
   r.String("path", &c->path);
   r.Size("capacity_bytes", 1ull << 20, std::numeric_limits<uint64_t>::max(), &c->capacity_bytes);
   r.Int("demotion_threads", 1, 64, &c->demotion_threads);
+  r.Int("read_threads", 1, 64, &c->read_threads);
   r.Int("demotion_queue_chunks", 1, 1 << 20, &c->demotion_queue_chunks);
   r.Int("demotion_wait_ms", 0, 3600000, &c->demotion_wait_ms);
   r.Int("clean_window_percent", 0, 100, &c->clean_window_percent);
@@ -280,6 +282,7 @@ storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
   o.nvme.path = NvmePath();
   o.nvme.capacity_bytes = n.capacity_bytes;
   o.nvme.demotion_threads = n.demotion_threads;
+  o.nvme.read_threads = n.read_threads;
   o.nvme.demotion_queue_chunks = n.demotion_queue_chunks;
   o.nvme.demotion_wait_ms = n.demotion_wait_ms;
   o.nvme.clean_window_percent = n.clean_window_percent;
@@ -341,6 +344,7 @@ void EmitNvme(const NvmeConfig& n, YAML::Emitter& out) {
   out << YAML::Key << "path" << YAML::Value << YAML::DoubleQuoted << n.path;
   out << YAML::Key << "capacity_bytes" << YAML::Value << FormatByteSize(n.capacity_bytes);
   out << YAML::Key << "demotion_threads" << YAML::Value << n.demotion_threads;
+  out << YAML::Key << "read_threads" << YAML::Value << n.read_threads;
   out << YAML::Key << "demotion_queue_chunks" << YAML::Value << n.demotion_queue_chunks;
   out << YAML::Key << "demotion_wait_ms" << YAML::Value << n.demotion_wait_ms;
   out << YAML::Key << "clean_window_percent" << YAML::Value << n.clean_window_percent;

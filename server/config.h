@@ -78,6 +78,8 @@ struct NvmeConfig {
   uint64_t capacity_bytes = 16ull << 30;
   // Background threads writing DRAM evictions to NVMe.
   int demotion_threads = 1;
+  // Threads reading NVMe hits for gRPC gets (storage::ChunkStoreOptions::Nvme).
+  int read_threads = 4;
   // Evicted chunks waiting to be written; a put that finds the queue full waits.
   int demotion_queue_chunks = 16;
   // Longest wait of a put for room in a full demotion queue; then the evicted chunk is

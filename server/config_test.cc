@@ -216,6 +216,7 @@ storage:
     path: /mnt/ssd/kv
     capacity_bytes: 256MiB
     demotion_threads: 3
+    read_threads: 6
     demotion_queue_chunks: 64
     write_through: true
     sync_writes: true
@@ -225,6 +226,7 @@ storage:
   EXPECT_EQ(o.nvme.path, "/mnt/ssd/kv");
   EXPECT_EQ(o.nvme.capacity_bytes, 256u << 20);
   EXPECT_EQ(o.nvme.demotion_threads, 3);
+  EXPECT_EQ(o.nvme.read_threads, 6);
   EXPECT_EQ(o.nvme.demotion_queue_chunks, 64);
   EXPECT_TRUE(o.nvme.write_through);
   EXPECT_TRUE(o.nvme.sync_writes);
@@ -239,6 +241,8 @@ TEST(ConfigTest, RefusesBadNvmeFieldsByName) {
               HasSubstr("storage.nvme.capacity_bytes"));
   EXPECT_THAT(ErrorOf("", {{"storage.nvme.demotion_threads", "0"}}),
               HasSubstr("storage.nvme.demotion_threads"));
+  EXPECT_THAT(ErrorOf("", {{"storage.nvme.read_threads", "65"}}),
+              HasSubstr("storage.nvme.read_threads"));
   EXPECT_THAT(ErrorOf("", {{"storage.nvme.demotion_queue_chunks", "-1"}}),
               HasSubstr("storage.nvme.demotion_queue_chunks"));
   EXPECT_THAT(ErrorOf("", {{"storage.nvme.write_through", "maybe"}}),

@@ -61,7 +61,11 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
   absl::Status Parse(const grpc::ByteBuffer& request);
   void WriteNext();
-  void BuildHeadFrame();
+  // Fetches the next key's chunk (an NVMe read runs on the store's read threads), then
+  // sends its head frame from whichever thread the chunk arrives on.
+  void FetchNext();
+  void BuildHeadFrame(uint32_t index, absl::StatusOr<storage::ChunkRef> ref);
+  void Send();
   std::vector<grpc::Slice> TakePayload();
 
   const ServiceEnv* const env_;
@@ -109,7 +113,8 @@ void GetReactor::WriteNext() {
     v1::GetFrame head;  // data frames carry only the payload
     out_ = wire::EncodeFrame(head, TakePayload());
   } else if (next_key_ < keys_.size()) {
-    BuildHeadFrame();
+    FetchNext();
+    return;
   } else {
     env_->log->Debug("get done", {{"keys", keys_.size()}, {"bytes", bytes_sent_}});
     if (env_->delivery == nullptr) {
@@ -119,16 +124,27 @@ void GetReactor::WriteNext() {
     }
     return;
   }
+  Send();
+}
+
+void GetReactor::Send() {
   env_->metrics.AddSentBytes(out_.Length());
   StartWrite(&out_);
 }
 
-void GetReactor::BuildHeadFrame() {
-  const uint32_t index = static_cast<uint32_t>(next_key_++);
+void GetReactor::FetchNext() {
+  const auto index = static_cast<uint32_t>(next_key_++);
   id_.key = keys_[index];
-  absl::StatusOr<storage::ChunkRef> ref = env_->store->Get(id_);
-  // The reference now protects the bytes, so the lease's hold has done its job.
-  if (lease_id_ != 0) env_->store->ReleaseLease(lease_id_, id_);
+  // No write is in flight, so nothing else touches this reactor until the callback runs.
+  env_->store->GetAsync(id_, [this, index](absl::StatusOr<storage::ChunkRef> ref) {
+    // The reference now protects the bytes, so the lease's hold has done its job.
+    if (lease_id_ != 0) env_->store->ReleaseLease(lease_id_, id_);
+    BuildHeadFrame(index, std::move(ref));
+    Send();
+  });
+}
+
+void GetReactor::BuildHeadFrame(uint32_t index, absl::StatusOr<storage::ChunkRef> ref) {
   v1::GetFrame head;
   head.set_index(index);
   v1::ChunkHeader* header = head.mutable_header();

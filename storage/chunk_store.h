@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -65,6 +66,9 @@ struct ChunkStoreOptions {
     // Background threads writing DRAM evictions to NVMe. One keeps up with a single SSD
     // for MiB-sized chunks; more help with many small chunks or sync_writes.
     int demotion_threads = 1;
+    // Threads reading chunks from NVMe for GetAsync (the transports' gets), so that reads
+    // wait on the disk in parallel and never on a network thread.
+    int read_threads = 4;
     // Evicted chunks waiting to be written. Queued chunks keep their DRAM until written,
     // so this (with a quarter of the DRAM budget in bytes) bounds the DRAM held by
     // demotion. A put whose eviction finds the queue full waits (demotion_wait_ms).
@@ -124,6 +128,12 @@ class ChunkStore {
   // A reference that keeps the chunk's bytes alive until dropped, even if it is evicted or
   // deleted meanwhile. NOT_FOUND when absent. Counts a hit or miss.
   virtual absl::StatusOr<ChunkRef> Get(const ChunkId& id) = 0;
+  // Get for callers that must not wait on the disk (event-loop threads). A DRAM hit or a
+  // miss runs `done` on this thread before GetAsync returns; a chunk below DRAM is read on
+  // one of the store's nvme.read_threads, which then runs `done`. Same results and
+  // counting as Get.
+  using GetCallback = absl::AnyInvocable<void(absl::StatusOr<ChunkRef>) &&>;
+  virtual void GetAsync(const ChunkId& id, GetCallback done) = 0;
   // Releases `lease_id`'s hold on `id` (after the chunk was sent to the lease's owner).
   virtual void ReleaseLease(uint64_t lease_id, const ChunkId& id) = 0;
 

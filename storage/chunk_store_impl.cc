@@ -61,7 +61,8 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                        ? std::make_unique<Checksummer>(
                              Checksummer::Options{},
                              [index = index_.get()](const ChunkId& id) { return index->Peek(id); })
-                       : nullptr) {}
+                       : nullptr),
+      readers_(nvme_ == nullptr ? nullptr : std::make_unique<ReadPool>(options.nvme.read_threads)) {}
 
 ChunkStoreImpl::~ChunkStoreImpl() = default;
 
@@ -145,6 +146,19 @@ absl::StatusOr<ChunkRef> ChunkStoreImpl::Get(const ChunkId& id) {
   index_->RecordGet(id, chunk != nullptr);
   if (chunk == nullptr) return absl::NotFoundError("chunk not found");
   return chunk;
+}
+
+void ChunkStoreImpl::GetAsync(const ChunkId& id, GetCallback done) {
+  ChunkRef chunk = index_->Get(id, /*count_miss=*/nvme_ == nullptr);
+  if (chunk == nullptr && BelowDram(id)) {
+    readers_->Schedule([this, id, done = std::move(done)]() mutable {
+      std::move(done)(Get(id));  // Get looks in DRAM again: a concurrent put may have landed
+    });
+    return;
+  }
+  if (chunk == nullptr && nvme_ != nullptr) index_->RecordGet(id, false);
+  if (chunk == nullptr) return std::move(done)(absl::NotFoundError("chunk not found"));
+  std::move(done)(std::move(chunk));
 }
 
 void ChunkStoreImpl::ReleaseLease(uint64_t lease_id, const ChunkId& id) {

@@ -23,6 +23,7 @@
 #include "storage/dram_allocator.h"
 #include "storage/index.h"
 #include "storage/lease_table.h"
+#include "storage/read_pool.h"
 #include "storage/rocksdb_tier.h"
 
 namespace kvstash::storage {
@@ -39,6 +40,7 @@ class ChunkStoreImpl final : public ChunkStore {
                                                          const ChunkMeta& meta) override;
   absl::Status CommitPut(std::unique_ptr<PendingChunk> pending) override;
   absl::StatusOr<ChunkRef> Get(const ChunkId& id) override;
+  void GetAsync(const ChunkId& id, GetCallback done) override;
   void ReleaseLease(uint64_t lease_id, const ChunkId& id) override;
   LookupResult Lookup(const Key128& ns, absl::Span<const Key128> keys,
                       absl::Duration lease) override;
@@ -81,6 +83,8 @@ class ChunkStoreImpl final : public ChunkStore {
   const std::unique_ptr<Demoter> demoter_;
   const std::unique_ptr<Cleaner> cleaner_;  // null without NVMe or with the cleaner off
   const std::unique_ptr<Checksummer> checksummer_;  // null unless background_checksums
+  // NVMe reads of GetAsync; null without NVMe. Destroyed first: its last reads use the tier.
+  const std::unique_ptr<ReadPool> readers_;
   std::atomic<uint64_t> nvme_hits_{0};
   std::atomic<uint64_t> nvme_misses_{0};
   std::atomic<uint64_t> promotions_{0};

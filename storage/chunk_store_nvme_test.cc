@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "storage/chunk_store.h"
 #include "storage/nvme_test_util.h"
@@ -130,6 +131,70 @@ TEST(ChunkStoreNvmeTest, OptionErrorsNameTheField) {
   o = NvmeOptions("/tmp/unused");
   o.nvme.flush_interval_ms = -1;
   EXPECT_NE(o.Validate().message().find("nvme.flush_interval_ms"), absl::string_view::npos);
+  o = NvmeOptions("/tmp/unused");
+  o.nvme.read_threads = 0;
+  EXPECT_NE(o.Validate().message().find("nvme.read_threads"), absl::string_view::npos);
+}
+
+// What GetAsync delivered, and on which thread.
+struct AsyncGot {
+  absl::Notification done;
+  absl::StatusOr<ChunkRef> ref = absl::UnknownError("not called");
+  std::thread::id thread;
+};
+
+void StartGet(ChunkStore& store, uint64_t i, AsyncGot* got) {
+  store.GetAsync(MakeId(i), [got](absl::StatusOr<ChunkRef> ref) {
+    got->ref = std::move(ref);
+    got->thread = std::this_thread::get_id();
+    got->done.Notify();
+  });
+}
+
+TEST(ChunkStoreNvmeTest, GetAsyncReadsNvmeOnReadThreadsAndAnswersTheRestInline) {
+  ScratchDir dir;
+  auto store = MakeStore(EvictionsOnlyOptions(dir.path()));
+  PutPaced(*store, 40);
+  const uint64_t first = FirstOnNvme(*store, 40);
+  ASSERT_LT(first, 39u);
+  const uint64_t hits_before = store->Stats().nvme.hits;
+
+  AsyncGot dram, missing;
+  StartGet(*store, 39, &dram);  // the newest chunk is in DRAM
+  ASSERT_TRUE(dram.done.HasBeenNotified());
+  EXPECT_EQ(dram.thread, std::this_thread::get_id());
+  ASSERT_TRUE(dram.ref.ok()) << dram.ref.status();
+  EXPECT_TRUE(HasPattern(**dram.ref, 39, kChunk));
+  StartGet(*store, 1000, &missing);
+  ASSERT_TRUE(missing.done.HasBeenNotified());
+  EXPECT_TRUE(absl::IsNotFound(missing.ref.status())) << missing.ref.status();
+
+  // NVMe chunks, several at once: each arrives on a read thread, byte-exact.
+  std::vector<std::unique_ptr<AsyncGot>> nvme;
+  for (uint64_t i = first; i < first + 8 && store->Locate(MakeId(i)) == Tier::kNvme; ++i) {
+    nvme.push_back(std::make_unique<AsyncGot>());
+    StartGet(*store, i, nvme.back().get());
+  }
+  ASSERT_FALSE(nvme.empty());
+  for (size_t k = 0; k < nvme.size(); ++k) {
+    ASSERT_TRUE(nvme[k]->done.WaitForNotificationWithTimeout(absl::Seconds(10))) << k;
+    EXPECT_NE(nvme[k]->thread, std::this_thread::get_id());
+    ASSERT_TRUE(nvme[k]->ref.ok()) << nvme[k]->ref.status();
+    EXPECT_TRUE(HasPattern(**nvme[k]->ref, first + k, kChunk)) << k;
+  }
+  EXPECT_EQ(store->Stats().nvme.hits, hits_before + nvme.size());
+}
+
+TEST(ChunkStoreNvmeTest, GetAsyncWithoutNvmeAnswersInline) {
+  auto store = MakeStore(NvmeOptions(""));
+  ASSERT_TRUE(PutPattern(*store, MakeId(1), 1, kChunk).ok());
+  AsyncGot hit, miss;
+  StartGet(*store, 1, &hit);
+  StartGet(*store, 2, &miss);
+  ASSERT_TRUE(hit.done.HasBeenNotified() && miss.done.HasBeenNotified());
+  ASSERT_TRUE(hit.ref.ok());
+  EXPECT_TRUE(HasPattern(**hit.ref, 1, kChunk));
+  EXPECT_TRUE(absl::IsNotFound(miss.ref.status()));
 }
 
 TEST(ChunkStoreNvmeTest, DemotesUnderPressureAndReadsBackByteExact) {

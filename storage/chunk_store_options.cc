@@ -43,7 +43,7 @@ absl::Status ValidateDram(const ChunkStoreOptions& o) {
   return absl::OkStatus();
 }
 
-constexpr int kMaxDemotionThreads = 64;
+constexpr int kMaxNvmeThreads = 64;  // demotion_threads, read_threads
 
 absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
   if (n.path.empty()) return absl::OkStatus();  // tier off: the rest is ignored
@@ -61,10 +61,15 @@ absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
     return absl::InvalidArgumentError(
         absl::StrCat("nvme.demotion_wait_ms must be >= 0 (got ", n.demotion_wait_ms, ")"));
   }
-  if (n.demotion_threads < 1 || n.demotion_threads > kMaxDemotionThreads) {
+  if (n.demotion_threads < 1 || n.demotion_threads > kMaxNvmeThreads) {
     return absl::InvalidArgumentError(absl::StrCat("nvme.demotion_threads must be between 1 and ",
-                                                   kMaxDemotionThreads, " (got ",
+                                                   kMaxNvmeThreads, " (got ",
                                                    n.demotion_threads, ")"));
+  }
+  if (n.read_threads < 1 || n.read_threads > kMaxNvmeThreads) {
+    return absl::InvalidArgumentError(absl::StrCat("nvme.read_threads must be between 1 and ",
+                                                   kMaxNvmeThreads, " (got ", n.read_threads,
+                                                   ")"));
   }
   if (n.demotion_queue_chunks < 1) {
     return absl::InvalidArgumentError(

@@ -5,6 +5,7 @@
 // Every chunk's bytes derive from its key (PatternBytes), so any chunk served is checked.
 #include <sys/mount.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -154,6 +155,44 @@ TEST_F(NvmeTest, DemotesBeyondDramAndServesFromNvmeByteExact) {
   ASSERT_TRUE(lookup.ok()) << lookup.status();
   ASSERT_EQ(lookup->hit_count, 1u);
   EXPECT_EQ(lookup->tiers[0], ChunkTier::kNvme);
+}
+
+// One UCX Get of chunks on NVMe, chunks in DRAM and a missing key: the NVMe reads run on
+// the daemon's read threads and their replies come back through the worker's mailbox, in
+// any order; every item must arrive byte-exact under its own index.
+TEST_F(NvmeTest, UcxGetServesNvmeAndDramChunksInOneBatch) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon({"storage.nvme.promote_on_hit=false",
+                                       "storage.nvme.demotion_wait_ms=600000", "ucx.tls=tcp"}));
+  std::vector<Key128> keys = PutFresh(64, kMiB);  // twice the DRAM budget
+  AwaitDemotions();
+  const std::vector<ChunkTier> tiers = Tiers(keys);
+  const auto on_nvme = std::count(tiers.begin(), tiers.end(), ChunkTier::kNvme);
+  ASSERT_GT(on_nvme, 0);
+  ASSERT_GT(std::count(tiers.begin(), tiers.end(), ChunkTier::kDram), 0);
+  const uint64_t hits_before = Stats().nvme_hits;
+
+  ClientOptions options;
+  options.ucx_tls = "tcp";
+  auto ucx = ConnectClient(daemon_->ucx_uri(), options);
+  ASSERT_TRUE(ucx.ok()) << ucx.status();
+  auto ns = (*ucx)->OpenNamespace(TestNamespace("nvme"));
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  keys.push_back(RandomKey(rng_));  // never put
+  std::vector<std::vector<uint8_t>> bufs(keys.size(), std::vector<uint8_t>(kMiB));
+  std::vector<GetItem> items(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    items[i].key = keys[i];
+    items[i].data = bufs[i].data();
+    items[i].capacity = kMiB;
+  }
+  ASSERT_TRUE((*ucx)->Get(*ns, absl::MakeSpan(items)).ok());
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
+    EXPECT_EQ(items[i].size, kMiB);
+    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1) << i;
+  }
+  EXPECT_TRUE(absl::IsNotFound(items.back().status)) << items.back().status;
+  EXPECT_EQ(Stats().nvme_hits, hits_before + static_cast<uint64_t>(on_nvme));
 }
 
 TEST_F(NvmeTest, GetPromotesAnNvmeHitIntoDram) {

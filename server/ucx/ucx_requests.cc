@@ -269,28 +269,46 @@ void SendChunk(const Request& req, uint32_t index, const storage::ChunkRef& chun
   }
 }
 
+// Replies to item `i` of a Get (worker thread).
+void ReplyToGetItem(const Request& req, uint32_t i, uint64_t capacity,
+                    const absl::StatusOr<storage::ChunkRef>& ref) {
+  if (!ref.ok()) {
+    req.worker->SendError(req.conn, req.Reply(i), ref.status());
+  } else if ((*ref)->meta().size_bytes > capacity) {
+    ReplyHeader reply = req.Reply(i);
+    reply.flags = wire::ucx::kFlagTooLarge;
+    reply.size_bytes = (*ref)->meta().size_bytes;
+    req.worker->Send(req.conn, reply, nullptr, 0, {}, nullptr);
+  } else {
+    SendChunk(req, i, *ref);
+  }
+}
+
+// DRAM hits are answered at once; chunks on NVMe are read on the store's read threads and
+// answered from this worker's mailbox when they arrive, in any order (replies carry the
+// item index). The read threads touch only the store and the mailbox, never the worker,
+// which may have stopped by then. The call is recorded with its last reply.
 void ServeGet(const Request& req, const Key128& ns, const GetFields& g, absl::string_view body) {
-  const UcxServiceEnv& env = req.env();
-  storage::ChunkId id{ns, {}};
+  storage::ChunkStore* store = req.env().env->store;
+  auto left = std::make_shared<uint32_t>(g.count);  // worker thread only
   for (uint32_t i = 0; i < g.count; ++i) {
     GetItemRecord rec;
     std::memcpy(&rec, body.data() + i * sizeof(rec), sizeof(rec));
+    storage::ChunkId id{ns, {}};
     std::memcpy(id.key.data(), rec.key, id.key.size());
-    absl::StatusOr<storage::ChunkRef> ref = env.env->store->Get(id);
-    // The reference now protects the bytes, so the lease's hold has done its job.
-    if (g.lease_id != 0) env.env->store->ReleaseLease(g.lease_id, id);
-    if (!ref.ok()) {
-      req.worker->SendError(req.conn, req.Reply(i), ref.status());
-    } else if ((*ref)->meta().size_bytes > rec.capacity) {
-      ReplyHeader reply = req.Reply(i);
-      reply.flags = wire::ucx::kFlagTooLarge;
-      reply.size_bytes = (*ref)->meta().size_bytes;
-      req.worker->Send(req.conn, reply, nullptr, 0, {}, nullptr);
-    } else {
-      SendChunk(req, i, *ref);
-    }
+    req.worker->OpStarted();  // until the reply is handed to UCX
+    auto reply = [req, i, capacity = rec.capacity, left](absl::StatusOr<storage::ChunkRef> ref) {
+      req.worker->OpEnded();
+      ReplyToGetItem(req, i, capacity, ref);
+      if (--*left == 0) req.env().metrics->RecordCall(Op::kGet, 0, req.start);
+    };
+    store->GetAsync(id, [store, box = req.worker->mailbox(), id, lease = g.lease_id,
+                         reply = std::move(reply)](absl::StatusOr<storage::ChunkRef> ref) mutable {
+      // The reference now protects the bytes, so the lease's hold has done its job.
+      if (lease != 0) store->ReleaseLease(lease, id);
+      box->Run([reply = std::move(reply), ref = std::move(ref)]() mutable { reply(std::move(ref)); });
+    });
   }
-  env.metrics->RecordCall(Op::kGet, 0, req.start);
 }
 
 ucs_status_t HandleGet(const Request& req, const void* header, void* data, size_t length,

@@ -56,10 +56,41 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(ucp_context_h conte
   return w;
 }
 
+void Mailbox::Run(Task task) {
+  if (std::this_thread::get_id() == owner_) return std::move(task)();
+  absl::MutexLock lock(&mu_);
+  if (closed_) return;  // `task` is destroyed unrun
+  tasks_.push_back(std::move(task));
+  pending_.store(true, std::memory_order_release);
+  ucp_worker_signal(worker_);  // under the lock: Close() cannot let the worker go meanwhile
+}
+
+void Mailbox::RunPending() {
+  std::vector<Task> tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    tasks.swap(tasks_);
+    pending_.store(false, std::memory_order_relaxed);
+  }
+  for (Task& task : tasks) std::move(task)();
+}
+
+void Mailbox::Close() {
+  std::vector<Task> dropped;
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  dropped.swap(tasks_);
+}
+
 UcxWorker::UcxWorker(const UcxServiceEnv* env, ucp_worker_h worker, int efd)
-    : env_(env), worker_(worker), efd_(efd), next_token_(std::random_device()() | 1ull << 40) {}
+    : env_(env),
+      worker_(worker),
+      efd_(efd),
+      next_token_(std::random_device()() | 1ull << 40),
+      mailbox_(std::make_shared<Mailbox>(worker)) {}
 
 UcxWorker::~UcxWorker() {
+  mailbox_->Close();
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
 }
 
@@ -77,6 +108,7 @@ void UcxWorker::Stop() {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while ((!closing_.empty() || in_flight() > 0) && std::chrono::steady_clock::now() < give_up) {
     ucp_worker_progress(worker_);
+    mailbox_->RunPending();  // gets whose NVMe reads end now: their replies are dropped
     for (size_t i = 0; i < closing_.size();) {
       if (ucp_request_check_status(closing_[i]) != UCS_INPROGRESS) {
         ucp_request_free(closing_[i]);
@@ -128,9 +160,14 @@ void UcxWorker::AcceptPending() {
 }
 
 void UcxWorker::Loop() {
+  mailbox_->SetOwner();
   auto last_event = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
     if (accept_pending_.load(std::memory_order_acquire)) AcceptPending();
+    if (mailbox_->pending()) {
+      mailbox_->RunPending();
+      last_event = std::chrono::steady_clock::now();
+    }
     if (ucp_worker_progress(worker_) != 0) {
       last_event = std::chrono::steady_clock::now();
       continue;

@@ -26,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -47,6 +48,37 @@ struct UcxServiceEnv {
 };
 
 class UcxWorker;
+
+// Work handed to a worker's thread from other threads (the store's NVMe read threads).
+// Producers hold it by shared_ptr, so a task that arrives after the worker stopped is
+// destroyed unrun instead of touching a freed worker.
+//
+// Thread-safety: thread-safe; SetOwner() and RunPending() on the worker's thread.
+class Mailbox {
+ public:
+  using Task = absl::AnyInvocable<void() &&>;
+
+  explicit Mailbox(ucp_worker_h worker) : worker_(worker) {}
+
+  // Marks the calling thread as the one that runs the tasks.
+  void SetOwner() { owner_ = std::this_thread::get_id(); }
+  // Runs `task` now when called on the owner thread; otherwise queues it and wakes the
+  // worker. Once closed, destroys it unrun.
+  void Run(Task task);
+  // Runs the queued tasks (the owner thread, or the controlling thread after it ended).
+  void RunPending();
+  bool pending() const { return pending_.load(std::memory_order_acquire); }
+  // Refuses further tasks and destroys the queued ones unrun.
+  void Close();
+
+ private:
+  const ucp_worker_h worker_;
+  std::thread::id owner_;  // written before any task can be produced
+  absl::Mutex mu_;
+  std::vector<Task> tasks_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> pending_{false};
+};
 
 // One client connection. `ep` is accepted from the listener (TCP, peer-failure handling:
 // its failure is how a dead client is noticed). Once the client attached, requests arrive
@@ -102,6 +134,8 @@ class UcxWorker {
   // already) or the endpoint cannot be created.
   ConnectionPtr Attach(uint64_t token, ucp_ep_h request_ep, absl::string_view client_address,
                        bool peer_errors);
+  // Where other threads hand work back to this worker's thread.
+  const std::shared_ptr<Mailbox>& mailbox() const { return mailbox_; }
   // This worker's UCP address, which Hello hands to clients.
   const std::string& address() const { return address_; }
   void OpStarted() { in_flight_.fetch_add(1, std::memory_order_relaxed); }
@@ -137,6 +171,7 @@ class UcxWorker {
   absl::flat_hash_map<ucp_ep_h, ConnectionPtr> connections_;  // worker thread only
   absl::flat_hash_map<uint64_t, ConnectionPtr> by_token_;     // worker thread only
   std::vector<void*> closing_;  // ucp_ep_close_nbx requests not yet complete
+  const std::shared_ptr<Mailbox> mailbox_;
 };
 
 }  // namespace kvstash::server::ucx

@@ -6,7 +6,8 @@
 // xxh_x86dispatch.h maps the usual names (XXH3_64bits, XXH3_64bits_update, XXH3_128bits
 // and the rest) onto them. Same hash values on every path; proto/xxh3_dispatch_test.cc pins them.
 //
-// Thread-safety: plain functions of their arguments.
+// Thread-safety: functions of their arguments. The library picks its variant on the first
+// call (a benign race on x86: every caller stores the same choice).
 #pragma once
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value: no malloc per hash

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -185,7 +186,8 @@ int RunDaemon(int argc, char** argv) {
   }
   SignalWaiter signals(&log);
   // Liveness for the systemd watchdog: the store answers (its locks are not wedged).
-  SystemdNotifier notifier([store = (*server)->store()] {
+  // Stopped (reset) before the server and its store are destroyed.
+  auto notifier = std::make_unique<SystemdNotifier>([store = (*server)->store()] {
     store->Stats();
     return true;
   });
@@ -197,12 +199,13 @@ int RunDaemon(int argc, char** argv) {
       return kExitFailure;
     }
   }
-  notifier.Ready(absl::StrCat("serving on ", (*server)->connect_address()));
+  notifier->Ready(absl::StrCat("serving on ", (*server)->connect_address()));
   const int sig = signals.Wait();
   log.Info("shutdown requested", {{"signal", strsignal(sig)}});
-  notifier.Stopping();
+  notifier->Stopping();
   (*server)->Shutdown(absl::Milliseconds(config.server.shutdown_grace_ms));
   if (!cl.ready_file.empty()) std::remove(cl.ready_file.c_str());
+  notifier.reset();
   server->reset();
   return kExitOk;
 }

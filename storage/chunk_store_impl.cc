@@ -64,7 +64,9 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                        : nullptr),
       readers_(nvme_ == nullptr ? nullptr : std::make_unique<ReadPool>(options.nvme.read_threads)) {}
 
-ChunkStoreImpl::~ChunkStoreImpl() = default;
+ChunkStoreImpl::~ChunkStoreImpl() {
+  closing_.store(true, std::memory_order_release);  // reads still queued are answered at once
+}
 
 absl::Status ChunkStoreImpl::CheckFits(uint64_t size) const {
   if (size > options_.max_chunk_bytes) {
@@ -150,15 +152,16 @@ absl::StatusOr<ChunkRef> ChunkStoreImpl::Get(const ChunkId& id) {
 
 void ChunkStoreImpl::GetAsync(const ChunkId& id, GetCallback done) {
   ChunkRef chunk = index_->Get(id, /*count_miss=*/nvme_ == nullptr);
-  if (chunk == nullptr && BelowDram(id)) {
-    readers_->Schedule([this, id, done = std::move(done)]() mutable {
-      std::move(done)(Get(id));  // Get looks in DRAM again: a concurrent put may have landed
-    });
-    return;
-  }
-  if (chunk == nullptr && nvme_ != nullptr) index_->RecordGet(id, false);
-  if (chunk == nullptr) return std::move(done)(absl::NotFoundError("chunk not found"));
-  std::move(done)(std::move(chunk));
+  if (chunk != nullptr) return std::move(done)(std::move(chunk));
+  if (nvme_ == nullptr) return std::move(done)(absl::NotFoundError("chunk not found"));
+  // Not below DRAM either: Get answers without the disk and counts the miss in every tier.
+  if (!BelowDram(id)) return std::move(done)(Get(id));
+  readers_->Schedule([this, id, done = std::move(done)]() mutable {
+    if (closing_.load(std::memory_order_acquire)) {
+      return std::move(done)(absl::UnavailableError("the chunk store is shutting down"));
+    }
+    std::move(done)(Get(id));  // Get looks in DRAM again: a concurrent put may have landed
+  });
 }
 
 void ChunkStoreImpl::ReleaseLease(uint64_t lease_id, const ChunkId& id) {

@@ -33,7 +33,8 @@ class ChunkStoreImpl final : public ChunkStore {
   // `nvme` null: DRAM only.
   ChunkStoreImpl(const ChunkStoreOptions& options, std::shared_ptr<DramAllocator> dram,
                  std::unique_ptr<ChunkIndex> index, std::unique_ptr<RocksDbTier> nvme = nullptr);
-  // Writes out queued demotions, then closes the NVMe tier.
+  // Answers queued GetAsync reads UNAVAILABLE, writes out queued demotions, then closes
+  // the NVMe tier.
   ~ChunkStoreImpl() override;
 
   absl::StatusOr<std::unique_ptr<PendingChunk>> BeginPut(const ChunkId& id,
@@ -83,12 +84,15 @@ class ChunkStoreImpl final : public ChunkStore {
   const std::unique_ptr<Demoter> demoter_;
   const std::unique_ptr<Cleaner> cleaner_;  // null without NVMe or with the cleaner off
   const std::unique_ptr<Checksummer> checksummer_;  // null unless background_checksums
-  // NVMe reads of GetAsync; null without NVMe. Destroyed first: its last reads use the tier.
-  const std::unique_ptr<ReadPool> readers_;
   std::atomic<uint64_t> nvme_hits_{0};
   std::atomic<uint64_t> nvme_misses_{0};
   std::atomic<uint64_t> promotions_{0};
   std::atomic<uint64_t> write_throughs_{0};
+  // Set by the destructor: reads still queued then answer UNAVAILABLE without the disk.
+  std::atomic<bool> closing_{false};
+  // NVMe reads of GetAsync; null without NVMe. Last, so destroyed first: its queued reads
+  // still use the members above.
+  const std::unique_ptr<ReadPool> readers_;
 };
 
 }  // namespace kvstash::storage

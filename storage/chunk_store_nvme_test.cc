@@ -100,6 +100,12 @@ uint64_t FirstOnNvme(const ChunkStore& store, uint64_t count) {
   return count;
 }
 
+// Puts 40 chunks (more than DRAM holds) paced for demotion; returns the first on NVMe.
+uint64_t PutPastDram(ChunkStore& store) {
+  PutPaced(store, 40);
+  return FirstOnNvme(store, 40);
+}
+
 bool ReadsBack(ChunkStore& store, uint64_t n) {
   absl::StatusOr<ChunkRef> got = store.Get(MakeId(n));
   return got.ok() && HasPattern(**got, n, kChunk);
@@ -154,8 +160,7 @@ void StartGet(ChunkStore& store, uint64_t i, AsyncGot* got) {
 TEST(ChunkStoreNvmeTest, GetAsyncReadsNvmeOnReadThreadsAndAnswersTheRestInline) {
   ScratchDir dir;
   auto store = MakeStore(EvictionsOnlyOptions(dir.path()));
-  PutPaced(*store, 40);
-  const uint64_t first = FirstOnNvme(*store, 40);
+  const uint64_t first = PutPastDram(*store);
   ASSERT_LT(first, 39u);
   const uint64_t hits_before = store->Stats().nvme.hits;
 
@@ -221,8 +226,7 @@ TEST(ChunkStoreNvmeTest, DemotesUnderPressureAndReadsBackByteExact) {
 TEST(ChunkStoreNvmeTest, NvmeHitIsPromotedIntoDram) {
   ScratchDir dir;
   auto store = MakeStore(NvmeOptions(dir.path()));
-  PutPaced(*store, 40);
-  const uint64_t first = FirstOnNvme(*store, 40);
+  const uint64_t first = PutPastDram(*store);
   ASSERT_LT(first, 40u);
   EXPECT_TRUE(ReadsBack(*store, first));
   EXPECT_EQ(store->Locate(MakeId(first)), Tier::kDram);

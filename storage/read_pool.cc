@@ -17,8 +17,14 @@ ReadPool::~ReadPool() {
 }
 
 void ReadPool::Schedule(Task task) {
-  absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(task));
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      queue_.push_back(std::move(task));
+      return;
+    }
+  }
+  std::move(task)();  // being destroyed: run it here rather than lose it
 }
 
 void ReadPool::Loop() {

@@ -25,7 +25,8 @@ class ReadPool {
   ReadPool(const ReadPool&) = delete;
   ReadPool& operator=(const ReadPool&) = delete;
 
-  // Runs `task` on one of the threads, in submission order as threads free up.
+  // Runs `task` on one of the threads, in submission order as threads free up (on the
+  // calling thread once destruction began).
   void Schedule(Task task);
 
  private:

@@ -50,14 +50,9 @@ class EvictionTest : public ::testing::Test {
 
   // Gets `keys` in one call (optionally releasing `lease_id`) and checks each payload.
   void ExpectAllStored(const std::vector<Key128>& keys, size_t size, uint64_t lease_id = 0) {
-    std::vector<std::vector<uint8_t>> bufs(keys.size(), std::vector<uint8_t>(size));
-    std::vector<GetItem> items(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      items[i].key = keys[i];
-      items[i].data = bufs[i].data();
-      items[i].capacity = size;
-    }
-    ASSERT_TRUE(client_->Get(ns_, absl::MakeSpan(items), lease_id).ok());
+    std::vector<std::vector<uint8_t>> bufs;
+    std::vector<GetItem> items;
+    ASSERT_TRUE(GetMany(*client_, ns_, keys, size, &bufs, &items, lease_id).ok());
     for (size_t i = 0; i < keys.size(); ++i) {
       ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
       ASSERT_EQ(items[i].size, size);

@@ -135,6 +135,19 @@ absl::Status GetOne(Client& client, NamespaceHandle ns, const Key128& key, size_
   return client.Get(ns, absl::MakeSpan(item, 1));
 }
 
+absl::Status GetMany(Client& client, NamespaceHandle ns, const std::vector<Key128>& keys,
+                     size_t capacity, std::vector<std::vector<uint8_t>>* bufs,
+                     std::vector<GetItem>* items, uint64_t lease_id) {
+  bufs->assign(keys.size(), std::vector<uint8_t>(capacity));
+  items->assign(keys.size(), GetItem());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    (*items)[i].key = keys[i];
+    (*items)[i].data = (*bufs)[i].data();
+    (*items)[i].capacity = capacity;
+  }
+  return client.Get(ns, absl::MakeSpan(*items), lease_id);
+}
+
 absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& uri,
                                                       ClientOptions options) {
   if (kUnderAsan) {

@@ -59,6 +59,10 @@ std::vector<Key128> PutFresh(Client& client, NamespaceHandle ns, std::mt19937_64
 // in item->status; the call status is the return value.
 absl::Status GetOne(Client& client, NamespaceHandle ns, const Key128& key, size_t capacity,
                     std::vector<uint8_t>* out, GetItem* item);
+// Gets `keys` in one call into `capacity`-byte buffers (`bufs`, one per key).
+absl::Status GetMany(Client& client, NamespaceHandle ns, const std::vector<Key128>& keys,
+                     size_t capacity, std::vector<std::vector<uint8_t>>* bufs,
+                     std::vector<GetItem>* items, uint64_t lease_id = 0);
 
 // Connects a client to `uri`; deadlines generous enough for sanitizer builds.
 absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& uri,

@@ -298,8 +298,8 @@ void ServeGet(const Request& req, const Key128& ns, const GetFields& g, absl::st
     std::memcpy(id.key.data(), rec.key, id.key.size());
     req.worker->OpStarted();  // until the reply is handed to UCX
     auto reply = [req, i, capacity = rec.capacity, left](absl::StatusOr<storage::ChunkRef> ref) {
-      req.worker->OpEnded();
       ReplyToGetItem(req, i, capacity, ref);
+      req.worker->OpEnded();  // after the send counted itself: in_flight() never dips to 0
       if (--*left == 0) req.env().metrics->RecordCall(Op::kGet, 0, req.start);
     };
     store->GetAsync(id, [store, box = req.worker->mailbox(), id, lease = g.lease_id,

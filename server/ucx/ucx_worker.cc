@@ -56,13 +56,23 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(ucp_context_h conte
   return w;
 }
 
-void Mailbox::Run(Task task) {
-  if (std::this_thread::get_id() == owner_) return std::move(task)();
+void Mailbox::SetOwner(std::thread::id owner) {
   absl::MutexLock lock(&mu_);
-  if (closed_) return;  // `task` is destroyed unrun
-  tasks_.push_back(std::move(task));
-  pending_.store(true, std::memory_order_release);
-  ucp_worker_signal(worker_);  // under the lock: Close() cannot let the worker go meanwhile
+  owner_ = owner;
+}
+
+void Mailbox::Run(Task task) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;  // `task` is destroyed unrun
+    if (std::this_thread::get_id() != owner_) {
+      tasks_.push_back(std::move(task));
+      pending_.store(true, std::memory_order_release);
+      ucp_worker_signal(worker_);  // under the lock: Close() cannot let the worker go meanwhile
+      return;
+    }
+  }
+  std::move(task)();
 }
 
 void Mailbox::RunPending() {
@@ -160,7 +170,7 @@ void UcxWorker::AcceptPending() {
 }
 
 void UcxWorker::Loop() {
-  mailbox_->SetOwner();
+  mailbox_->SetOwner(std::this_thread::get_id());
   auto last_event = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
     if (accept_pending_.load(std::memory_order_acquire)) AcceptPending();
@@ -179,6 +189,7 @@ void UcxWorker::Loop() {
     WaitForEvents();
     last_event = std::chrono::steady_clock::now();
   }
+  mailbox_->SetOwner(std::thread::id());  // from now on Stop() runs what arrives
 }
 
 void UcxWorker::WaitForEvents() {

@@ -60,8 +60,8 @@ class Mailbox {
 
   explicit Mailbox(ucp_worker_h worker) : worker_(worker) {}
 
-  // Marks the calling thread as the one that runs the tasks.
-  void SetOwner() { owner_ = std::this_thread::get_id(); }
+  // The thread that runs tasks inline (the worker's), or std::thread::id() for none.
+  void SetOwner(std::thread::id owner);
   // Runs `task` now when called on the owner thread; otherwise queues it and wakes the
   // worker. Once closed, destroys it unrun.
   void Run(Task task);
@@ -73,8 +73,8 @@ class Mailbox {
 
  private:
   const ucp_worker_h worker_;
-  std::thread::id owner_;  // written before any task can be produced
   absl::Mutex mu_;
+  std::thread::id owner_ ABSL_GUARDED_BY(mu_);
   std::vector<Task> tasks_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> pending_{false};

@@ -163,6 +163,7 @@ TEST(ChunkStoreNvmeTest, GetAsyncReadsNvmeOnReadThreadsAndAnswersTheRestInline) 
   const uint64_t first = PutPastDram(*store);
   ASSERT_LT(first, 39u);
   const uint64_t hits_before = store->Stats().nvme.hits;
+  const uint64_t misses_before = store->Stats().nvme.misses;
 
   AsyncGot dram, missing;
   StartGet(*store, 39, &dram);  // the newest chunk is in DRAM
@@ -173,6 +174,7 @@ TEST(ChunkStoreNvmeTest, GetAsyncReadsNvmeOnReadThreadsAndAnswersTheRestInline) 
   StartGet(*store, 1000, &missing);
   ASSERT_TRUE(missing.done.HasBeenNotified());
   EXPECT_TRUE(absl::IsNotFound(missing.ref.status())) << missing.ref.status();
+  EXPECT_EQ(store->Stats().nvme.misses, misses_before + 1);  // as Get counts it
 
   // NVMe chunks, several at once: each arrives on a read thread, byte-exact.
   std::vector<std::unique_ptr<AsyncGot>> nvme;
@@ -188,6 +190,26 @@ TEST(ChunkStoreNvmeTest, GetAsyncReadsNvmeOnReadThreadsAndAnswersTheRestInline) 
     EXPECT_TRUE(HasPattern(**nvme[k]->ref, first + k, kChunk)) << k;
   }
   EXPECT_EQ(store->Stats().nvme.hits, hits_before + nvme.size());
+}
+
+TEST(ChunkStoreNvmeTest, DestroyingTheStoreAnswersEveryQueuedRead) {
+  ScratchDir dir;
+  auto store = MakeStore(EvictionsOnlyOptions(dir.path()));
+  const uint64_t first = PutPastDram(*store);
+  ASSERT_LT(first, 39u);
+  std::vector<std::unique_ptr<AsyncGot>> gets;
+  for (int round = 0; round < 20; ++round) {
+    for (uint64_t i = first; i < 39 && store->Locate(MakeId(i)) == Tier::kNvme; ++i) {
+      gets.push_back(std::make_unique<AsyncGot>());
+      StartGet(*store, i, gets.back().get());
+    }
+  }
+  store.reset();  // with most of those reads still queued
+  for (const auto& got : gets) {
+    ASSERT_TRUE(got->done.HasBeenNotified());
+    if (got->ref.ok()) continue;  // read before the store closed
+    EXPECT_TRUE(absl::IsUnavailable(got->ref.status())) << got->ref.status();
+  }
 }
 
 TEST(ChunkStoreNvmeTest, GetAsyncWithoutNvmeAnswersInline) {

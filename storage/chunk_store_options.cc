@@ -63,13 +63,12 @@ absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
   }
   if (n.demotion_threads < 1 || n.demotion_threads > kMaxNvmeThreads) {
     return absl::InvalidArgumentError(absl::StrCat("nvme.demotion_threads must be between 1 and ",
-                                                   kMaxNvmeThreads, " (got ",
-                                                   n.demotion_threads, ")"));
+                                                   kMaxNvmeThreads, " (got ", n.demotion_threads,
+                                                   ")"));
   }
   if (n.read_threads < 1 || n.read_threads > kMaxNvmeThreads) {
     return absl::InvalidArgumentError(absl::StrCat("nvme.read_threads must be between 1 and ",
-                                                   kMaxNvmeThreads, " (got ", n.read_threads,
-                                                   ")"));
+                                                   kMaxNvmeThreads, " (got ", n.read_threads, ")"));
   }
   if (n.demotion_queue_chunks < 1) {
     return absl::InvalidArgumentError(

@@ -126,9 +126,9 @@ TEST_F(NvmeTest, DemotesBeyondDramAndServesFromNvmeByteExact) {
   // Back-pressure instead of the default drop, so every evicted chunk must reach NVMe; no
   // cleaner, so every eviction is a demotion (with it, a cleaner that keeps ahead of the
   // puts leaves nothing to demote).
-  ASSERT_NO_FATAL_FAILURE(StartDaemon({"storage.nvme.promote_on_hit=false",
-                                       "storage.nvme.demotion_wait_ms=600000",
-                                       "storage.nvme.clean_window_percent=0"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartDaemon({"storage.nvme.promote_on_hit=false", "storage.nvme.demotion_wait_ms=600000",
+                   "storage.nvme.clean_window_percent=0"}));
   const std::vector<Key128> keys = PutFresh(96, kMiB);  // 3x the DRAM budget
   AwaitDemotions();
   const ServerStats stats = Stats();

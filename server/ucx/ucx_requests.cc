@@ -306,7 +306,8 @@ void ServeGet(const Request& req, const Key128& ns, const GetFields& g, absl::st
                          reply = std::move(reply)](absl::StatusOr<storage::ChunkRef> ref) mutable {
       // The reference now protects the bytes, so the lease's hold has done its job.
       if (lease != 0) store->ReleaseLease(lease, id);
-      box->Run([reply = std::move(reply), ref = std::move(ref)]() mutable { reply(std::move(ref)); });
+      box->Run(
+          [reply = std::move(reply), ref = std::move(ref)]() mutable { reply(std::move(ref)); });
     });
   }
 }

@@ -78,6 +78,8 @@ void NvmeFromProto(const v1::NvmeCounters& n, ServerStats* out) {
   out->checksum_failures = n.checksum_failures();
   out->nvme_io_errors = n.io_errors();
   out->recovered_chunks = n.recovered_chunks();
+  out->nvme_gc_runs = n.gc_runs();
+  out->nvme_gc_waits = n.gc_waits();
 }
 
 }  // namespace

@@ -74,6 +74,8 @@ void ToProto(const storage::NvmeCounters& n, v1::NvmeCounters* out) {
   out->set_checksum_failures(n.checksum_failures);
   out->set_io_errors(n.io_errors);
   out->set_recovered_chunks(n.recovered_chunks);
+  out->set_gc_runs(n.gc_runs);
+  out->set_gc_waits(n.gc_waits);
 }
 
 std::string IdBytes(const Key128& id) {

@@ -192,6 +192,20 @@ TEST_F(NvmeTest, UcxGetServesNvmeAndDramChunksInOneBatch) {
   EXPECT_EQ(Stats().nvme_hits, hits_before + static_cast<uint64_t>(on_nvme));
 }
 
+// Churn through an NVMe budget of 16 MiB: the tier evicts, blob garbage collection runs and
+// Stats reports it (the same counters as kvstash_gc_runs_total / kvstash_gc_waits_total).
+TEST_F(NvmeTest, StatsReportGarbageCollectionUnderChurn) {
+  ASSERT_NO_FATAL_FAILURE(StartDaemon({"storage.nvme.capacity_bytes=16MiB",
+                                       "storage.nvme.demotion_wait_ms=600000",
+                                       "storage.nvme.clean_window_percent=0"}));
+  PutFresh(96, kMiB);  // 64 MiB of demotions through a 16 MiB budget
+  AwaitDemotions();
+  EXPECT_GT(Stats().nvme_evictions, 0u);
+  EXPECT_TRUE(PollUntil([&] { return Stats().nvme_gc_runs > 0; }, absl::Seconds(60)))
+      << "no garbage collection reported after the tier evicted";
+  EXPECT_EQ(Stats().nvme_io_errors, 0u);
+}
+
 TEST_F(NvmeTest, GetPromotesAnNvmeHitIntoDram) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon());
   const std::vector<Key128> keys = PutFresh(64, kMiB);

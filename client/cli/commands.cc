@@ -159,7 +159,8 @@ void PrintStats(const ServerStats& s, std::ostream& out) {
       << " drops " << s.demotion_drops << " failures " << s.demotion_failures << " pending "
       << s.demotions_pending << "\npromotions " << s.promotions << "\nwrite_throughs "
       << s.write_throughs << "\nchecksum_failures " << s.checksum_failures << "\nnvme io_errors "
-      << s.nvme_io_errors << "\nrecovered_chunks " << s.recovered_chunks << "\n";
+      << s.nvme_io_errors << "\nrecovered_chunks " << s.recovered_chunks << "\nnvme gc_runs "
+      << s.nvme_gc_runs << " gc_waits " << s.nvme_gc_waits << "\n";
 }
 
 absl::Status RunHealth(Client& client, std::ostream& out) {

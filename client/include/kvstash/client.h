@@ -113,6 +113,8 @@ struct ServerStats {
   uint64_t nvme_hits = 0, nvme_misses = 0, nvme_evictions = 0, demotions = 0,
            demotion_drops = 0, demotion_failures = 0, demotions_pending = 0, promotions = 0,
            write_throughs = 0, checksum_failures = 0, nvme_io_errors = 0, recovered_chunks = 0;
+  // Blob garbage-collection runs, and NVMe writes that waited for one near the budget.
+  uint64_t nvme_gc_runs = 0, nvme_gc_waits = 0;
 };
 
 struct HealthInfo {

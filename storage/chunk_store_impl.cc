@@ -144,8 +144,12 @@ absl::Status ChunkStoreImpl::CommitPut(std::unique_ptr<PendingChunk> pending) {
 absl::StatusOr<ChunkRef> ChunkStoreImpl::Get(const ChunkId& id) {
   ChunkRef chunk = index_->Get(id, /*count_miss=*/nvme_ == nullptr);
   if (chunk != nullptr) return chunk;
-  if (nvme_ == nullptr) return absl::NotFoundError("chunk not found");
-  chunk = GetBelowDram(id);
+  return GetMissedDram(id);
+}
+
+absl::StatusOr<ChunkRef> ChunkStoreImpl::GetMissedDram(const ChunkId& id) {
+  if (nvme_ == nullptr) return absl::NotFoundError("chunk not found");  // miss counted
+  ChunkRef chunk = GetBelowDram(id);
   index_->RecordGet(id, chunk != nullptr);
   if (chunk == nullptr) return absl::NotFoundError("chunk not found");
   return chunk;
@@ -154,9 +158,8 @@ absl::StatusOr<ChunkRef> ChunkStoreImpl::Get(const ChunkId& id) {
 void ChunkStoreImpl::GetAsync(const ChunkId& id, GetCallback done) {
   ChunkRef chunk = index_->Get(id, /*count_miss=*/nvme_ == nullptr);
   if (chunk != nullptr) return std::move(done)(std::move(chunk));
-  if (nvme_ == nullptr) return std::move(done)(absl::NotFoundError("chunk not found"));
-  // Not below DRAM either: Get answers without the disk and counts the miss in every tier.
-  if (!BelowDram(id)) return std::move(done)(Get(id));
+  // Nothing below DRAM to read: answered here, without the disk, counted as Get counts it.
+  if (!BelowDram(id)) return std::move(done)(GetMissedDram(id));
   readers_->Schedule([this, id, done = std::move(done)]() mutable {
     if (closing_.load(std::memory_order_acquire)) {
       return std::move(done)(absl::UnavailableError("the chunk store is shutting down"));

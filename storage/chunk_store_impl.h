@@ -66,6 +66,9 @@ class ChunkStoreImpl final : public ChunkStore {
   void Demote(const ChunkId& id, ChunkRef victim);
   // The cleaner over this store's index and DRAM, or null (no NVMe, or cleaner off).
   std::unique_ptr<Cleaner> MakeCleaner();
+  // Get after a DRAM miss (already counted by the index when there is no NVMe tier): the
+  // chunk below DRAM, or NOT_FOUND; records the get's outcome.
+  absl::StatusOr<ChunkRef> GetMissedDram(const ChunkId& id);
   // A chunk below DRAM (demotion queue or NVMe), promoted when options say so; or null.
   ChunkRef GetBelowDram(const ChunkId& id);
   // Copies an NVMe chunk into DRAM and indexes it; null when DRAM has no room.

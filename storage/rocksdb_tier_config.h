@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "absl/time/time.h"
-
 #include "rocksdb/options.h"
 #include "storage/rocksdb_tier.h"
 

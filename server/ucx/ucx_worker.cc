@@ -110,7 +110,7 @@ void UcxWorker::Stop() {
   stop_.store(true);
   ucp_worker_signal(worker_);
   if (thread_.joinable()) thread_.join();
-  AcceptPending();  // requests handed over after the thread left: accept, then close
+  mailbox_->RunPending();  // connections handed over after the thread left: accept, then close
   std::vector<ConnectionPtr> all;
   for (auto& [ep, conn] : connections_) all.push_back(conn);
   for (const ConnectionPtr& conn : all) Close(conn);
@@ -132,48 +132,34 @@ void UcxWorker::Stop() {
 }
 
 void UcxWorker::Accept(ucp_conn_request_h request) {
-  {
-    absl::MutexLock lock(&mu_);
-    accept_queue_.push_back(request);
-  }
-  accept_pending_.store(true, std::memory_order_release);
-  ucp_worker_signal(worker_);
+  mailbox_->Run([this, request] { AcceptNow(request); });
 }
 
-void UcxWorker::AcceptPending() {
-  std::vector<ucp_conn_request_h> requests;
-  {
-    absl::MutexLock lock(&mu_);
-    requests.swap(accept_queue_);
-    accept_pending_.store(false, std::memory_order_relaxed);
+void UcxWorker::AcceptNow(ucp_conn_request_h request) {
+  auto conn = std::make_shared<Connection>();
+  conn->worker = this;
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.conn_request = request;
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = &OnEndpointError;
+  params.err_handler.arg = conn.get();
+  ucs_status_t s = ucp_ep_create(worker_, &params, &conn->ep);
+  if (s != UCS_OK) {
+    env_->env->log->Warn("ucx: cannot accept a connection", {{"error", ucs_status_string(s)}});
+    return;
   }
-  for (ucp_conn_request_h request : requests) {
-    auto conn = std::make_shared<Connection>();
-    conn->worker = this;
-    ucp_ep_params_t params{};
-    params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    params.conn_request = request;
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    params.err_handler.cb = &OnEndpointError;
-    params.err_handler.arg = conn.get();
-    ucs_status_t s = ucp_ep_create(worker_, &params, &conn->ep);
-    if (s != UCS_OK) {
-      env_->env->log->Warn("ucx: cannot accept a connection", {{"error", ucs_status_string(s)}});
-      continue;
-    }
-    conn->token = next_token_++;
-    connections_[conn->ep] = conn;
-    by_token_[conn->token] = conn;
-    env_->metrics->CallStarted();  // active_calls approximates connected clients
-  }
+  conn->token = next_token_++;
+  connections_[conn->ep] = conn;
+  by_token_[conn->token] = conn;
+  env_->metrics->CallStarted();  // active_calls approximates connected clients
 }
 
 void UcxWorker::Loop() {
   mailbox_->SetOwner(std::this_thread::get_id());
   auto last_event = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
-    if (accept_pending_.load(std::memory_order_acquire)) AcceptPending();
     if (mailbox_->pending()) {
       mailbox_->RunPending();
       last_event = std::chrono::steady_clock::now();

@@ -49,7 +49,8 @@ struct UcxServiceEnv {
 
 class UcxWorker;
 
-// Work handed to a worker's thread from other threads (the store's NVMe read threads).
+// Work handed to a worker's thread from other threads (accepted connections, gets whose
+// chunks the store read from NVMe).
 // Producers hold it by shared_ptr, so a task that arrives after the worker stopped is
 // destroyed unrun instead of touching a freed worker.
 //
@@ -114,7 +115,7 @@ class UcxWorker {
   void Stop();
 
   // Hands a connection request (from the listener) to this worker's thread.
-  void Accept(ucp_conn_request_h request) ABSL_LOCKS_EXCLUDED(mu_);
+  void Accept(ucp_conn_request_h request);
   // Requests being served right now (sends and receives not yet complete).
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
@@ -144,7 +145,7 @@ class UcxWorker {
  private:
   UcxWorker(const UcxServiceEnv* env, ucp_worker_h worker, int efd);
   void Loop();
-  void AcceptPending() ABSL_LOCKS_EXCLUDED(mu_);
+  void AcceptNow(ucp_conn_request_h request);
   void Close(const ConnectionPtr& conn);
   void WaitForEvents();
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
@@ -161,10 +162,6 @@ class UcxWorker {
   // nothing wakes a sleeping sender once the client has drained its queue.
   int64_t sends_in_flight_ = 0;
   std::thread thread_;
-
-  absl::Mutex mu_;
-  std::vector<ucp_conn_request_h> accept_queue_ ABSL_GUARDED_BY(mu_);
-  std::atomic<bool> accept_pending_{false};
 
   std::string address_;  // the worker's UCP address
   uint64_t next_token_;

@@ -62,6 +62,24 @@ class KvstashConn : public Conn {
     return absl::OkStatus();
   }
 
+  absl::Status GetBatch(absl::Span<const BenchKey> keys, absl::Span<char> buf,
+                        size_t value_bytes) override {
+    std::vector<GetItem> items(keys.size());
+    for (size_t j = 0; j < keys.size(); ++j) {
+      items[j].key = keys[j];
+      items[j].data = buf.data() + j * value_bytes;
+      items[j].capacity = value_bytes;
+    }
+    if (absl::Status s = client_->Get(ns_, absl::MakeSpan(items)); !s.ok()) return s;
+    for (const GetItem& item : items) {
+      if (!item.status.ok()) return item.status;
+      if (item.size != value_bytes) {
+        return absl::DataLossError(absl::StrCat("got ", item.size, " bytes, want ", value_bytes));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<uint32_t> Lookup(absl::Span<const BenchKey> keys) override {
     absl::StatusOr<LookupResult> r = client_->Lookup(ns_, keys);
     if (!r.ok()) return r.status();

@@ -27,6 +27,7 @@ constexpr size_t kChunk = 4u << 20;       // the issue's chunk size for NVMe get
 constexpr size_t kSmallChunk = 1u << 10;  // rebuild: stays inline in SSTs, 100k fit easily
 constexpr uint64_t kDram = 128ull << 20;  // small, so most chunks live on NVMe
 constexpr int kNvmeGetChunks = 512;       // 2 GiB on NVMe: a cell never reads one twice
+constexpr int kNvmeGetBatch = 8;          // chunks per request in the batched get cells
 constexpr uint64_t kChurnBudget = 1ull << 30;  // NVMe budget of the churn daemon
 constexpr uint64_t kChurnFactor = 4;           // churn puts this many budgets' worth
 
@@ -221,26 +222,32 @@ void Suite::DropPageCache() {
   }
 }
 
-// Gets chunks that live only on NVMe, each at most once per cell, page cache dropped.
+// Gets chunks that live only on NVMe, each at most once per cell, page cache dropped: one
+// chunk per request, then kNvmeGetBatch chunks per request (a prompt's prefix: the daemon
+// reads the next chunk while it sends the current one).
 void Suite::NvmeGets(Daemon& d) {
-  for (int clients : {1, 4}) {
-    DropPageCache();
-    OpPlan plan;
-    plan.op = Op::kGet;
-    plan.chunk_bytes = kChunk;
-    // The first chunks put are the coldest: evicted from DRAM long ago, only on NVMe.
-    const uint64_t on_nvme = kNvmeGetChunks - 2 * kDram / kChunk;
-    plan.key = [clients, on_nvme](int t, uint64_t i) {
-      return MakeKey(1, (i * clients + t) % on_nvme);
-    };
-    CellLimits limits = config_.limits;
-    limits.max_ops_per_thread = on_nvme / clients;
-    const uint64_t hits = d.system->Stats().ok() ? d.system->Stats()->nvme_hits : 0;
-    CellResult c = RunCell(d.Conns(clients), plan, limits);
-    absl::StatusOr<KvstashTierStats> after = d.system->Stats();
-    progress_ << absl::StrFormat("  nvme get x%d: %.3f GB/s, %d NVMe hits of %d gets\n", clients,
-                                 c.gbps, after.ok() ? after->nvme_hits - hits : 0, c.ops);
-    rows_.Add(FromCell("nvme", "get", "", kChunk, clients, c));
+  for (int batch : {1, kNvmeGetBatch}) {
+    for (int clients : {1, 4}) {
+      DropPageCache();
+      OpPlan plan;
+      plan.op = Op::kGet;
+      plan.chunk_bytes = kChunk;
+      plan.batch = batch;
+      // The first chunks put are the coldest: evicted from DRAM long ago, only on NVMe.
+      const uint64_t on_nvme = kNvmeGetChunks - 2 * kDram / kChunk;
+      plan.key = [clients, on_nvme](int t, uint64_t i) {
+        return MakeKey(1, (i * clients + t) % on_nvme);
+      };
+      CellLimits limits = config_.limits;
+      limits.max_ops_per_thread = on_nvme / clients / batch;
+      const uint64_t hits = d.system->Stats().ok() ? d.system->Stats()->nvme_hits : 0;
+      CellResult c = RunCell(d.Conns(clients), plan, limits);
+      absl::StatusOr<KvstashTierStats> after = d.system->Stats();
+      progress_ << absl::StrFormat("  nvme get x%d, %d per request: %.3f GB/s, %d NVMe hits of %d\n",
+                                   clients, batch, c.gbps,
+                                   after.ok() ? after->nvme_hits - hits : 0, c.ops * batch);
+      rows_.Add(FromCell("nvme", "get", batch == 1 ? "" : "batch", kChunk, clients, c));
+    }
   }
 }
 

@@ -69,6 +69,11 @@ absl::Status DoOp(Conn& conn, const OpPlan& plan, int thread, uint64_t i, std::v
     case Op::kPut:
       return conn.Put(plan.key(thread, i), plan.put_value);
     case Op::kGet: {
+      if (plan.batch > 1) {
+        std::vector<BenchKey> keys;
+        for (int j = 0; j < plan.batch; ++j) keys.push_back(plan.key(thread, i * plan.batch + j));
+        return conn.GetBatch(keys, absl::MakeSpan(buf), plan.chunk_bytes);
+      }
       size_t size = 0;
       absl::Status s = conn.Get(plan.key(thread, i), absl::MakeSpan(buf), &size);
       if (s.ok() && size != plan.chunk_bytes) {
@@ -90,7 +95,7 @@ absl::Status DoOp(Conn& conn, const OpPlan& plan, int thread, uint64_t i, std::v
 
 void Worker(Conn& conn, const OpPlan& plan, const CellLimits& limits, int thread, StartGate& gate,
             ThreadStats& out) {
-  std::vector<char> buf(plan.op == Op::kGet ? plan.chunk_bytes : 0);
+  std::vector<char> buf(plan.op == Op::kGet ? plan.chunk_bytes * plan.batch : 0);
   uint64_t i = 0;
   Clock::time_point warm_end =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -112,12 +117,25 @@ void Worker(Conn& conn, const OpPlan& plan, const CellLimits& limits, int thread
     }
     out.latencies_us.push_back(SecondsBetween(t0, t1) * 1e6);
     ++out.ops;
-    out.bytes += plan.op == Op::kLookup ? 0 : plan.chunk_bytes;
+    out.bytes += plan.op == Op::kLookup ? 0 : plan.chunk_bytes * (plan.op == Op::kGet ? plan.batch : 1);
   }
   out.end = Clock::now();
 }
 
 }  // namespace
+
+absl::Status Conn::GetBatch(absl::Span<const BenchKey> keys, absl::Span<char> buf,
+                            size_t value_bytes) {
+  for (size_t j = 0; j < keys.size(); ++j) {
+    size_t size = 0;
+    absl::Status s = Get(keys[j], buf.subspan(j * value_bytes, value_bytes), &size);
+    if (!s.ok()) return s;
+    if (size != value_bytes) {
+      return absl::DataLossError(absl::StrCat("got ", size, " bytes, want ", value_bytes));
+    }
+  }
+  return absl::OkStatus();
+}
 
 BenchKey MakeKey(uint64_t space, uint64_t index) {
   uint64_t a = SplitMix64(space * 0x100000001b3ull ^ SplitMix64(index));

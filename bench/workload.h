@@ -39,6 +39,11 @@ class Conn {
   virtual absl::Status Get(const BenchKey& key, absl::Span<char> buf, size_t* size) = 0;
   // How many of `keys` (a prompt's ordered chunk keys) are present, in one request.
   virtual absl::StatusOr<uint32_t> Lookup(absl::Span<const BenchKey> keys) = 0;
+  // Gets `keys` (a prompt's chunks) into consecutive `value_bytes` slices of `buf`; an
+  // error unless every value is there with exactly `value_bytes`. Default: one Get per
+  // key; a system with batched reads does it in one request.
+  virtual absl::Status GetBatch(absl::Span<const BenchKey> keys, absl::Span<char> buf,
+                                size_t value_bytes);
 };
 
 enum class Op { kPut, kGet, kLookup };
@@ -54,6 +59,9 @@ struct OpPlan {
   // Prompt keys for lookup; every key is expected to be present.
   absl::Span<const BenchKey> prompt;
   absl::Span<const char> put_value;  // chunk_bytes bytes
+  // Gets: keys per request (GetBatch when > 1). Thread t's i-th request asks for
+  // key(t, i * batch + j), j < batch; bytes count chunk_bytes per key, latency per request.
+  int batch = 1;
 };
 
 struct CellLimits {

@@ -1,9 +1,13 @@
 #include "server/get_reactor.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
@@ -21,7 +25,9 @@ grpc::Slice StoredSlice(const storage::ChunkRef& chunk, const uint8_t* data, siz
 }
 
 // Sends, for each requested key in order, a head frame (index, code, header and the first
-// payload bytes) and then data frames until the chunk's bytes are all out.
+// payload bytes) and then data frames until the chunk's bytes are all out. While one chunk
+// is being sent the next key's chunk is already fetched (read ahead by one), so an NVMe
+// read overlaps the send of the chunk before it.
 class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   GetReactor(const ServiceEnv* env, grpc::CallbackServerContext* context,
@@ -50,10 +56,17 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override {
     env_->metrics.CallEnded();
     env_->metrics.RecordCall(Op::kGet, code_, start_);
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      if (fetching_) return;  // the fetch's callback deletes the reactor
+    }
     delete this;
   }
 
  private:
+  using Fetched = absl::StatusOr<storage::ChunkRef>;
+
   // Finishes the call, remembering its code for the metrics.
   void End(const grpc::Status& status) {
     code_ = static_cast<int>(status.error_code());
@@ -61,10 +74,13 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
   absl::Status Parse(const grpc::ByteBuffer& request);
   void WriteNext();
-  // Fetches the next key's chunk (an NVMe read runs on the store's read threads), then
-  // sends its head frame from whichever thread the chunk arrives on.
-  void FetchNext();
-  void BuildHeadFrame(uint32_t index, absl::StatusOr<storage::ChunkRef> ref);
+  // Starts fetching keys_[next_fetch_] when there is one (an NVMe read runs on the store's
+  // read threads). Called with no write waiting on the fetch.
+  void FetchAhead();
+  void OnFetched(Fetched ref);
+  // Sends the head frame of the next key's chunk and starts fetching the one after it.
+  void SendNextChunk(Fetched ref);
+  void BuildHeadFrame(uint32_t index, Fetched ref);
   void Send();
   std::vector<grpc::Slice> TakePayload();
 
@@ -73,10 +89,11 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
   int code_ = 0;
 
-  storage::ChunkId id_;  // ns fixed; key of the chunk being sent
+  Key128 ns_;
   std::vector<Key128> keys_;
   uint64_t lease_id_ = 0;
-  size_t next_key_ = 0;
+  size_t next_send_ = 0;   // index of the next chunk to send
+  size_t next_fetch_ = 0;  // index of the next key to fetch
   uint64_t bytes_sent_ = 0;
 
   // The chunk being sent: its reference, the read position and the bytes still to send.
@@ -86,6 +103,13 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   uint64_t left_ = 0;
 
   grpc::ByteBuffer out_;  // the frame in flight; gRPC holds it until OnWriteDone
+
+  // The fetch ahead. Its callback runs on a read thread, or inline within GetAsync.
+  absl::Mutex mu_;
+  bool fetching_ ABSL_GUARDED_BY(mu_) = false;  // a GetAsync has not called back yet
+  bool waiting_ ABSL_GUARDED_BY(mu_) = false;   // the next send waits for that callback
+  bool done_ ABSL_GUARDED_BY(mu_) = false;      // OnDone ran: the callback deletes
+  std::optional<Fetched> ahead_ ABSL_GUARDED_BY(mu_);  // fetched, not yet sent
 };
 
 absl::Status GetReactor::Parse(const grpc::ByteBuffer& request) {
@@ -97,7 +121,7 @@ absl::Status GetReactor::Parse(const grpc::ByteBuffer& request) {
   absl::StatusOr<std::vector<Key128>> keys =
       ParseKeys(req.keys(), env_->limits.max_keys_per_request);
   if (!keys.ok()) return keys.status();
-  id_.ns = *ns;
+  ns_ = *ns;
   keys_ = std::move(*keys);
   lease_id_ = req.lease_id();
   return absl::OkStatus();
@@ -112,10 +136,10 @@ void GetReactor::WriteNext() {
   if (chunk_ != nullptr) {
     v1::GetFrame head;  // data frames carry only the payload
     out_ = wire::EncodeFrame(head, TakePayload());
-  } else if (next_key_ < keys_.size()) {
-    FetchNext();
+    Send();
     return;
-  } else {
+  }
+  if (next_send_ == keys_.size()) {
     env_->log->Debug("get done", {{"keys", keys_.size()}, {"bytes", bytes_sent_}});
     if (env_->delivery == nullptr) {
       End(grpc::Status::OK);
@@ -124,7 +148,17 @@ void GetReactor::WriteNext() {
     }
     return;
   }
-  Send();
+  if (next_fetch_ == next_send_) FetchAhead();  // the first key
+  std::optional<Fetched> ready;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!ahead_.has_value()) {
+      waiting_ = true;  // OnFetched sends it
+      return;
+    }
+    ready.swap(ahead_);
+  }
+  SendNextChunk(std::move(*ready));
 }
 
 void GetReactor::Send() {
@@ -132,23 +166,53 @@ void GetReactor::Send() {
   StartWrite(&out_);
 }
 
-void GetReactor::FetchNext() {
-  const auto index = static_cast<uint32_t>(next_key_++);
-  id_.key = keys_[index];
-  // No write is in flight, so nothing else touches this reactor until the callback runs.
-  env_->store->GetAsync(id_, [this, index](absl::StatusOr<storage::ChunkRef> ref) {
+void GetReactor::FetchAhead() {
+  if (next_fetch_ == keys_.size()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    fetching_ = true;
+  }
+  const storage::ChunkId id{ns_, keys_[next_fetch_++]};
+  env_->store->GetAsync(id, [this, id](Fetched ref) {
     // The reference now protects the bytes, so the lease's hold has done its job.
-    if (lease_id_ != 0) env_->store->ReleaseLease(lease_id_, id_);
-    BuildHeadFrame(index, std::move(ref));
-    Send();
+    if (lease_id_ != 0) env_->store->ReleaseLease(lease_id_, id);
+    OnFetched(std::move(ref));
   });
 }
 
-void GetReactor::BuildHeadFrame(uint32_t index, absl::StatusOr<storage::ChunkRef> ref) {
+void GetReactor::OnFetched(Fetched ref) {
+  bool send = false;
+  bool ended = false;
+  {
+    absl::MutexLock lock(&mu_);
+    fetching_ = false;
+    if (done_) {
+      ended = true;  // the call ended while the read ran
+    } else if (waiting_) {
+      waiting_ = false;
+      send = true;
+    } else {
+      ahead_ = std::move(ref);
+    }
+  }
+  if (ended) {
+    delete this;
+  } else if (send) {
+    SendNextChunk(std::move(ref));
+  }
+}
+
+void GetReactor::SendNextChunk(Fetched ref) {
+  BuildHeadFrame(static_cast<uint32_t>(next_send_++), std::move(ref));
+  FetchAhead();  // may call back inline (a DRAM hit): it only parks the result
+  Send();
+}
+
+void GetReactor::BuildHeadFrame(uint32_t index, Fetched ref) {
   v1::GetFrame head;
   head.set_index(index);
   v1::ChunkHeader* header = head.mutable_header();
-  header->set_key(reinterpret_cast<const char*>(id_.key.data()), id_.key.size());
+  header->set_key(reinterpret_cast<const char*>(keys_[index].data()), keys_[index].size());
   if (!ref.ok()) {
     head.set_code(static_cast<int>(ref.status().code()));
     out_ = wire::EncodeFrame(head, {});

@@ -243,9 +243,9 @@ void Suite::NvmeGets(Daemon& d) {
       const uint64_t hits = d.system->Stats().ok() ? d.system->Stats()->nvme_hits : 0;
       CellResult c = RunCell(d.Conns(clients), plan, limits);
       absl::StatusOr<KvstashTierStats> after = d.system->Stats();
-      progress_ << absl::StrFormat("  nvme get x%d, %d per request: %.3f GB/s, %d NVMe hits of %d\n",
-                                   clients, batch, c.gbps,
-                                   after.ok() ? after->nvme_hits - hits : 0, c.ops * batch);
+      progress_ << absl::StrFormat(
+          "  nvme get x%d, %d per request: %.3f GB/s, %d NVMe hits of %d\n", clients, batch, c.gbps,
+          after.ok() ? after->nvme_hits - hits : 0, c.ops * batch);
       rows_.Add(FromCell("nvme", "get", batch == 1 ? "" : "batch", kChunk, clients, c));
     }
   }

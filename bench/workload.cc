@@ -117,7 +117,8 @@ void Worker(Conn& conn, const OpPlan& plan, const CellLimits& limits, int thread
     }
     out.latencies_us.push_back(SecondsBetween(t0, t1) * 1e6);
     ++out.ops;
-    out.bytes += plan.op == Op::kLookup ? 0 : plan.chunk_bytes * (plan.op == Op::kGet ? plan.batch : 1);
+    out.bytes +=
+        plan.op == Op::kLookup ? 0 : plan.chunk_bytes * (plan.op == Op::kGet ? plan.batch : 1);
   }
   out.end = Clock::now();
 }

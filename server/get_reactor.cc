@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "kvstash/v1/kvstash.pb.h"
@@ -106,9 +105,9 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   // The fetch ahead. Its callback runs on a read thread, or inline within GetAsync.
   absl::Mutex mu_;
-  bool fetching_ ABSL_GUARDED_BY(mu_) = false;  // a GetAsync has not called back yet
-  bool waiting_ ABSL_GUARDED_BY(mu_) = false;   // the next send waits for that callback
-  bool done_ ABSL_GUARDED_BY(mu_) = false;      // OnDone ran: the callback deletes
+  bool fetching_ ABSL_GUARDED_BY(mu_) = false;         // a GetAsync has not called back yet
+  bool waiting_ ABSL_GUARDED_BY(mu_) = false;          // the next send waits for that callback
+  bool done_ ABSL_GUARDED_BY(mu_) = false;             // OnDone ran: the callback deletes
   std::optional<Fetched> ahead_ ABSL_GUARDED_BY(mu_);  // fetched, not yet sent
 };
 

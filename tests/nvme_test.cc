@@ -197,8 +197,8 @@ void NvmeTest::ExpectMixedBatchExact(Client& client) {
 }
 
 TEST_F(NvmeTest, GrpcGetServesNvmeAndDramChunksInOneBatch) {
-  ASSERT_NO_FATAL_FAILURE(StartDaemon(
-      {"storage.nvme.promote_on_hit=false", "storage.nvme.demotion_wait_ms=600000"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartDaemon({"storage.nvme.promote_on_hit=false", "storage.nvme.demotion_wait_ms=600000"}));
   ExpectMixedBatchExact(*client_);
 }
 
@@ -216,9 +216,9 @@ TEST_F(NvmeTest, UcxGetServesNvmeAndDramChunksInOneBatch) {
 // being read ahead: the daemon frees each call once its read returns (the sanitizer builds
 // catch a reactor freed under its read), releases the chunks, and keeps serving.
 TEST_F(NvmeTest, GrpcGetCancelledWhileReadingAhead) {
-  ASSERT_NO_FATAL_FAILURE(StartDaemon(
-      {"storage.nvme.promote_on_hit=false", "storage.nvme.demotion_wait_ms=600000",
-       "storage.nvme.clean_window_percent=0"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartDaemon({"storage.nvme.promote_on_hit=false", "storage.nvme.demotion_wait_ms=600000",
+                   "storage.nvme.clean_window_percent=0"}));
   const std::vector<Key128> keys = PutFresh(64, kMiB);
   AwaitDemotions();
   std::string batch;

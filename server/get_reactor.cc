@@ -172,9 +172,12 @@ void GetReactor::FetchAhead() {
     fetching_ = true;
   }
   const storage::ChunkId id{ns_, keys_[next_fetch_++]};
-  env_->store->GetAsync(id, [this, id](Fetched ref) {
+  // The callback may run after the call ended and the service (env_) is gone, while the
+  // store drains its reads: it touches only the store and this reactor.
+  storage::ChunkStore* store = env_->store;
+  store->GetAsync(id, [this, store, lease = lease_id_, id](Fetched ref) {
     // The reference now protects the bytes, so the lease's hold has done its job.
-    if (lease_id_ != 0) env_->store->ReleaseLease(lease_id_, id);
+    if (lease != 0) store->ReleaseLease(lease, id);
     OnFetched(std::move(ref));
   });
 }

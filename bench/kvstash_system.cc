@@ -73,9 +73,7 @@ class KvstashConn : public Conn {
     if (absl::Status s = client_->Get(ns_, absl::MakeSpan(items)); !s.ok()) return s;
     for (const GetItem& item : items) {
       if (!item.status.ok()) return item.status;
-      if (item.size != value_bytes) {
-        return absl::DataLossError(absl::StrCat("got ", item.size, " bytes, want ", value_bytes));
-      }
+      if (absl::Status s = ExpectValueBytes(item.size, value_bytes); !s.ok()) return s;
     }
     return absl::OkStatus();
   }

@@ -69,17 +69,9 @@ absl::Status DoOp(Conn& conn, const OpPlan& plan, int thread, uint64_t i, std::v
     case Op::kPut:
       return conn.Put(plan.key(thread, i), plan.put_value);
     case Op::kGet: {
-      if (plan.batch > 1) {
-        std::vector<BenchKey> keys;
-        for (int j = 0; j < plan.batch; ++j) keys.push_back(plan.key(thread, i * plan.batch + j));
-        return conn.GetBatch(keys, absl::MakeSpan(buf), plan.chunk_bytes);
-      }
-      size_t size = 0;
-      absl::Status s = conn.Get(plan.key(thread, i), absl::MakeSpan(buf), &size);
-      if (s.ok() && size != plan.chunk_bytes) {
-        return absl::DataLossError(absl::StrCat("got ", size, " bytes, want ", plan.chunk_bytes));
-      }
-      return s;
+      std::vector<BenchKey> keys;
+      for (int j = 0; j < plan.batch; ++j) keys.push_back(plan.key(thread, i * plan.batch + j));
+      return conn.GetBatch(keys, absl::MakeSpan(buf), plan.chunk_bytes);
     }
     case Op::kLookup: {
       absl::StatusOr<uint32_t> hits = conn.Lookup(plan.prompt);
@@ -96,6 +88,9 @@ absl::Status DoOp(Conn& conn, const OpPlan& plan, int thread, uint64_t i, std::v
 void Worker(Conn& conn, const OpPlan& plan, const CellLimits& limits, int thread, StartGate& gate,
             ThreadStats& out) {
   std::vector<char> buf(plan.op == Op::kGet ? plan.chunk_bytes * plan.batch : 0);
+  const uint64_t op_bytes = plan.op == Op::kLookup ? 0
+                            : plan.op == Op::kGet  ? plan.chunk_bytes * plan.batch
+                                                   : plan.chunk_bytes;
   uint64_t i = 0;
   Clock::time_point warm_end =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -117,8 +112,7 @@ void Worker(Conn& conn, const OpPlan& plan, const CellLimits& limits, int thread
     }
     out.latencies_us.push_back(SecondsBetween(t0, t1) * 1e6);
     ++out.ops;
-    out.bytes +=
-        plan.op == Op::kLookup ? 0 : plan.chunk_bytes * (plan.op == Op::kGet ? plan.batch : 1);
+    out.bytes += op_bytes;
   }
   out.end = Clock::now();
 }
@@ -131,11 +125,14 @@ absl::Status Conn::GetBatch(absl::Span<const BenchKey> keys, absl::Span<char> bu
     size_t size = 0;
     absl::Status s = Get(keys[j], buf.subspan(j * value_bytes, value_bytes), &size);
     if (!s.ok()) return s;
-    if (size != value_bytes) {
-      return absl::DataLossError(absl::StrCat("got ", size, " bytes, want ", value_bytes));
-    }
+    if (s = ExpectValueBytes(size, value_bytes); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::Status ExpectValueBytes(size_t got, size_t want) {
+  if (got == want) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("got ", got, " bytes, want ", want));
 }
 
 BenchKey MakeKey(uint64_t space, uint64_t index) {

@@ -46,6 +46,9 @@ class Conn {
                                 size_t value_bytes);
 };
 
+// OK when a get returned `want` bytes, else DATA_LOSS naming both sizes.
+absl::Status ExpectValueBytes(size_t got, size_t want);
+
 enum class Op { kPut, kGet, kLookup };
 const char* OpName(Op op);
 
@@ -59,7 +62,7 @@ struct OpPlan {
   // Prompt keys for lookup; every key is expected to be present.
   absl::Span<const BenchKey> prompt;
   absl::Span<const char> put_value;  // chunk_bytes bytes
-  // Gets: keys per request (GetBatch when > 1). Thread t's i-th request asks for
+  // Gets: keys per request, each request one GetBatch. Thread t's i-th request asks for
   // key(t, i * batch + j), j < batch; bytes count chunk_bytes per key, latency per request.
   int batch = 1;
 };

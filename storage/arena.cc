@@ -59,16 +59,33 @@ void Prefault(void* p, uint64_t bytes) {
   for (uint64_t off = 0; off < bytes; off += 4096) b[off] = 0;
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<Arena>> Arena::Create(uint64_t capacity_bytes, uint64_t page_bytes,
-                                                     HugePages huge, bool prefault) {
+absl::Status CheckGeometry(uint64_t capacity_bytes, uint64_t page_bytes) {
   const uint64_t num_pages = capacity_bytes / page_bytes;
   if (page_bytes < 4096 || (page_bytes & (page_bytes - 1)) != 0 || num_pages == 0 ||
-      num_pages >= kNoPage) {
+      num_pages >= Arena::kNoPage) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad arena geometry: capacity ", capacity_bytes, ", page ", page_bytes));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Arena>> Arena::CreateOn(std::unique_ptr<ArenaMemory> memory,
+                                                       uint64_t page_bytes, bool prefault) {
+  if (absl::Status s = CheckGeometry(memory->size(), page_bytes); !s.ok()) return s;
+  const uint64_t num_pages = memory->size() / page_bytes;
+  if (prefault) Prefault(memory->data(), num_pages * page_bytes);
+  std::unique_ptr<Arena> arena(
+      new Arena(memory->data(), 0, page_bytes, num_pages, Backing::kSupplied));
+  arena->supplied_ = std::move(memory);
+  return arena;
+}
+
+absl::StatusOr<std::unique_ptr<Arena>> Arena::Create(uint64_t capacity_bytes, uint64_t page_bytes,
+                                                     HugePages huge, bool prefault) {
+  if (absl::Status s = CheckGeometry(capacity_bytes, page_bytes); !s.ok()) return s;
+  const uint64_t num_pages = capacity_bytes / page_bytes;
   const uint64_t bytes = num_pages * page_bytes;
   if (huge != HugePages::kOff) {
     const uint64_t map_bytes = AlignUp(bytes, SystemHugePageBytes());
@@ -111,7 +128,9 @@ Arena::Arena(uint8_t* base, uint64_t map_bytes, uint64_t page_bytes, uint32_t nu
   clean_.reserve(num_pages);
 }
 
-Arena::~Arena() { munmap(base_, map_bytes_); }
+Arena::~Arena() {
+  if (supplied_ == nullptr) munmap(base_, map_bytes_);
+}
 
 bool Arena::AllocatePages(uint32_t n, absl::FunctionRef<void(uint32_t page)> take) {
   absl::MutexLock lock(&mu_);
@@ -157,7 +176,9 @@ void Arena::TrimLocked() {
   while (free_.size() > keep) {
     const uint32_t page = free_.back();
     free_.pop_back();
-    madvise(page_data(page), page_bytes_, MADV_DONTNEED);
+    // A shared mapping keeps its pages in the backing file: only MADV_REMOVE frees them.
+    madvise(page_data(page), page_bytes_,
+            backing_ == Backing::kSupplied ? MADV_REMOVE : MADV_DONTNEED);
     clean_.push_back(page);
   }
 }

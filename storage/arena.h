@@ -33,6 +33,7 @@ class Arena {
     kPlain,            // 4 KiB pages, transparent huge pages disabled for the range
     kTransparentHuge,  // 4 KiB mapping with madvise(MADV_HUGEPAGE)
     kHugeTlb,          // MAP_HUGETLB: huge pages reserved at mmap time
+    kSupplied,         // ArenaMemory from the owner (shared memory); trimmed by MADV_REMOVE
   };
   static constexpr uint32_t kNoPage = ~uint32_t{0};
 
@@ -43,6 +44,10 @@ class Arena {
   // zeroing on the data path (and RSS shows the whole budget from the start).
   static absl::StatusOr<std::unique_ptr<Arena>> Create(uint64_t capacity_bytes, uint64_t page_bytes,
                                                        HugePages huge, bool prefault = false);
+  // The same over memory the owner supplies; the arena owns it from now on.
+  // REQUIRES: memory->size() >= page_bytes, page geometry as above.
+  static absl::StatusOr<std::unique_ptr<Arena>> CreateOn(std::unique_ptr<ArenaMemory> memory,
+                                                         uint64_t page_bytes, bool prefault);
   ~Arena();
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
@@ -88,6 +93,7 @@ class Arena {
   Arena(uint8_t* base, uint64_t map_bytes, uint64_t page_bytes, uint32_t num_pages,
         Backing backing);
 
+  std::unique_ptr<ArenaMemory> supplied_;  // kSupplied only
   uint8_t* const base_;
   const uint64_t map_bytes_;  // length to munmap
   const uint64_t page_bytes_;

@@ -1,6 +1,7 @@
 #include "storage/arena.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -128,6 +129,64 @@ TEST(ArenaTest, HugePagesOnFailsClearlyWithoutReservedPages) {
     EXPECT_EQ(arena.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_NE(arena.status().message().find("huge_pages=on"), absl::string_view::npos);
   }
+}
+
+// Shared memory from a memfd, as an owner would supply it; counts its destruction.
+class MemfdMemory : public ArenaMemory {
+ public:
+  MemfdMemory(uint64_t bytes, bool* destroyed) : size_(bytes), destroyed_(destroyed) {
+    fd_ = memfd_create("arena_test", 0);
+    EXPECT_EQ(ftruncate(fd_, bytes), 0);
+    data_ = static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+  }
+  ~MemfdMemory() override {
+    munmap(data_, size_);
+    close(fd_);
+    *destroyed_ = true;
+  }
+  uint8_t* data() const override { return data_; }
+  uint64_t size() const override { return size_; }
+  // Bytes the backing file holds in RAM.
+  uint64_t backed_bytes() const {
+    struct stat st;
+    EXPECT_EQ(fstat(fd_, &st), 0);
+    return uint64_t(st.st_blocks) * 512;
+  }
+
+ private:
+  int fd_ = -1;
+  uint8_t* data_ = nullptr;
+  uint64_t size_;
+  bool* destroyed_;
+};
+
+TEST(ArenaTest, SuppliedMemoryIsUsedTrimmedFromItsFileAndReleased) {
+  bool destroyed = false;
+  auto owned = std::make_unique<MemfdMemory>(16 * kPage + 100, &destroyed);
+  MemfdMemory* memory = owned.get();
+  auto created = Arena::CreateOn(std::move(owned), kPage, /*prefault=*/false);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<Arena> arena = *std::move(created);
+  EXPECT_EQ(arena->backing(), Arena::Backing::kSupplied);
+  EXPECT_EQ(arena->num_pages(), 16u);
+  EXPECT_EQ(arena->base(), memory->data());
+
+  std::vector<uint32_t> pages = Take(*arena, 10);
+  for (uint32_t p : pages) std::memset(arena->page_data(p), 0xCD, kPage);
+  EXPECT_EQ(memory->backed_bytes(), 10 * kPage);
+  arena->FreePages(10, [&](uint32_t i) { return pages[i]; });
+  arena->SetReservedPages(12);  // 4 may still be handed out: 6 free pages leave the file
+  EXPECT_EQ(memory->backed_bytes(), 4 * kPage);
+
+  arena.reset();
+  EXPECT_TRUE(destroyed);
+}
+
+TEST(ArenaTest, SuppliedMemorySmallerThanAPageIsRefused) {
+  bool destroyed = false;
+  auto arena = Arena::CreateOn(std::make_unique<MemfdMemory>(kPage / 2, &destroyed), kPage, false);
+  EXPECT_EQ(arena.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(destroyed);
 }
 
 }  // namespace

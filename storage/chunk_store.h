@@ -26,6 +26,19 @@
 
 namespace kvstash::storage {
 
+// Memory the owner of a store supplies for its DRAM arena instead of an anonymous mapping
+// (the daemon passes shared memory that clients on the same host map, server/ucx). Its
+// pages must be backed by a shared file (tmpfs): the arena gives free pages back with
+// MADV_REMOVE. Destroying the object releases the memory.
+//
+// Thread-safety: data() and size() are thread-safe.
+class ArenaMemory {
+ public:
+  virtual ~ArenaMemory() = default;
+  virtual uint8_t* data() const = 0;
+  virtual uint64_t size() const = 0;
+};
+
 struct ChunkStoreOptions {
   // Hard byte budget of the DRAM tier. The arena is reserved up front; the daemon's RSS
   // stays within it plus a small, fixed overhead.
@@ -40,6 +53,10 @@ struct ChunkStoreOptions {
   // shows the full budget in RSS at once, but keeps page zeroing off the put path, where
   // it otherwise costs most of the daemon's CPU on a cold tier.
   bool prefault_dram = true;
+  // Supplies the arena's memory (called once, with the arena's size in bytes); returning
+  // null, or leaving this unset (default), makes the arena map its own (huge_pages
+  // applies then). Supplied memory uses its own page size; prefault_dram still applies.
+  std::function<std::unique_ptr<ArenaMemory>(uint64_t bytes)> dram_memory;
   // Largest accepted chunk; larger puts fail with RESOURCE_EXHAUSTED. Also capped by the
   // DRAM capacity.
   uint64_t max_chunk_bytes = 256ull << 20;

@@ -19,12 +19,26 @@ constexpr uint64_t kExtraEvictionRounds = 1024;
 // when the tier is full of 1 KiB chunks.
 constexpr uint64_t kChunkBookkeepingBytes = 352;
 
+// The DRAM tier's allocator over the owner's memory when it supplies some, else over an
+// arena mapping its own.
+absl::StatusOr<std::shared_ptr<DramAllocator>> CreateDram(const ChunkStoreOptions& options) {
+  if (options.dram_memory) {
+    std::unique_ptr<ArenaMemory> memory = options.dram_memory(options.dram_capacity_bytes);
+    if (memory != nullptr) {
+      auto arena = Arena::CreateOn(std::move(memory), options.page_bytes, options.prefault_dram);
+      if (!arena.ok()) return arena.status();
+      return DramAllocator::Create(*std::move(arena));
+    }
+  }
+  return DramAllocator::Create(options.dram_capacity_bytes, options.page_bytes,
+                               options.huge_pages, options.prefault_dram);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Create(const ChunkStoreOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  auto dram = DramAllocator::Create(options.dram_capacity_bytes, options.page_bytes,
-                                   options.huge_pages, options.prefault_dram);
+  auto dram = CreateDram(options);
   if (!dram.ok()) return dram.status();
   auto index = ChunkIndex::Create(options.index_shards, options.dram_eviction);
   if (!index.ok()) return index.status();

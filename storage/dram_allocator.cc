@@ -20,7 +20,11 @@ absl::StatusOr<std::shared_ptr<DramAllocator>> DramAllocator::Create(uint64_t ca
                                                                      bool prefault) {
   auto arena = Arena::Create(capacity_bytes, page_bytes, huge, prefault);
   if (!arena.ok()) return arena.status();
-  return std::shared_ptr<DramAllocator>(new DramAllocator(*std::move(arena)));
+  return Create(*std::move(arena));
+}
+
+std::shared_ptr<DramAllocator> DramAllocator::Create(std::unique_ptr<Arena> arena) {
+  return std::shared_ptr<DramAllocator>(new DramAllocator(std::move(arena)));
 }
 
 DramAllocator::DramAllocator(std::unique_ptr<Arena> arena)

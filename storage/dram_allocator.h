@@ -43,6 +43,8 @@ class DramAllocator {
                                                                uint64_t page_bytes,
                                                                Arena::HugePages huge,
                                                                bool prefault = false);
+  // Over an existing arena (Arena::CreateOn for supplied memory).
+  static std::shared_ptr<DramAllocator> Create(std::unique_ptr<Arena> arena);
 
   // Fills `out` with memory for `size` bytes. Returns false (out empty) when the arena
   // cannot provide it right now. REQUIRES: size > 0, out->empty().

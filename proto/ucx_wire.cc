@@ -35,6 +35,8 @@ size_t RequestHeaderLength(Op op) {
       return sizeof(RequestHeader) + sizeof(PutFields);
     case Op::kGet:
       return sizeof(RequestHeader) + sizeof(GetFields);
+    case Op::kCommit:
+      return sizeof(RequestHeader) + sizeof(CommitFields);
     default:
       return sizeof(RequestHeader);
   }
@@ -90,10 +92,33 @@ std::string WithConnectionTransport(const std::string& tls) {
   return absl::StrCat(tls, ",tcp");
 }
 
+namespace {
+
+// `tls`, or UCX_TLS from the environment when it is empty.
+std::string EffectiveTls(const std::string& tls) {
+  const char* env = getenv("UCX_TLS");
+  return !tls.empty() ? tls : env != nullptr ? env : "";
+}
+
+}  // namespace
+
+bool AllowsSharedMemory(const std::string& tls) {
+  const std::string list = EffectiveTls(tls);
+  if (list.empty()) return true;
+  const bool exclude = list[0] == '^';
+  bool sm = false, posix = false, sysv = false, all = false;
+  for (absl::string_view t : absl::StrSplit(exclude ? list.substr(1) : list, ',')) {
+    sm |= t == "sm" || t == "shm";
+    posix |= t == "posix";
+    sysv |= t == "sysv";
+    all |= t == "all";
+  }
+  return exclude ? !(sm || (posix && sysv)) : (all || sm || posix || sysv);
+}
+
 absl::Status ConfigureUcx(const std::string& tls, void* ucp_config) {
   auto* config = static_cast<ucp_config_t*>(ucp_config);
-  const char* env = getenv("UCX_TLS");
-  const std::string all = WithConnectionTransport(!tls.empty() ? tls : env != nullptr ? env : "");
+  const std::string all = WithConnectionTransport(EffectiveTls(tls));
   if (!all.empty()) {
     if (ucs_status_t s = ucp_config_modify(config, "TLS", all.c_str()); s != UCS_OK) {
       return absl::InvalidArgumentError(

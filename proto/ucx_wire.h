@@ -43,16 +43,31 @@ enum class Op : uint8_t {
                 // ReplyHeader.size_bytes = a token naming this connection
   kAttach = 10,  // on the endpoint created from that address; body: the token (8 bytes
                  // LE) + the client worker's UCP address, for the daemon's reply endpoint
+  kCommit = 11,   // header + CommitFields, no body: the client wrote a reserved chunk;
+                  // answered like the Put it completes (reply op kPut)
+  kRelease = 12,  // no body: the client has copied the chunks of Get `request_id` that
+                  // came back kFlagDirect; no reply
 };
-inline constexpr uint8_t kMaxOp = 10;
+inline constexpr uint8_t kMaxOp = 12;
 
 // RequestHeader.flags of Attach: the client's data endpoint handles peer failures (the
 // daemon's reply endpoint must use the same error handling mode).
 inline constexpr uint16_t kFlagPeerErrorHandling = 1;
+// RequestHeader.flags. Attach: the client can map the daemon's arena (the reply body is
+// an ArenaInfo and the packed remote key). Put: no payload follows; reserve the chunk and
+// say where to write it. Get: chunks in the arena may be answered with where to read them.
+inline constexpr uint16_t kFlagDirect = 2;
 
 // ReplyHeader.flags.
 inline constexpr uint16_t kFlagAlreadyPresent = 1;  // Put: the key was already stored
 inline constexpr uint16_t kFlagTooLarge = 2;        // Get: chunk exceeds the capacity sent
+// Put: reserved; write the chunk at the ArenaRun records of the body, then Commit
+// ReplyHeader.handle. Get: read the chunk from the ArenaRun records of the body (in chunk
+// order), then Release the request.
+// (kFlagDirect, 2, is also a ReplyHeader flag value; the two never meet on one message.)
+inline constexpr uint16_t kFlagDirectRuns = 4;
+// Put (kFlagDirect): no direct write for this chunk; send it again as a plain Put.
+inline constexpr uint16_t kFlagSendPayload = 8;
 
 #pragma pack(push, 1)
 // First bytes of every request AM header. 32 bytes.
@@ -80,6 +95,23 @@ struct GetFields {
   uint32_t count;     // items (GetItemRecord) in the body
   uint32_t reserved;  // 0
 };
+// Follows RequestHeader in the AM header of a Commit. 16 bytes.
+struct CommitFields {
+  uint64_t handle;  // ReplyHeader.handle of the reservation
+  uint32_t index;   // the chunk's position in the Put call, echoed in the reply
+  uint32_t reserved;  // 0
+};
+// Body of the Attach reply to a kFlagDirect Attach, followed by the packed remote key
+// (ucp_rkey_pack) of the arena; an empty body means no direct access. 16 bytes.
+struct ArenaInfo {
+  uint64_t address;  // the arena's address in the daemon (for RMA)
+  uint64_t size;     // bytes
+};
+// One contiguous piece of a chunk in the arena. 16 bytes.
+struct ArenaRun {
+  uint64_t offset;  // from the arena's start
+  uint64_t length;
+};
 // One Get item in the request body. 24 bytes.
 struct GetItemRecord {
   uint8_t key[16];
@@ -99,7 +131,7 @@ struct ReplyHeader {
   uint32_t tokens;      // Get
   uint32_t format;      // Get
   uint64_t offset;      // Get: where the body's bytes go within the chunk
-  uint64_t reserved;    // 0
+  uint64_t handle;      // Put with kFlagDirectRuns: the reservation to Commit; else 0
 };
 #pragma pack(pop)
 
@@ -107,6 +139,9 @@ static_assert(sizeof(RequestHeader) == 32);
 static_assert(sizeof(PutFields) == 48);
 static_assert(sizeof(GetFields) == 16);
 static_assert(sizeof(GetItemRecord) == 24);
+static_assert(sizeof(CommitFields) == 16);
+static_assert(sizeof(ArenaInfo) == 16);
+static_assert(sizeof(ArenaRun) == 16);
 static_assert(sizeof(ReplyHeader) == 64);
 
 // A request header with magic and version filled in.
@@ -130,6 +165,10 @@ size_t RequestHeaderLength(Op op);
 // `tls` with ",tcp" appended when it names transports but none a connection can be set up
 // over; "" (UCX's default) and exclusion lists ("^...") come back unchanged.
 std::string WithConnectionTransport(const std::string& tls);
+
+// Whether the transport list `tls` (empty: UCX_TLS from the environment, else UCX's
+// default, all) lets UCX use shared memory between processes (sm, posix or sysv).
+bool AllowsSharedMemory(const std::string& tls);
 
 // Applies the UCX options both sides need to `config`: the transport list `tls` (empty:
 // UCX_TLS from the environment) as WithConnectionTransport extends it, and peer-failure

@@ -61,6 +61,7 @@ ucx:                              # UCX data plane (docs/protocol.md, "UCX data 
   tls: ""                         # UCX transports, e.g. "tcp" or "sm,self"; "" = UCX_TLS
   rndv_thresh_bytes: 0            # rendezvous from this payload size; 0 = UCX default
   worker_threads: 1               # threads progressing UCX workers
+  direct_access: true             # same-host clients map the DRAM arena (trusted clients)
 )yaml";
 
 namespace {
@@ -163,6 +164,7 @@ void ReadUcx(ConfigReader& r, UcxConfig* c) {
   r.String("tls", &c->tls);
   r.Size("rndv_thresh_bytes", 0, kGiB, &c->rndv_thresh_bytes);
   r.Int("worker_threads", 1, 64, &c->worker_threads);
+  r.Choice("direct_access", {{"true", true}, {"false", false}}, &c->direct_access);
   r.RejectUnknown();
 }
 
@@ -371,6 +373,7 @@ void EmitUcx(const UcxConfig& u, YAML::Emitter& out) {
   out << YAML::Key << "tls" << YAML::Value << YAML::DoubleQuoted << u.tls;
   out << YAML::Key << "rndv_thresh_bytes" << YAML::Value << FormatByteSize(u.rndv_thresh_bytes);
   out << YAML::Key << "worker_threads" << YAML::Value << u.worker_threads;
+  out << YAML::Key << "direct_access" << YAML::Value << u.direct_access;
   out << YAML::EndMap;
 }
 

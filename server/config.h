@@ -145,6 +145,14 @@ struct UcxConfig {
   // Threads, each progressing its own UCX worker; connections are spread over them. One
   // is enough for a few clients on a small host; add threads for many busy clients.
   int worker_threads = 1;
+  // Keep the DRAM arena in UCX shared memory and let clients on this host map it, so they
+  // read and write chunks in place: one copy per byte instead of two through UCX's
+  // shared-memory queue (docs/protocol.md, "Direct access"). Such clients can read and
+  // write the whole arena, i.e. every namespace: turn this off unless the daemon's
+  // same-host UCX clients are trusted (the mapping also needs their user to be allowed
+  // to open the daemon's files in /proc, as for CMA). Needs /dev/shm to hold the DRAM
+  // budget; the daemon falls back to a private arena (logged) when it cannot.
+  bool direct_access = true;
 };
 
 struct ServerConfig {

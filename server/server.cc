@@ -55,6 +55,15 @@ std::string HugePageUsage() {
                       ",thp=", FormatByteSize(thp_kb << 10));
 }
 
+ucx::UcxServerOptions UcxOptionsOf(const UcxConfig& c) {
+  ucx::UcxServerOptions options;
+  options.listen = c.listen;
+  options.tls = c.tls;
+  options.rndv_thresh_bytes = c.rndv_thresh_bytes;
+  options.worker_threads = c.worker_threads;
+  return options;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& config, Logger* log) {
@@ -68,11 +77,29 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
     }
   }
   const absl::Time begin = absl::Now();
+  storage::ChunkStoreOptions store_options = config.ToChunkStoreOptions();
+  std::shared_ptr<ucx::UcxContext> ucx_context;
+  const ucx::SharedRegion* shared_arena = nullptr;
+  if (config.ucx.enabled) {
+    absl::StatusOr<std::shared_ptr<ucx::UcxContext>> c =
+        ucx::UcxContext::Create(UcxOptionsOf(config.ucx), log);
+    if (!c.ok()) return absl::Status(c.status().code(), absl::StrCat("ucx: ", c.status().message()));
+    ucx_context = *std::move(c);
+  }
+  if (ucx_context != nullptr && config.ucx.direct_access) {
+    store_options.dram_memory = [&](uint64_t bytes) -> std::unique_ptr<storage::ArenaMemory> {
+      std::unique_ptr<ucx::SharedRegion> region = ucx_context->AllocateShared(bytes);
+      shared_arena = region.get();
+      return region;
+    };
+  }
   absl::StatusOr<std::unique_ptr<storage::ChunkStore>> store =
-      storage::ChunkStore::Create(config.ToChunkStoreOptions());
+      storage::ChunkStore::Create(store_options);
   if (!store.ok()) return store.status();
   std::unique_ptr<Server> server(new Server(config, log, std::move(*store)));
   server->store_open_time_ = absl::Now() - begin;
+  server->ucx_context_ = std::move(ucx_context);
+  server->shared_arena_ = shared_arena;
   return server;
 }
 
@@ -118,14 +145,10 @@ absl::Status Server::Start() {
 }
 
 absl::Status Server::StartUcx() {
-  if (!config_.ucx.enabled) return absl::OkStatus();
-  ucx::UcxServerOptions options;
-  options.listen = config_.ucx.listen;
-  options.tls = config_.ucx.tls;
-  options.rndv_thresh_bytes = config_.ucx.rndv_thresh_bytes;
-  options.worker_threads = config_.ucx.worker_threads;
-  ucx::UcxServiceEnv env{&env_, &service_, &ucx_metrics_};
-  absl::StatusOr<std::unique_ptr<ucx::UcxServer>> ucx = ucx::UcxServer::Start(options, env);
+  if (ucx_context_ == nullptr) return absl::OkStatus();
+  ucx::UcxServiceEnv env{&env_, &service_, &ucx_metrics_, shared_arena_};
+  absl::StatusOr<std::unique_ptr<ucx::UcxServer>> ucx =
+      ucx::UcxServer::Start(UcxOptionsOf(config_.ucx), ucx_context_, env);
   if (!ucx.ok()) {
     return absl::Status(ucx.status().code(), absl::StrCat("ucx: ", ucx.status().message()));
   }

@@ -95,6 +95,10 @@ class Server {
   // The UCX transport's request metrics, and its server; declared after the store so it
   // is destroyed first (its sends hold stored chunks).
   TransportMetrics ucx_metrics_{"ucx"};
+  // The UCP context, made before the store when ucx.enabled (the arena may live in its
+  // shared memory); the arena's region when it does (owned by the store), else null.
+  std::shared_ptr<ucx::UcxContext> ucx_context_;
+  const ucx::SharedRegion* shared_arena_ = nullptr;
   std::unique_ptr<ucx::UcxServer> ucx_;
   int selected_port_ = 0;
   bool shut_down_ = false;

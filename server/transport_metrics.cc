@@ -30,6 +30,7 @@ enum FamilyId {
   kLookupChunks,
   kLookupHitChunks,
   kLookupHitTokens,
+  kDirect,
   kFamilyCount
 };
 struct FamilyDef {
@@ -54,6 +55,10 @@ constexpr FamilyDef kFamilies[kFamilyCount] = {
     {"kvstash_lookup_hit_chunks_total", "Leading keys Lookup found present.", MetricType::kCounter},
     {"kvstash_lookup_hit_tokens_total",
      "Tokens covered by Lookup hits (hit chunks times the namespace's chunk_tokens).",
+     MetricType::kCounter},
+    {"kvstash_transport_direct_bytes_total",
+     "Payload bytes clients wrote (direction=in) or read (out) in the daemon's shared arena "
+     "themselves (UCX direct access); also counted in the received/sent totals.",
      MetricType::kCounter},
 };
 
@@ -112,6 +117,8 @@ void TransportMetrics::Collect(std::vector<Family>* out) const {
   add(kLookupChunks, t, lookup_chunks_.Value());
   add(kLookupHitChunks, t, lookup_hit_chunks_.Value());
   add(kLookupHitTokens, t, lookup_hit_tokens_.Value());
+  add(kDirect, {t[0], {"direction", "in"}}, direct_in_bytes_.Value());
+  add(kDirect, {t[0], {"direction", "out"}}, direct_out_bytes_.Value());
   for (Family& family : f) out->push_back(std::move(family));
 }
 

@@ -12,6 +12,8 @@
 //   kvstash_lookup_chunks_total{transport}           counter, keys asked about
 //   kvstash_lookup_hit_chunks_total{transport}       counter, leading keys found
 //   kvstash_lookup_hit_tokens_total{transport}       counter, hit chunks x chunk_tokens
+//   kvstash_transport_direct_bytes_total{transport,direction}  counter, payload bytes
+//                                                    clients moved in the shared arena
 //
 // Thread-safety: thread-safe; every update is a relaxed atomic add (no locks, no
 // allocation), Collect() reads the cells without stopping writers.
@@ -44,6 +46,11 @@ class TransportMetrics {
   void RecordCall(Op op, int code, Clock::time_point start);
   void AddReceivedBytes(uint64_t n) { received_bytes_.Add(n); }
   void AddSentBytes(uint64_t n) { sent_bytes_.Add(n); }
+  // Payload a client wrote (`in`) or read in the shared arena; counted as received/sent too.
+  void AddDirectBytes(bool in, uint64_t n) {
+    (in ? direct_in_bytes_ : direct_out_bytes_).Add(n);
+    (in ? received_bytes_ : sent_bytes_).Add(n);
+  }
   void CallStarted() { active_calls_.Add(1); }
   void CallEnded() { active_calls_.Add(-1); }
   int64_t active_calls() const { return active_calls_.Value(); }
@@ -67,6 +74,8 @@ class TransportMetrics {
   metrics::Counter lookup_chunks_;
   metrics::Counter lookup_hit_chunks_;
   metrics::Counter lookup_hit_tokens_;
+  metrics::Counter direct_in_bytes_;
+  metrics::Counter direct_out_bytes_;
 };
 
 }  // namespace kvstash::server

@@ -13,6 +13,7 @@
 namespace kvstash::server::ucx {
 namespace {
 
+using wire::ucx::ArenaRun;
 using wire::ucx::GetFields;
 using wire::ucx::GetItemRecord;
 using wire::ucx::PutFields;
@@ -28,6 +29,8 @@ struct Request {
   TransportMetrics::Clock::time_point start;
 
   const UcxServiceEnv& env() const { return worker->env(); }
+  // The client maps the arena (Put: no payload, reserve; Get: answer with where to read).
+  bool direct() const { return (header.flags & wire::ucx::kFlagDirect) != 0; }
   ReplyHeader Reply(uint32_t index) const {
     ReplyHeader r = wire::ucx::MakeReplyHeader(header.op, header.request_id);
     r.index = index;
@@ -171,7 +174,12 @@ absl::Status CheckPut(const Request& req, const PutFields& f, size_t length) {
   if (f.size_bytes == 0) {
     return absl::InvalidArgumentError(absl::StrCat("chunk ", f.index, ": size_bytes is 0"));
   }
-  if (f.size_bytes != length) {
+  if (req.direct() && length != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chunk ", f.index, ": a direct Put carries no payload but the message has ", length,
+        " bytes"));
+  }
+  if (!req.direct() && f.size_bytes != length) {
     return absl::InvalidArgumentError(absl::StrCat("chunk ", f.index, ": size_bytes is ",
                                                    f.size_bytes, " but the message carries ",
                                                    length, " payload bytes"));
@@ -214,6 +222,93 @@ ucs_status_t ReceivePut(const Request& req, const PutFields& f, void* desc,
                       });
 }
 
+// ---------------------------------------------------------------- direct access
+
+// Most bytes one connection may have reserved or held in the arena at once; beyond it,
+// chunks go through UCX (copied by the daemon) instead, so one client cannot pin the tier.
+uint64_t DirectBudget(const SharedRegion& arena) { return arena.size() / 8; }
+
+// The ArenaRun records of a chunk's segments (adjacent ones merged), or "" when one lies
+// outside the arena.
+template <typename Segment>
+std::string ArenaRuns(const SharedRegion& arena, absl::Span<const Segment> segs) {
+  std::vector<ArenaRun> runs;
+  for (const Segment& seg : segs) {
+    if (!arena.contains(seg.data, seg.size)) return {};
+    const uint64_t offset = static_cast<uint64_t>(seg.data - arena.data());
+    if (!runs.empty() && runs.back().offset + runs.back().length == offset) {
+      runs.back().length += seg.size;
+    } else {
+      runs.push_back({offset, seg.size});
+    }
+  }
+  return std::string(reinterpret_cast<const char*>(runs.data()), runs.size() * sizeof(ArenaRun));
+}
+
+// Room for `bytes` more in the connection's direct budget (and it is still open).
+bool DirectRoom(const Request& req, uint64_t bytes) {
+  const SharedRegion* arena = req.env().arena;
+  return arena != nullptr && !req.conn->closed &&
+         req.conn->direct_bytes + bytes <= DirectBudget(*arena);
+}
+
+// A direct Put whose chunk was reserved: tells the client where to write it, or to send
+// it as a plain Put when the arena cannot take it directly (the reservation is dropped).
+void ReserveDirect(const Request& req, const PutFields& f,
+                   std::unique_ptr<storage::PendingChunk> pending) {
+  ReplyHeader reply = req.Reply(f.index);
+  std::string runs;
+  if (DirectRoom(req, f.size_bytes)) runs = ArenaRuns(*req.env().arena, pending->segments());
+  if (runs.empty()) {
+    reply.flags = wire::ucx::kFlagSendPayload;
+    req.worker->Send(req.conn, reply, nullptr, 0, {}, nullptr);
+    return;
+  }
+  Connection& conn = *req.conn;
+  reply.flags = wire::ucx::kFlagDirectRuns;
+  reply.handle = conn.next_handle++;
+  conn.direct_bytes += f.size_bytes;
+  conn.reservations[reply.handle] = DirectPut{std::move(pending), f, req.start};
+  req.worker->OpStarted();  // until committed or the connection closes
+  req.worker->Send(req.conn, reply, nullptr, 0, std::move(runs), nullptr);
+}
+
+// The client wrote a reserved chunk: commit it and answer as the Put's reply.
+void HandleCommit(const Request& req, const void* header) {
+  const auto c = wire::ucx::ReadFields<wire::ucx::CommitFields>(header);
+  Request put = req;
+  put.header.op = static_cast<uint8_t>(WireOp::kPut);
+  Connection& conn = *req.conn;
+  auto it = conn.reservations.find(c.handle);
+  if (it == conn.reservations.end()) {
+    req.worker->SendError(req.conn, put.Reply(c.index),
+                          absl::InvalidArgumentError(absl::StrCat(
+                              "Commit names no reservation of this connection (handle ",
+                              c.handle, ")")));
+    req.env().metrics->RecordCall(Op::kPut, static_cast<int>(absl::StatusCode::kInvalidArgument),
+                                  req.start);
+    return;
+  }
+  DirectPut d = std::move(it->second);
+  conn.reservations.erase(it);
+  conn.direct_bytes -= d.fields.size_bytes;
+  put.start = d.start;
+  req.env().metrics->AddDirectBytes(true, d.fields.size_bytes);
+  d.pending->MarkWritten(d.fields.size_bytes);
+  FinishPut(put, d.fields, std::move(d.pending), absl::OkStatus());
+  req.worker->OpEnded();  // after the reply counted itself
+}
+
+// The client copied the chunks of Get `request_id` that it was told to read directly.
+void HandleRelease(const Request& req) {
+  Connection& conn = *req.conn;
+  auto it = conn.holds.find(req.header.request_id);
+  if (it == conn.holds.end()) return;  // nothing held (or released already): no reply either way
+  for (const storage::ChunkRef& chunk : it->second) conn.direct_bytes -= chunk->meta().size_bytes;
+  conn.holds.erase(it);
+  req.worker->OpEnded();
+}
+
 ucs_status_t HandlePut(const Request& req, const void* header, void* data, size_t length,
                        const ucp_am_recv_param_t* param) {
   const PutFields f = wire::ucx::ReadFields<PutFields>(header);
@@ -240,6 +335,10 @@ ucs_status_t HandlePut(const Request& req, const void* header, void* data, size_
     }
     return UCS_OK;
   }
+  if (req.direct()) {
+    ReserveDirect(req, f, std::move(*pending));
+    return UCS_OK;
+  }
   if (IsRendezvous(param)) return ReceivePut(req, f, data, std::move(*pending));
   req.env().metrics->AddReceivedBytes(length);
   absl::Status append = (*pending)->Append(data, length);
@@ -249,14 +348,39 @@ ucs_status_t HandlePut(const Request& req, const void* header, void* data, size_
 
 // ---------------------------------------------------------------- Get
 
-// Sends chunk `index` as one reply per contiguous run of its stored memory.
-void SendChunk(const Request& req, uint32_t index, const storage::ChunkRef& chunk) {
+// A reply to Get item `index` carrying the chunk's metadata.
+ReplyHeader ChunkReply(const Request& req, uint32_t index, const storage::ChunkRef& chunk) {
   const storage::ChunkMeta& meta = chunk->meta();
   ReplyHeader reply = req.Reply(index);
   reply.size_bytes = meta.size_bytes;
   reply.checksum = chunk->checksum();
   reply.tokens = meta.tokens;
   reply.format = meta.format;
+  return reply;
+}
+
+// Tells a direct client where chunk `index` lies in the arena, holding the chunk until the
+// client releases the request. False (nothing sent) when it cannot be read directly.
+bool SendDirect(const Request& req, uint32_t index, const storage::ChunkRef& chunk) {
+  const uint64_t size = chunk->meta().size_bytes;
+  if (!req.direct() || !DirectRoom(req, size)) return false;
+  std::string runs = ArenaRuns(*req.env().arena, chunk->segments());
+  if (runs.empty()) return false;  // not in the arena (read from NVMe)
+  Connection& conn = *req.conn;
+  auto [held, first] = conn.holds.try_emplace(req.header.request_id);
+  if (first) req.worker->OpStarted();  // until released or the connection closes
+  held->second.push_back(chunk);
+  conn.direct_bytes += size;
+  req.env().metrics->AddDirectBytes(false, size);
+  ReplyHeader reply = ChunkReply(req, index, chunk);
+  reply.flags = wire::ucx::kFlagDirectRuns;
+  req.worker->Send(req.conn, reply, nullptr, 0, std::move(runs), nullptr);
+  return true;
+}
+
+// Sends chunk `index` as one reply per contiguous run of its stored memory.
+void SendChunk(const Request& req, uint32_t index, const storage::ChunkRef& chunk) {
+  ReplyHeader reply = ChunkReply(req, index, chunk);
   absl::Span<const storage::Segment> segs = chunk->segments();
   uint64_t offset = 0;
   for (size_t i = 0; i < segs.size();) {
@@ -279,7 +403,7 @@ void ReplyToGetItem(const Request& req, uint32_t i, uint64_t capacity,
     reply.flags = wire::ucx::kFlagTooLarge;
     reply.size_bytes = (*ref)->meta().size_bytes;
     req.worker->Send(req.conn, reply, nullptr, 0, {}, nullptr);
-  } else {
+  } else if (!SendDirect(req, i, *ref)) {
     SendChunk(req, i, *ref);
   }
 }
@@ -345,6 +469,16 @@ void HandleHello(const Request& req) {
   req.worker->Send(req.conn, reply, nullptr, 0, req.worker->address(), nullptr);
 }
 
+// The Attach reply body for a client that can map the arena: ArenaInfo and the remote
+// key; "" when the daemon has no shared arena.
+std::string ArenaBody(const SharedRegion* arena) {
+  if (arena == nullptr) return {};
+  const wire::ucx::ArenaInfo info{reinterpret_cast<uint64_t>(arena->data()), arena->size()};
+  std::string body(reinterpret_cast<const char*>(&info), sizeof(info));
+  body += arena->packed_rkey();
+  return body;
+}
+
 // A request on an endpoint no connection owns: only Attach is understood there.
 ucs_status_t HandleUnattached(UcxWorker* worker, ucp_ep_h ep, const void* header,
                               size_t header_length, const void* data, size_t length) {
@@ -360,7 +494,9 @@ ucs_status_t HandleUnattached(UcxWorker* worker, ucp_ep_h ep, const void* header
   ConnectionPtr conn =
       worker->Attach(token, ep, address, (h.flags & wire::ucx::kFlagPeerErrorHandling) != 0);
   if (conn == nullptr) return UCS_OK;
-  worker->Send(conn, wire::ucx::MakeReplyHeader(h.op, h.request_id), nullptr, 0, {}, nullptr);
+  worker->Send(conn, wire::ucx::MakeReplyHeader(h.op, h.request_id), nullptr, 0,
+               (h.flags & wire::ucx::kFlagDirect) != 0 ? ArenaBody(worker->env().arena) : "",
+               nullptr);
   return UCS_OK;
 }
 
@@ -402,6 +538,12 @@ ucs_status_t OnRequestMessage(void* arg, const void* header, size_t header_lengt
       return HandleGet(req, header, data, length, param);
     case WireOp::kHello:
       HandleHello(req);
+      return UCS_OK;
+    case WireOp::kCommit:
+      HandleCommit(req, header);
+      return UCS_OK;
+    case WireOp::kRelease:
+      HandleRelease(req);
       return UCS_OK;
     case WireOp::kAttach:
       req.Fail(absl::FailedPreconditionError("this connection is attached already"));

@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -51,13 +50,15 @@ absl::Status UcxServerOptions::Validate() const {
   return absl::OkStatus();
 }
 
-UcxServer::UcxServer(const UcxServerOptions& options, const UcxServiceEnv& env)
-    : options_(options), env_(env) {}
+UcxServer::UcxServer(const UcxServerOptions& options, std::shared_ptr<UcxContext> context,
+                     const UcxServiceEnv& env)
+    : options_(options), env_(env), context_(std::move(context)) {}
 
 absl::StatusOr<std::unique_ptr<UcxServer>> UcxServer::Start(const UcxServerOptions& options,
+                                                            std::shared_ptr<UcxContext> context,
                                                             const UcxServiceEnv& env) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  std::unique_ptr<UcxServer> server(new UcxServer(options, env));
+  std::unique_ptr<UcxServer> server(new UcxServer(options, std::move(context), env));
   if (absl::Status s = server->Init(); !s.ok()) return s;
   if (absl::Status s = server->Listen(); !s.ok()) return s;
   for (auto& w : server->workers_) w->Start();
@@ -65,35 +66,8 @@ absl::StatusOr<std::unique_ptr<UcxServer>> UcxServer::Start(const UcxServerOptio
 }
 
 absl::Status UcxServer::Init() {
-  ucp_config_t* config = nullptr;
-  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
-  if (s != UCS_OK) return UcsError("ucp_config_read", s);
-  if (absl::Status c = wire::ucx::ConfigureUcx(options_.tls, config); !c.ok()) {
-    ucp_config_release(config);
-    return absl::InvalidArgumentError(absl::StrCat("ucx.tls: ", c.message()));
-  }
-  if (options_.rndv_thresh_bytes != 0) {
-    s = ucp_config_modify(config, "RNDV_THRESH", absl::StrCat(options_.rndv_thresh_bytes).c_str());
-  }
-  if (s != UCS_OK) {
-    ucp_config_release(config);
-    return UcsError("ucx.rndv_thresh_bytes", s);
-  }
-  // Dead clients are noticed within a few seconds on every transport (UCX's default
-  // keepalive takes 20 s on shared memory). An operator's UCX_KEEPALIVE_INTERVAL wins.
-  if (getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
-    if (ucs_status_t m = ucp_config_modify(config, "KEEPALIVE_INTERVAL", "2s"); m != UCS_OK) {
-      env_.env->log->Warn("ucx: cannot set KEEPALIVE_INTERVAL", {{"error", ucs_status_string(m)}});
-    }
-  }
-  ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-  s = ucp_init(&params, config, &context_);
-  ucp_config_release(config);
-  if (s != UCS_OK) return UcsError("ucp_init", s);
   for (int i = 0; i < options_.worker_threads; ++i) {
-    absl::StatusOr<std::unique_ptr<UcxWorker>> w = UcxWorker::Create(context_, &env_);
+    absl::StatusOr<std::unique_ptr<UcxWorker>> w = UcxWorker::Create(context_->handle(), &env_);
     if (!w.ok()) return w.status();
     workers_.push_back(std::move(*w));
   }
@@ -158,7 +132,6 @@ UcxServer::~UcxServer() {
   for (auto& w : workers_) w->Stop();
   if (listener_ != nullptr) ucp_listener_destroy(listener_);
   workers_.clear();
-  if (context_ != nullptr) ucp_cleanup(context_);
 }
 
 }  // namespace kvstash::server::ucx

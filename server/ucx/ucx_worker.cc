@@ -246,6 +246,11 @@ void UcxWorker::Close(const ConnectionPtr& conn) {
     void* request = ucp_ep_close_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(request)) closing_.push_back(request);
   }
+  const size_t direct_ops = conn->reservations.size() + conn->holds.size();
+  conn->reservations.clear();
+  conn->holds.clear();
+  conn->direct_bytes = 0;
+  for (size_t i = 0; i < direct_ops; ++i) OpEnded();
 }
 
 void UcxWorker::Send(const ConnectionPtr& conn, const wire::ucx::ReplyHeader& header,

@@ -32,6 +32,8 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/ucx_wire.h"
 #include "server/service_env.h"
+#include "server/transport_metrics.h"
+#include "server/ucx/ucx_context.h"
 #include "storage/chunk.h"
 
 namespace kvstash::server {
@@ -45,6 +47,7 @@ struct UcxServiceEnv {
   const ServiceEnv* env = nullptr;          // store, registry, limits, draining, log
   KvStashService* service = nullptr;        // unary methods
   TransportMetrics* metrics = nullptr;      // the "ucx" transport's metrics
+  const SharedRegion* arena = nullptr;      // the DRAM arena clients may map; null: none
 };
 
 class UcxWorker;
@@ -87,6 +90,13 @@ class Mailbox {
 // `data_ep`, an endpoint to the client's worker address; both may use any transport,
 // shared memory included. Owned by its worker's maps; in-flight operations hold a
 // reference so a reply never goes to a freed endpoint.
+// A chunk reserved for a client that writes it into the shared arena itself (direct Put).
+struct DirectPut {
+  std::unique_ptr<storage::PendingChunk> pending;
+  wire::ucx::PutFields fields{};
+  TransportMetrics::Clock::time_point start;
+};
+
 struct Connection {
   UcxWorker* worker = nullptr;
   ucp_ep_h ep = nullptr;          // from the listener; ours
@@ -94,6 +104,13 @@ struct Connection {
   ucp_ep_h data_ep = nullptr;     // ours, to the client's worker address, or null
   uint64_t token = 0;             // names this connection in Hello / Attach
   bool closed = false;  // the peer failed or the worker is stopping: send nothing more
+  // Direct access: reservations by handle, and the chunks of Gets the client is still
+  // copying, by request id. Each entry counts in the worker's in_flight() until committed
+  // or released, or until Close() drops it (a reserved chunk then leaves no trace).
+  absl::flat_hash_map<uint64_t, DirectPut> reservations;
+  absl::flat_hash_map<uint64_t, std::vector<storage::ChunkRef>> holds;
+  uint64_t next_handle = 1;
+  uint64_t direct_bytes = 0;  // reserved plus held
 
   ucp_ep_h reply_ep() const { return data_ep != nullptr ? data_ep : ep; }
 };

@@ -2,8 +2,10 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -26,6 +28,20 @@ constexpr int64_t kMaxSleepMs = 100;
 
 constexpr size_t kPutHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::PutFields);
 constexpr size_t kGetHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::GetFields);
+constexpr size_t kCommitHeaderBytes =
+    sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::CommitFields);
+
+// Maps the arena pages under `span` for writing in one call. Our mapping of the arena
+// starts empty, and a copy into it would otherwise take one page fault per 4 KiB (writes
+// to shared memory get no fault-around), which costs more than the copy; on pages mapped
+// already this is a cheap page-table walk. Best effort: kernels before 5.14 fault as usual.
+void PopulateForWrite(absl::Span<uint8_t> span) {
+  constexpr int kMadvPopulateWrite = 23;
+  const uintptr_t page = 4096;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(span.data()) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(span.data()) + span.size();
+  (void)madvise(reinterpret_cast<void*>(start), end - start, kMadvPopulateWrite);
+}
 
 struct RecvOp {
   UcxChannel* channel;
@@ -56,11 +72,15 @@ struct UcxChannel::Call {
   std::vector<std::array<uint8_t, kPutHeaderBytes>> put_headers;
   std::array<uint8_t, kGetHeaderBytes> get_header{};
   std::vector<wire::ucx::GetItemRecord> get_records;
+  std::vector<std::array<uint8_t, kCommitHeaderBytes>> commit_headers;  // direct Put
+  bool direct_reads = false;  // Get: some chunks were read from the arena (Release them)
+  wire::ucx::RequestHeader release_header{};
 };
 
 absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h context,
                                                                 const sockaddr* addr,
                                                                 socklen_t addr_len,
+                                                                bool direct,
                                                                 absl::Time deadline) {
   ucp_worker_h worker = nullptr;  // one caller at a time, any thread
   int efd = -1;
@@ -85,11 +105,11 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h co
     return absl::UnavailableError(absl::StrCat("ucp_ep_create: ", ucs_status_string(s)));
   }
   ch->ep_ = ch->control_ep_;
-  if (absl::Status st = ch->Handshake(deadline); !st.ok()) return st;
+  if (absl::Status st = ch->Handshake(direct, deadline); !st.ok()) return st;
   return ch;
 }
 
-absl::Status UcxChannel::Handshake(absl::Time deadline) {
+absl::Status UcxChannel::Handshake(bool direct, absl::Time deadline) {
   absl::StatusOr<std::string> address = Unary(WireOp::kHello, nullptr, "", deadline);
   if (!address.ok()) return address.status();
   const uint64_t token = call_->value;
@@ -115,13 +135,34 @@ absl::Status UcxChannel::Handshake(absl::Time deadline) {
   std::memcpy(body.data(), &token, sizeof(token));
   body.append(reinterpret_cast<const char*>(mine), mine_len);
   ucp_worker_release_address(worker_, mine);
-  return Unary(WireOp::kAttach, nullptr, body, deadline, wire::ucx::kFlagPeerErrorHandling)
-      .status();
+  const uint16_t flags = wire::ucx::kFlagPeerErrorHandling | (direct ? wire::ucx::kFlagDirect : 0);
+  absl::StatusOr<std::string> arena = Unary(WireOp::kAttach, nullptr, body, deadline, flags);
+  if (!arena.ok()) return arena.status();
+  if (direct) MapArena(*arena);
+  return absl::OkStatus();
+}
+
+void UcxChannel::MapArena(absl::string_view body) {
+  wire::ucx::ArenaInfo info;
+  if (body.size() <= sizeof(info)) return;  // the daemon shares no arena
+  std::memcpy(&info, body.data(), sizeof(info));
+  ucp_rkey_h rkey = nullptr;
+  if (ucp_ep_rkey_unpack(ep_, body.data() + sizeof(info), &rkey) != UCS_OK) return;
+  void* local = nullptr;
+  // Fails unless a shared-memory transport reaches the daemon (same host, in both lists).
+  if (ucp_rkey_ptr(rkey, info.address, &local) != UCS_OK) {
+    ucp_rkey_destroy(rkey);
+    return;
+  }
+  arena_rkey_ = rkey;
+  arena_ = static_cast<uint8_t*>(local);
+  arena_size_ = info.size;
 }
 
 UcxChannel::UcxChannel(ucp_worker_h worker, int efd) : worker_(worker), efd_(efd) {}
 
 UcxChannel::~UcxChannel() {
+  if (arena_rkey_ != nullptr) ucp_rkey_destroy(arena_rkey_);
   std::vector<void*> closing;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -234,7 +275,8 @@ absl::Status UcxChannel::Put(const Key128& ns, absl::Span<PutItem> items,
   call_->id = next_request_id_++;
   call_->put_items = items;
   call_->put_headers.resize(items.size());
-  const wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(WireOp::kPut, call_->id, ns.data());
+  call_->memh = &memh;
+  wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(WireOp::kPut, call_->id, ns.data());
   for (size_t i = 0; i < items.size(); ++i) {
     PutItem& item = items[i];
     item.status = absl::UnavailableError("no answer from kvstashd for this chunk");
@@ -247,11 +289,14 @@ absl::Status UcxChannel::Put(const Key128& ns, absl::Span<PutItem> items,
     f.format = item.format;
     f.index = static_cast<uint32_t>(i);
     f.count = static_cast<uint32_t>(items.size());
+    const bool direct = arena_ != nullptr && item.size >= kDirectPutMin;
+    h.flags = direct ? wire::ucx::kFlagDirect : 0;
     uint8_t* hdr = call_->put_headers[i].data();
     std::memcpy(hdr, &h, sizeof(h));
     std::memcpy(hdr + sizeof(h), &f, sizeof(f));
-    absl::Status s = SendRequest(hdr, kPutHeaderBytes, item.data, item.size,
-                                 memh ? memh(item.data, item.size) : nullptr);
+    absl::Status s = direct ? SendRequest(hdr, kPutHeaderBytes, nullptr, 0, nullptr)
+                            : SendRequest(hdr, kPutHeaderBytes, item.data, item.size,
+                                          memh ? memh(item.data, item.size) : nullptr);
     if (!s.ok()) return s;
   }
   const size_t n = items.size();
@@ -276,7 +321,8 @@ absl::Status UcxChannel::Get(const Key128& ns, absl::Span<GetItem> items, uint64
     std::memcpy(c.get_records[i].key, items[i].key.data(), 16);
     c.get_records[i].capacity = items[i].data == nullptr ? 0 : items[i].capacity;
   }
-  const wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(WireOp::kGet, c.id, ns.data());
+  wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(WireOp::kGet, c.id, ns.data());
+  if (arena_ != nullptr) h.flags = wire::ucx::kFlagDirect;
   wire::ucx::GetFields g{};
   g.lease_id = lease_id;
   g.count = static_cast<uint32_t>(items.size());
@@ -288,6 +334,12 @@ absl::Status UcxChannel::Get(const Key128& ns, absl::Span<GetItem> items, uint64
   const size_t n = items.size();
   s = WaitFor([this, n] { return !call_->status.ok() || call_->items_done == n; }, deadline);
   if (!s.ok()) return s;
+  if (c.direct_reads) {  // the daemon holds those chunks until told they were copied
+    c.release_header = wire::ucx::MakeRequestHeader(WireOp::kRelease, c.id, nullptr);
+    s = SendRequest(&c.release_header, sizeof(c.release_header), nullptr, 0, nullptr);
+    if (s.ok()) s = WaitFor([] { return true; }, deadline);
+    if (!s.ok()) return s;
+  }
   return c.status;
 }
 
@@ -315,6 +367,14 @@ void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
   const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   if (h.op == static_cast<uint8_t>(WireOp::kGet)) return OnGetReply(h, data, length, param, result);
   if (h.op == static_cast<uint8_t>(WireOp::kPut)) {
+    if (h.code == 0 && h.index < c.put_items.size()) {
+      if ((h.flags & wire::ucx::kFlagDirectRuns) != 0) {
+        return WithBody(data, length, rndv, [this, h](absl::string_view runs) {
+          WriteDirect(h, runs);
+        }, result);
+      }
+      if ((h.flags & wire::ucx::kFlagSendPayload) != 0) return ResendPlain(h.index);
+    }
     ++c.replies;
     const absl::Status s = h.code == 0 ? absl::OkStatus() : ErrorOf(h, data, length, rndv);
     if (h.index == wire::ucx::kWholeRequest) {
@@ -366,6 +426,11 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
   item.tokens = h.tokens;
   item.format = h.format;
   item.checksum = h.checksum;
+  if ((h.flags & wire::ucx::kFlagDirectRuns) != 0) {
+    return WithBody(data, length, rndv, [this, h](absl::string_view runs) {
+      ReadDirect(h, runs);
+    }, result);
+  }
   const uint32_t index = h.index;
   ucp_mem_h memh = *c.memh ? (*c.memh)(item.data, item.capacity) : nullptr;
   ReceiveInto(data, static_cast<uint8_t*>(item.data) + h.offset, length, rndv, memh,
@@ -377,6 +442,92 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
                   call.get_items[index].status = absl::OkStatus();
                   ++call.items_done;
                 }
+              },
+              result);
+}
+
+std::vector<absl::Span<uint8_t>> UcxChannel::ArenaSpans(absl::string_view body, uint64_t size) {
+  std::vector<absl::Span<uint8_t>> spans;
+  uint64_t total = 0;
+  bool ok = !body.empty() && body.size() % sizeof(wire::ucx::ArenaRun) == 0;
+  for (size_t at = 0; ok && at < body.size(); at += sizeof(wire::ucx::ArenaRun)) {
+    wire::ucx::ArenaRun r;
+    std::memcpy(&r, body.data() + at, sizeof(r));
+    ok = r.length > 0 && r.offset <= arena_size_ && r.length <= arena_size_ - r.offset &&
+         r.length <= size - total;
+    if (ok) spans.emplace_back(arena_ + r.offset, r.length);
+    total += r.length;
+  }
+  if (ok && total == size) return spans;
+  broken_ = true;
+  broken_reason_ = "kvstashd named arena bytes that do not match the chunk or lie outside the arena";
+  return {};
+}
+
+void UcxChannel::WriteDirect(const ReplyHeader& h, absl::string_view runs) {
+  Call& c = *call_;
+  const PutItem& item = c.put_items[h.index];
+  std::vector<absl::Span<uint8_t>> spans = ArenaSpans(runs, item.size);
+  if (spans.empty()) return;  // broken: the call ends UNAVAILABLE
+  const auto* src = static_cast<const uint8_t*>(item.data);
+  for (absl::Span<uint8_t> span : spans) {
+    PopulateForWrite(span);
+    std::memcpy(span.data(), src, span.size());
+    src += span.size();
+  }
+  // A large memcpy may use non-temporal stores, which x86 orders only with a store fence:
+  // the daemon must see every byte once it sees the Commit.
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_sfence();
+#endif
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (c.commit_headers.empty()) c.commit_headers.resize(c.put_items.size());
+  const wire::ucx::RequestHeader rh = wire::ucx::MakeRequestHeader(WireOp::kCommit, c.id, nullptr);
+  const wire::ucx::CommitFields f{h.handle, h.index, 0};
+  uint8_t* hdr = c.commit_headers[h.index].data();
+  std::memcpy(hdr, &rh, sizeof(rh));
+  std::memcpy(hdr + sizeof(rh), &f, sizeof(f));
+  (void)SendRequest(hdr, kCommitHeaderBytes, nullptr, 0, nullptr);  // failure: channel broken
+}
+
+void UcxChannel::ResendPlain(uint32_t index) {
+  Call& c = *call_;
+  const PutItem& item = c.put_items[index];
+  uint8_t* hdr = c.put_headers[index].data();
+  wire::ucx::RequestHeader rh;
+  std::memcpy(&rh, hdr, sizeof(rh));
+  rh.flags = 0;
+  std::memcpy(hdr, &rh, sizeof(rh));
+  const MemhLookup& memh = *c.memh;
+  (void)SendRequest(hdr, kPutHeaderBytes, item.data, item.size,
+                    memh ? memh(item.data, item.size) : nullptr);
+}
+
+void UcxChannel::ReadDirect(const ReplyHeader& h, absl::string_view runs) {
+  Call& c = *call_;
+  GetItem& item = c.get_items[h.index];
+  std::vector<absl::Span<uint8_t>> spans = ArenaSpans(runs, h.size_bytes);
+  if (spans.empty()) return;
+  c.direct_reads = true;
+  auto* dst = static_cast<uint8_t*>(item.data);
+  for (absl::Span<uint8_t> span : spans) {
+    std::memcpy(dst, span.data(), span.size());
+    dst += span.size();
+  }
+  item.status = absl::OkStatus();
+  ++c.items_done;
+}
+
+void UcxChannel::WithBody(void* data, size_t length, bool rndv,
+                          std::function<void(absl::string_view)> fn, ucs_status_t* result) {
+  if (!rndv) {
+    fn(absl::string_view(static_cast<const char*>(data), length));
+    return;
+  }
+  auto body = std::make_shared<std::string>(length, '\0');
+  ReceiveInto(data, body->data(), length, true, nullptr,
+              [body, fn = std::move(fn)](ucs_status_t s) {
+                if (s == UCS_OK) fn(*body);
               },
               result);
 }

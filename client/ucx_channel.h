@@ -8,7 +8,10 @@
 //
 // Get replies are received straight into the caller's buffers (rendezvous data lands at
 // its offset; with a registered memory handle UCX skips its own registration). Put
-// payloads are sent from the caller's buffers. A call that fails mid-way (deadline, lost
+// payloads are sent from the caller's buffers. With direct access (the daemon's arena is
+// mapped here through its UCX remote key), puts of kDirectPutMin bytes and more are
+// reserved, copied into the arena and committed, and gets of chunks in the arena are
+// copied out of it, then released (docs/protocol.md, "Direct access"). A call that fails mid-way (deadline, lost
 // connection) leaves the channel broken(); destroying it force-closes the endpoint and
 // waits for UCX to let go of every caller buffer before returning.
 //
@@ -38,14 +41,20 @@ class UcxChannel {
  public:
   // Creates a worker on `context`, connects to `addr` and attaches the data endpoint.
   // UNAVAILABLE when the daemon is unreachable, DEADLINE_EXCEEDED past `deadline`.
+  // With `direct`, asks for direct access to the daemon's arena.
   static absl::StatusOr<std::unique_ptr<UcxChannel>> Connect(ucp_context_h context,
                                                              const sockaddr* addr,
-                                                             socklen_t addr_len,
+                                                             socklen_t addr_len, bool direct,
                                                              absl::Time deadline);
+  // Smallest put that goes through the arena: below it the extra round trip costs more
+  // than the copy it saves.
+  static constexpr uint64_t kDirectPutMin = 256 << 10;
   ~UcxChannel();
 
   // True once the endpoint failed or a call was abandoned; the channel must be dropped.
   bool broken() const { return broken_; }
+  // The daemon's arena is mapped here.
+  bool direct() const { return arena_ != nullptr; }
 
   // Sends `body` as a unary request of `op` and returns the reply body (a serialized
   // kvstash.v1 response), or the daemon's error.
@@ -63,7 +72,22 @@ class UcxChannel {
   struct Call;  // the state of the call in progress
   UcxChannel(ucp_worker_h worker, int efd);
   // Hello on the sockaddr endpoint, then the data endpoint and Attach on it.
-  absl::Status Handshake(absl::Time deadline);
+  absl::Status Handshake(bool direct, absl::Time deadline);
+  // Maps the arena an Attach reply `body` describes; leaves direct() false when it cannot.
+  void MapArena(absl::string_view body);
+  // The arena bytes `body` (ArenaRun records) names for a chunk of `size` bytes, or an
+  // empty vector (channel broken) when they do not add up or leave the arena.
+  std::vector<absl::Span<uint8_t>> ArenaSpans(absl::string_view body, uint64_t size);
+  // Direct Put item `index` was reserved at `runs`: copies it there and commits it.
+  void WriteDirect(const wire::ucx::ReplyHeader& h, absl::string_view runs);
+  // Sends item `index` of the Put in progress again, as a plain Put with its payload.
+  void ResendPlain(uint32_t index);
+  // Direct Get item: copies it out of the arena.
+  void ReadDirect(const wire::ucx::ReplyHeader& h, absl::string_view runs);
+  // Runs `fn(body)` once a reply's body is in memory (eager at once, rendezvous after a
+  // receive into a temporary buffer).
+  void WithBody(void* data, size_t length, bool rndv, std::function<void(absl::string_view)> fn,
+                ucs_status_t* result);
   absl::Status SendRequest(const void* header, size_t header_len, const void* data, size_t size,
                            ucp_mem_h memh);
   // Progresses the worker until `done()` or `deadline` (DEADLINE_EXCEEDED, channel broken)
@@ -96,6 +120,10 @@ class UcxChannel {
   // receiver has drained its queue.
   int64_t sends_in_flight_ = 0;
   std::unique_ptr<Call> call_;
+  // The daemon's arena, mapped (direct access), or null.
+  ucp_rkey_h arena_rkey_ = nullptr;
+  uint8_t* arena_ = nullptr;
+  uint64_t arena_size_ = 0;
 };
 
 }  // namespace kvstash::client_internal

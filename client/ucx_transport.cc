@@ -45,13 +45,14 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // RMA: unpacking the remote key of the daemon's arena for direct access.
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | UCP_FEATURE_RMA;
   ucp_context_h context = nullptr;
   s = ucp_init(&params, config, &context);
   ucp_config_release(config);
   if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_init: ", ucs_status_string(s)));
   const std::string address = absl::StrCat(host, ":", port);
-  std::unique_ptr<UcxTransport> t(new UcxTransport(address, context));
+  std::unique_ptr<UcxTransport> t(new UcxTransport(address, context, options.ucx_direct));
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -66,9 +67,10 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
   return t;
 }
 
-UcxTransport::UcxTransport(const std::string& address, ucp_context_h context)
+UcxTransport::UcxTransport(const std::string& address, ucp_context_h context, bool direct)
     : address_(address),
       context_(context),
+      direct_(direct),
       memh_lookup_([this](const void* data, size_t size) { return FindMemh(data, size); }) {}
 
 UcxTransport::~UcxTransport() {
@@ -92,7 +94,7 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxTransport::Acquire(absl::Time dea
   }
   absl::StatusOr<std::unique_ptr<UcxChannel>> ch =
       UcxChannel::Connect(context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_,
-                          deadline);
+                          direct_, deadline);
   if (!ch.ok()) {
     return absl::Status(ch.status().code(), absl::StrCat("kvstashd at ucx://", address_, ": ",
                                                          ch.status().message()));

@@ -59,7 +59,7 @@ class UcxTransport final : public Transport {
     size_t size;
     ucp_mem_h memh;
   };
-  UcxTransport(const std::string& address, ucp_context_h context);
+  UcxTransport(const std::string& address, ucp_context_h context, bool direct);
   // A connected channel for one call: an idle one, or a new connection.
   absl::StatusOr<std::unique_ptr<UcxChannel>> Acquire(absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -72,6 +72,7 @@ class UcxTransport final : public Transport {
 
   const std::string address_;  // "host:port", for messages
   ucp_context_h context_;
+  const bool direct_;  // ClientOptions::ucx_direct
   sockaddr_storage addr_{};
   socklen_t addr_len_ = 0;
   const MemhLookup memh_lookup_;

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace kvstash::metrics {
@@ -106,8 +107,21 @@ void AppendFamily(const Family& family, std::string* out) {
 }
 
 std::string RenderText(absl::Span<const Family> families) {
+  // Families of one name (e.g. one per transport) become one: the format allows a single
+  // HELP/TYPE block per metric name.
+  std::vector<Family> merged;
+  absl::flat_hash_map<absl::string_view, size_t> by_name;
+  for (const Family& f : families) {
+    auto [it, fresh] = by_name.try_emplace(f.name, merged.size());
+    if (fresh) {
+      merged.push_back(f);
+    } else {
+      std::vector<Sample>& to = merged[it->second].samples;
+      to.insert(to.end(), f.samples.begin(), f.samples.end());
+    }
+  }
   std::string out;
-  for (const Family& f : families) AppendFamily(f, &out);
+  for (const Family& f : merged) AppendFamily(f, &out);
   return out;
 }
 

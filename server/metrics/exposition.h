@@ -59,7 +59,8 @@ std::string FormatValue(double value);
 
 // Appends one family in text format.
 void AppendFamily(const Family& family, std::string* out);
-// All families, in order.
+// All families, in order; families that share a name are rendered as one (the first one's
+// HELP and TYPE, then every sample).
 std::string RenderText(absl::Span<const Family> families);
 
 // The content type a /metrics response must carry.

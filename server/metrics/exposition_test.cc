@@ -30,6 +30,23 @@ TEST(ExpositionTest, GoldenCounterAndGauge) {
             "# TYPE kvstash_empty gauge\n");
 }
 
+TEST(ExpositionTest, FamiliesOfOneNameShareOneHelpBlock) {
+  Family grpc{"kvstash_sent_total", "Bytes sent.", MetricType::kCounter, {}};
+  grpc.samples.push_back({{{"transport", "grpc"}}, 1, {}});
+  Family ready{"kvstash_ready", "1 when serving.", MetricType::kGauge, {}};
+  ready.samples.push_back({{}, 1, {}});
+  Family ucx = grpc;
+  ucx.samples = {{{{"transport", "ucx"}}, 2, {}}};
+  EXPECT_EQ(RenderText({grpc, ready, ucx}),
+            "# HELP kvstash_sent_total Bytes sent.\n"
+            "# TYPE kvstash_sent_total counter\n"
+            "kvstash_sent_total{transport=\"grpc\"} 1\n"
+            "kvstash_sent_total{transport=\"ucx\"} 2\n"
+            "# HELP kvstash_ready 1 when serving.\n"
+            "# TYPE kvstash_ready gauge\n"
+            "kvstash_ready 1\n");
+}
+
 TEST(ExpositionTest, EscapesLabelValuesAndHelp) {
   EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
   EXPECT_EQ(EscapeLabelValue("plain"), "plain");

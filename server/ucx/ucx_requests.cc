@@ -518,7 +518,10 @@ ucs_status_t OnRequestMessage(void* arg, const void* header, size_t header_lengt
   const UcxServiceEnv& env = req.env();
   env.metrics->AddReceivedBytes(header_length + (IsRendezvous(param) ? 0 : length));
   absl::Status s = wire::ucx::ParseRequestHeader(header, header_length, &req.header);
-  if (s.ok()) s = env.env->Admit();
+  // Commit and Release finish work already admitted, so a draining daemon still takes them.
+  const bool finishes = req.header.op == static_cast<uint8_t>(WireOp::kCommit) ||
+                        req.header.op == static_cast<uint8_t>(WireOp::kRelease);
+  if (s.ok() && !finishes) s = env.env->Admit();
   // Request bodies other than Put payloads are keys and small messages; bound what one
   // request can make the daemon buffer.
   const uint64_t max_body = env.env->limits.max_frame_bytes + (64 << 10);

@@ -57,6 +57,12 @@ struct ClientOptions {
   // "sm,self", "rc,sm,self"). Empty: the UCX_TLS environment variable, or UCX's own choice.
   // Must leave a transport in common with the daemon's ucx.tls.
   std::string ucx_tls;
+  // ucx:// only: when the daemon shares its DRAM arena (ucx.direct_access) and this process
+  // can map it (same host, shared memory in both transport lists), read and write chunks
+  // of 256 KiB and more in it directly: one copy per byte, by this process, instead of
+  // two through UCX's shared-memory queue. Smaller puts, and chunks read from NVMe,
+  // still go through UCX.
+  bool ucx_direct = true;
 
   // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
   // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=

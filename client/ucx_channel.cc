@@ -31,15 +31,15 @@ constexpr size_t kGetHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wir
 constexpr size_t kCommitHeaderBytes =
     sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::CommitFields);
 
-// Maps the arena pages under `span` for writing in one call. Our mapping of the arena
+// Maps [data, data + size) of our view of the arena for writing in one call. The view
 // starts empty, and a copy into it would otherwise take one page fault per 4 KiB (writes
-// to shared memory get no fault-around), which costs more than the copy; on pages mapped
-// already this is a cheap page-table walk. Best effort: kernels before 5.14 fault as usual.
-void PopulateForWrite(absl::Span<uint8_t> span) {
+// to shared memory get no fault-around), which costs more than the copy. Best effort:
+// kernels before 5.14 fault as usual.
+void PopulateForWrite(uint8_t* data, uint64_t size) {
   constexpr int kMadvPopulateWrite = 23;
   const uintptr_t page = 4096;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(span.data()) & ~(page - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(span.data()) + span.size();
+  const uintptr_t start = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
   (void)madvise(reinterpret_cast<void*>(start), end - start, kMadvPopulateWrite);
 }
 
@@ -157,6 +157,7 @@ void UcxChannel::MapArena(absl::string_view body) {
   arena_rkey_ = rkey;
   arena_ = static_cast<uint8_t*>(local);
   arena_size_ = info.size;
+  populated_.assign((info.size + kPopulateGranule - 1) / kPopulateGranule, false);
 }
 
 UcxChannel::UcxChannel(ucp_worker_h worker, int efd) : worker_(worker), efd_(efd) {}
@@ -471,7 +472,7 @@ void UcxChannel::WriteDirect(const ReplyHeader& h, absl::string_view runs) {
   if (spans.empty()) return;  // broken: the call ends UNAVAILABLE
   const auto* src = static_cast<const uint8_t*>(item.data);
   for (absl::Span<uint8_t> span : spans) {
-    PopulateForWrite(span);
+    PrepareForWrite(span);
     std::memcpy(span.data(), src, span.size());
     src += span.size();
   }
@@ -488,6 +489,18 @@ void UcxChannel::WriteDirect(const ReplyHeader& h, absl::string_view runs) {
   std::memcpy(hdr, &rh, sizeof(rh));
   std::memcpy(hdr + sizeof(rh), &f, sizeof(f));
   (void)SendRequest(hdr, kCommitHeaderBytes, nullptr, 0, nullptr);  // failure: channel broken
+}
+
+void UcxChannel::PrepareForWrite(absl::Span<uint8_t> span) {
+  const uint64_t offset = static_cast<uint64_t>(span.data() - arena_);
+  const uint64_t first = offset / kPopulateGranule;
+  const uint64_t last = (offset + span.size() - 1) / kPopulateGranule;
+  for (uint64_t g = first; g <= last; ++g) {
+    if (populated_[g]) continue;
+    const uint64_t begin = g * kPopulateGranule;
+    PopulateForWrite(arena_ + begin, std::min(kPopulateGranule, arena_size_ - begin));
+    populated_[g] = true;
+  }
 }
 
 void UcxChannel::ResendPlain(uint32_t index) {

@@ -1,7 +1,8 @@
 // The UCX data plane end to end: the client library over ucx:// against a real kvstashd,
 // once over TCP and once over shared memory (UCX_TLS=sm,self), byte-exact round trips from
-// 1 KiB to 256 MiB, batches, registered memory, 16 concurrent clients, and wire-level
-// errors answered on a connection that stays usable.
+// 1 KiB to 256 MiB, batches, registered memory, 16 concurrent clients, wire-level
+// errors answered on a connection that stays usable, and direct access to the daemon's
+// arena (shared memory only) with its reservations and holds.
 #include <xxhash.h>
 
 #include <random>
@@ -16,6 +17,7 @@
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/ucx_wire.h"
 #include "tests/daemon_process.h"
+#include "tests/metrics_test_util.h"
 #include "tests/test_util.h"
 #include "tests/ucx_raw_client.h"
 
@@ -80,6 +82,20 @@ class UcxTest : public ::testing::TestWithParam<UcxCase> {
     EXPECT_EQ(FirstPatternMismatch(p.key, buf.data(), buf.size()), -1)
         << "payload of " << p.bytes.size() << " bytes differs";
   }
+
+  // kvstash_transport_direct_bytes_total{transport="ucx",direction=`direction`}.
+  double DirectBytes(const std::string& direction) {
+    auto address = MetricsAddress(*daemon_);
+    EXPECT_TRUE(address.ok()) << address.status();
+    auto text = Scrape(address.ok() ? *address : "");
+    EXPECT_TRUE(text.ok()) << text.status();
+    const std::string series = "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"" +
+                               direction + "\"} ";
+    const size_t at = text.ok() ? text->find(series) : std::string::npos;
+    EXPECT_NE(at, std::string::npos) << series;
+    return at == std::string::npos ? -1 : std::stod(text->substr(at + series.size()));
+  }
+  bool shm() const { return std::string(GetParam().name) == "shm"; }
 
   std::unique_ptr<RawUcxClient> Raw() {
     auto raw = RawUcxClient::Connect(daemon_->ucx_address(), GetParam().tls);
@@ -304,6 +320,128 @@ TEST_P(UcxTest, MalformedMessagesAnsweredOnAUsableConnection) {
   v1::HealthResponse resp;
   ASSERT_TRUE(resp.ParseFromString(health->body));
   EXPECT_EQ(resp.state(), v1::HealthResponse::SERVING);
+}
+
+TEST_P(UcxTest, DirectAccessOverSharedMemoryOnly) {
+  Payload big = MakePayload(4 * kMiB + 5, 1);     // reserved, written by the client, committed
+  Payload small = MakePayload(64 * kKiB, 2);      // below kDirectPutMin: sent through UCX
+  ASSERT_TRUE(PutAll(*client_, ns_, {big, small}).ok());
+  const double in = DirectBytes("in");
+  EXPECT_EQ(in, shm() ? static_cast<double>(big.bytes.size()) : 0.0);
+  ASSERT_NO_FATAL_FAILURE(ExpectStored(*client_, big));
+  ASSERT_NO_FATAL_FAILURE(ExpectStored(*client_, small));
+  // Gets of chunks in the arena are read in place, small ones included.
+  EXPECT_EQ(DirectBytes("out"), shm() ? static_cast<double>(big.bytes.size() + small.bytes.size())
+                                      : 0.0);
+  // A repeat put of a stored key is answered before any byte moves.
+  std::vector<PutItem> again(1);
+  again[0].key = big.key;
+  again[0].data = big.bytes.data();
+  again[0].size = big.bytes.size();
+  ASSERT_TRUE(client_->Put(ns_, absl::MakeSpan(again)).ok());
+  EXPECT_TRUE(again[0].already_present);
+  EXPECT_EQ(DirectBytes("in"), in);
+}
+
+TEST_P(UcxTest, DirectPutReservationsAreCheckedAndDroppedWithTheConnection) {
+  if (!shm()) GTEST_SKIP() << "direct access needs shared memory";
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  auto ns = raw->RegisterNamespace(model_);
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  const Key128 key = RandomKey(rng_);
+  uint8_t put[sizeof(ucx::RequestHeader) + sizeof(ucx::PutFields)] = {};
+  ucx::RequestHeader h =
+      ucx::MakeRequestHeader(ucx::Op::kPut, 20, reinterpret_cast<const uint8_t*>(ns->data()));
+  h.flags = ucx::kFlagDirect;
+  ucx::PutFields f{};
+  std::memcpy(f.key, key.data(), 16);
+  f.size_bytes = 2 * kMiB;
+  f.count = 1;
+  std::memcpy(put, &h, sizeof(h));
+  std::memcpy(put + sizeof(h), &f, sizeof(f));
+  // A direct Put that carries a payload is malformed.
+  const std::vector<uint8_t> payload(100, 1);
+  ASSERT_TRUE(raw->Send(put, sizeof(put), payload.data(), payload.size()).ok());
+  auto reply = raw->NextReply(absl::Seconds(30));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->header.code, static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(absl::StrContains(reply->body, "carries no payload")) << reply->body;
+  // Without one the chunk is reserved: the reply names 2 MiB of arena runs and a handle.
+  ASSERT_TRUE(raw->Send(put, sizeof(put), nullptr, 0).ok());
+  reply = raw->NextReply(absl::Seconds(30));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->header.code, 0) << reply->body;
+  ASSERT_EQ(reply->header.flags, ucx::kFlagDirectRuns);
+  EXPECT_NE(reply->header.handle, 0u);
+  ASSERT_EQ(reply->body.size() % sizeof(ucx::ArenaRun), 0u);
+  uint64_t total = 0;
+  for (size_t at = 0; at < reply->body.size(); at += sizeof(ucx::ArenaRun)) {
+    ucx::ArenaRun run;
+    std::memcpy(&run, reply->body.data() + at, sizeof(run));
+    total += run.length;
+  }
+  EXPECT_EQ(total, 2 * kMiB);
+  // A Commit naming another handle fails that chunk, as the Put's reply.
+  uint8_t commit[sizeof(ucx::RequestHeader) + sizeof(ucx::CommitFields)] = {};
+  h = ucx::MakeRequestHeader(ucx::Op::kCommit, 20, nullptr);
+  const ucx::CommitFields c{reply->header.handle + 1000, 0, 0};
+  std::memcpy(commit, &h, sizeof(h));
+  std::memcpy(commit + sizeof(h), &c, sizeof(c));
+  ASSERT_TRUE(raw->Send(commit, sizeof(commit), nullptr, 0).ok());
+  auto failed = raw->NextReply(absl::Seconds(30));
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(failed->header.op, static_cast<uint8_t>(ucx::Op::kPut));
+  EXPECT_EQ(failed->header.index, 0u);
+  EXPECT_EQ(failed->header.code, static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_TRUE(absl::StrContains(failed->body, "no reservation")) << failed->body;
+  // The reservation never committed: it is invisible, and gone once the client is.
+  auto present = client_->Exists(ns_, {key});
+  ASSERT_TRUE(present.ok()) << present.status();
+  EXPECT_EQ((*present)[0], ChunkTier::kNone);
+  const uint64_t before = client_->Stats(nullptr)->dram_used_bytes;
+  raw.reset();
+  uint64_t after = before;
+  for (int i = 0; i < 500 && after >= before; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    after = client_->Stats(nullptr)->dram_used_bytes;
+  }
+  EXPECT_LT(after, before) << "the dropped reservation's memory was not returned";
+  present = client_->Exists(ns_, {key});
+  ASSERT_TRUE(present.ok());
+  EXPECT_EQ((*present)[0], ChunkTier::kNone);
+}
+
+TEST(UcxDirectOffTest, DaemonWithoutDirectAccessServesThroughUcx) {
+  DaemonOptions options;
+  options.set = {"storage.dram.capacity_bytes=256MiB", "storage.dram.prefault=false",
+                 "ucx.tls=sm,self", "ucx.direct_access=false"};
+  auto daemon = DaemonProcess::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ClientOptions client_options;
+  client_options.ucx_tls = "sm,self";
+  auto client = ConnectClient((*daemon)->ucx_uri(), client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto ns = (*client)->OpenNamespace(TestNamespace("direct-off"));
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  std::mt19937_64 rng(5);
+  Payload p;
+  p.key = RandomKey(rng);
+  p.bytes = PatternBytes(p.key, 8 * kMiB);
+  ASSERT_TRUE(PutAll(**client, *ns, {p}).ok());
+  std::vector<uint8_t> buf;
+  GetItem item;
+  ASSERT_TRUE(GetOne(**client, *ns, p.key, p.bytes.size(), &buf, &item).ok());
+  ASSERT_TRUE(item.status.ok()) << item.status;
+  EXPECT_EQ(FirstPatternMismatch(p.key, buf.data(), buf.size()), -1);
+  auto address = MetricsAddress(**daemon);
+  ASSERT_TRUE(address.ok()) << address.status();
+  auto text = Scrape(*address);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(
+      *text, "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"in\"} 0\n"));
+  EXPECT_TRUE(absl::StrContains(
+      *text, "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"out\"} 0\n"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, UcxTest,

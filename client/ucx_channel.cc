@@ -79,8 +79,7 @@ struct UcxChannel::Call {
 
 absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h context,
                                                                 const sockaddr* addr,
-                                                                socklen_t addr_len,
-                                                                bool direct,
+                                                                socklen_t addr_len, bool direct,
                                                                 absl::Time deadline) {
   ucp_worker_h worker = nullptr;  // one caller at a time, any thread
   int efd = -1;
@@ -370,9 +369,9 @@ void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
   if (h.op == static_cast<uint8_t>(WireOp::kPut)) {
     if (h.code == 0 && h.index < c.put_items.size()) {
       if ((h.flags & wire::ucx::kFlagDirectRuns) != 0) {
-        return WithBody(data, length, rndv, [this, h](absl::string_view runs) {
-          WriteDirect(h, runs);
-        }, result);
+        return WithBody(
+            data, length, rndv, [this, h](absl::string_view runs) { WriteDirect(h, runs); },
+            result);
       }
       if ((h.flags & wire::ucx::kFlagSendPayload) != 0) return ResendPlain(h.index);
     }
@@ -428,9 +427,8 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
   item.format = h.format;
   item.checksum = h.checksum;
   if ((h.flags & wire::ucx::kFlagDirectRuns) != 0) {
-    return WithBody(data, length, rndv, [this, h](absl::string_view runs) {
-      ReadDirect(h, runs);
-    }, result);
+    return WithBody(
+        data, length, rndv, [this, h](absl::string_view runs) { ReadDirect(h, runs); }, result);
   }
   const uint32_t index = h.index;
   ucp_mem_h memh = *c.memh ? (*c.memh)(item.data, item.capacity) : nullptr;
@@ -461,7 +459,8 @@ std::vector<absl::Span<uint8_t>> UcxChannel::ArenaSpans(absl::string_view body, 
   }
   if (ok && total == size) return spans;
   broken_ = true;
-  broken_reason_ = "kvstashd named arena bytes that do not match the chunk or lie outside the arena";
+  broken_reason_ =
+      "kvstashd named arena bytes that do not match the chunk or lie outside the arena";
   return {};
 }
 
@@ -538,11 +537,12 @@ void UcxChannel::WithBody(void* data, size_t length, bool rndv,
     return;
   }
   auto body = std::make_shared<std::string>(length, '\0');
-  ReceiveInto(data, body->data(), length, true, nullptr,
-              [body, fn = std::move(fn)](ucs_status_t s) {
-                if (s == UCS_OK) fn(*body);
-              },
-              result);
+  ReceiveInto(
+      data, body->data(), length, true, nullptr,
+      [body, fn = std::move(fn)](ucs_status_t s) {
+        if (s == UCS_OK) fn(*body);
+      },
+      result);
 }
 
 void UcxChannel::ReceiveInto(void* desc, void* dst, size_t length, bool rndv, ucp_mem_h memh,

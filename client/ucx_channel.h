@@ -11,9 +11,10 @@
 // payloads are sent from the caller's buffers. With direct access (the daemon's arena is
 // mapped here through its UCX remote key), puts of kDirectPutMin bytes and more are
 // reserved, copied into the arena and committed, and gets of chunks in the arena are
-// copied out of it, then released (docs/protocol.md, "Direct access"). A call that fails mid-way (deadline, lost
-// connection) leaves the channel broken(); destroying it force-closes the endpoint and
-// waits for UCX to let go of every caller buffer before returning.
+// copied out of it, then released (docs/protocol.md, "Direct access"). A call that fails
+// mid-way (deadline, lost connection) leaves the channel broken(); destroying it
+// force-closes the endpoint and waits for UCX to let go of every caller buffer before
+// returning.
 //
 // Thread-safety: not thread-safe; UcxTransport hands each channel to one caller at a time.
 #pragma once

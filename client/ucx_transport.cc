@@ -92,9 +92,8 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxTransport::Acquire(absl::Time dea
       return ch;
     }
   }
-  absl::StatusOr<std::unique_ptr<UcxChannel>> ch =
-      UcxChannel::Connect(context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_,
-                          direct_, deadline);
+  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = UcxChannel::Connect(
+      context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_, direct_, deadline);
   if (!ch.ok()) {
     return absl::Status(ch.status().code(), absl::StrCat("kvstashd at ucx://", address_, ": ",
                                                          ch.status().message()));

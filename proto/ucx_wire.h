@@ -39,10 +39,10 @@ enum class Op : uint8_t {
   kStats = 6,              // body: v1.StatsRequest             reply: v1.StatsResponse
   kPut = 7,                // one chunk; header + PutFields, body: the payload
   kGet = 8,                // body: GetItemRecord x count; replies: one or more per item
-  kHello = 9,   // on the sockaddr endpoint; reply: body = the daemon worker's UCP address,
-                // ReplyHeader.size_bytes = a token naming this connection
-  kAttach = 10,  // on the endpoint created from that address; body: the token (8 bytes
-                 // LE) + the client worker's UCP address, for the daemon's reply endpoint
+  kHello = 9,     // on the sockaddr endpoint; reply: body = the daemon worker's UCP address,
+                  // ReplyHeader.size_bytes = a token naming this connection
+  kAttach = 10,   // on the endpoint created from that address; body: the token (8 bytes
+                  // LE) + the client worker's UCP address, for the daemon's reply endpoint
   kCommit = 11,   // header + CommitFields, no body: the client wrote a reserved chunk;
                   // answered like the Put it completes (reply op kPut)
   kRelease = 12,  // no body: the client has copied the chunks of Get `request_id` that
@@ -97,8 +97,8 @@ struct GetFields {
 };
 // Follows RequestHeader in the AM header of a Commit. 16 bytes.
 struct CommitFields {
-  uint64_t handle;  // ReplyHeader.handle of the reservation
-  uint32_t index;   // the chunk's position in the Put call, echoed in the reply
+  uint64_t handle;    // ReplyHeader.handle of the reservation
+  uint32_t index;     // the chunk's position in the Put call, echoed in the reply
   uint32_t reserved;  // 0
 };
 // Body of the Attach reply to a kFlagDirect Attach, followed by the packed remote key

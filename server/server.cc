@@ -83,7 +83,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   if (config.ucx.enabled) {
     absl::StatusOr<std::shared_ptr<ucx::UcxContext>> c =
         ucx::UcxContext::Create(UcxOptionsOf(config.ucx), log);
-    if (!c.ok()) return absl::Status(c.status().code(), absl::StrCat("ucx: ", c.status().message()));
+    if (!c.ok())
+      return absl::Status(c.status().code(), absl::StrCat("ucx: ", c.status().message()));
     ucx_context = *std::move(c);
   }
   if (ucx_context != nullptr && config.ucx.direct_access) {

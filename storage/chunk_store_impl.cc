@@ -30,8 +30,8 @@ absl::StatusOr<std::shared_ptr<DramAllocator>> CreateDram(const ChunkStoreOption
       return DramAllocator::Create(*std::move(arena));
     }
   }
-  return DramAllocator::Create(options.dram_capacity_bytes, options.page_bytes,
-                               options.huge_pages, options.prefault_dram);
+  return DramAllocator::Create(options.dram_capacity_bytes, options.page_bytes, options.huge_pages,
+                               options.prefault_dram);
 }
 
 }  // namespace

@@ -89,8 +89,8 @@ class UcxTest : public ::testing::TestWithParam<UcxCase> {
     EXPECT_TRUE(address.ok()) << address.status();
     auto text = Scrape(address.ok() ? *address : "");
     EXPECT_TRUE(text.ok()) << text.status();
-    const std::string series = "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"" +
-                               direction + "\"} ";
+    const std::string series =
+        "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"" + direction + "\"} ";
     const size_t at = text.ok() ? text->find(series) : std::string::npos;
     EXPECT_NE(at, std::string::npos) << series;
     return at == std::string::npos ? -1 : std::stod(text->substr(at + series.size()));
@@ -323,16 +323,16 @@ TEST_P(UcxTest, MalformedMessagesAnsweredOnAUsableConnection) {
 }
 
 TEST_P(UcxTest, DirectAccessOverSharedMemoryOnly) {
-  Payload big = MakePayload(4 * kMiB + 5, 1);     // reserved, written by the client, committed
-  Payload small = MakePayload(64 * kKiB, 2);      // below kDirectPutMin: sent through UCX
+  Payload big = MakePayload(4 * kMiB + 5, 1);  // reserved, written by the client, committed
+  Payload small = MakePayload(64 * kKiB, 2);   // below kDirectPutMin: sent through UCX
   ASSERT_TRUE(PutAll(*client_, ns_, {big, small}).ok());
   const double in = DirectBytes("in");
   EXPECT_EQ(in, shm() ? static_cast<double>(big.bytes.size()) : 0.0);
   ASSERT_NO_FATAL_FAILURE(ExpectStored(*client_, big));
   ASSERT_NO_FATAL_FAILURE(ExpectStored(*client_, small));
   // Gets of chunks in the arena are read in place, small ones included.
-  EXPECT_EQ(DirectBytes("out"), shm() ? static_cast<double>(big.bytes.size() + small.bytes.size())
-                                      : 0.0);
+  EXPECT_EQ(DirectBytes("out"),
+            shm() ? static_cast<double>(big.bytes.size() + small.bytes.size()) : 0.0);
   // A repeat put of a stored key is answered before any byte moves.
   std::vector<PutItem> again(1);
   again[0].key = big.key;

@@ -75,16 +75,16 @@ std::unique_ptr<SharedRegion> UcxContext::AllocateShared(uint64_t bytes) {
   if (s == UCS_OK) s = ucp_rkey_pack(context_, memh, &packed, &packed_len);
   if (s != UCS_OK) {
     if (memh != nullptr) ucp_mem_unmap(context_, memh);
-    log_->Warn("ucx: cannot allocate the DRAM arena as shared memory (is /dev/shm large "
-               "enough?); clients copy through UCX instead of mapping it",
-               {{"bytes", bytes}, {"error", ucs_status_string(s)}});
+    log_->Warn(
+        "ucx: cannot allocate the DRAM arena as shared memory (is /dev/shm large "
+        "enough?); clients copy through UCX instead of mapping it",
+        {{"bytes", bytes}, {"error", ucs_status_string(s)}});
     return nullptr;
   }
   std::string rkey(static_cast<const char*>(packed), packed_len);
   ucp_rkey_buffer_release(packed);
-  return std::unique_ptr<SharedRegion>(new SharedRegion(shared_from_this(), memh,
-                                                        static_cast<uint8_t*>(attr.address),
-                                                        attr.length, std::move(rkey)));
+  return std::unique_ptr<SharedRegion>(new SharedRegion(
+      shared_from_this(), memh, static_cast<uint8_t*>(attr.address), attr.length, std::move(rkey)));
 }
 
 SharedRegion::SharedRegion(std::shared_ptr<UcxContext> context, ucp_mem_h memh, uint8_t* data,

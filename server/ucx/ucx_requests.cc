@@ -175,9 +175,9 @@ absl::Status CheckPut(const Request& req, const PutFields& f, size_t length) {
     return absl::InvalidArgumentError(absl::StrCat("chunk ", f.index, ": size_bytes is 0"));
   }
   if (req.direct() && length != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "chunk ", f.index, ": a direct Put carries no payload but the message has ", length,
-        " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk ", f.index, ": a direct Put carries no payload but the message has ",
+                     length, " bytes"));
   }
   if (!req.direct() && f.size_bytes != length) {
     return absl::InvalidArgumentError(absl::StrCat("chunk ", f.index, ": size_bytes is ",
@@ -281,10 +281,10 @@ void HandleCommit(const Request& req, const void* header) {
   Connection& conn = *req.conn;
   auto it = conn.reservations.find(c.handle);
   if (it == conn.reservations.end()) {
-    req.worker->SendError(req.conn, put.Reply(c.index),
-                          absl::InvalidArgumentError(absl::StrCat(
-                              "Commit names no reservation of this connection (handle ",
-                              c.handle, ")")));
+    req.worker->SendError(
+        req.conn, put.Reply(c.index),
+        absl::InvalidArgumentError(absl::StrCat(
+            "Commit names no reservation of this connection (handle ", c.handle, ")")));
     req.env().metrics->RecordCall(Op::kPut, static_cast<int>(absl::StatusCode::kInvalidArgument),
                                   req.start);
     return;

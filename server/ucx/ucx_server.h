@@ -1,6 +1,6 @@
 // UcxServer: the daemon's UCX data plane. `worker_threads` UcxWorkers on the daemon's UCP
-// context (ucx_context.h), and a UCP listener on its own port (config `ucx:`). The listener lives on worker 0;
-// accepted connections are spread round robin over the workers.
+// context (ucx_context.h), and a UCP listener on its own port (config `ucx:`). The listener lives
+// on worker 0; accepted connections are spread round robin over the workers.
 //
 //   auto ucx = UcxServer::Start(options, context, env);   // binds and serves
 //   ucx->Drain(deadline);                         // after env draining was set

@@ -54,8 +54,6 @@ class UcxChannel {
 
   // True once the endpoint failed or a call was abandoned; the channel must be dropped.
   bool broken() const { return broken_; }
-  // The daemon's arena is mapped here.
-  bool direct() const { return arena_ != nullptr; }
 
   // Sends `body` as a unary request of `op` and returns the reply body (a serialized
   // kvstash.v1 response), or the daemon's error.
@@ -74,7 +72,7 @@ class UcxChannel {
   UcxChannel(ucp_worker_h worker, int efd);
   // Hello on the sockaddr endpoint, then the data endpoint and Attach on it.
   absl::Status Handshake(bool direct, absl::Time deadline);
-  // Maps the arena an Attach reply `body` describes; leaves direct() false when it cannot.
+  // Maps the arena an Attach reply `body` describes; leaves arena_ null when it cannot.
   void MapArena(absl::string_view body);
   // The arena bytes `body` (ArenaRun records) names for a chunk of `size` bytes, or an
   // empty vector (channel broken) when they do not add up or leave the arena.

@@ -1,0 +1,36 @@
+// StreamingCopy: memcpy for large copies whose destination this core will not read soon,
+// such as a put into the daemon's shared-memory arena or a get into an engine's staging
+// buffer on its way to the GPU.
+//
+// glibc's memcpy switches to non-temporal stores only past a threshold tied to the cache
+// size (tens of MiB on server parts), so a 4 MiB copy into cold memory reads every
+// destination line before overwriting it and leaves the cache full of lines nobody reads
+// again: ~8 GB/s on the build hosts. Non-temporal stores skip both (~15 GB/s there).
+// bench/README.md has the numbers.
+//
+// Thread-safety: a function of its arguments.
+#pragma once
+
+#include <cstddef>
+
+namespace kvstash::client_internal {
+
+// Copies `n` bytes from `src` to `dst` (which must not overlap). On x86 the bulk goes by
+// non-temporal stores with the widest vector unit the CPU has (AVX-512, AVX2 or SSE2,
+// chosen once at run time) and ends with a store fence, so the bytes are visible to other
+// processes in order with later stores of this thread; the unaligned head and the tail
+// use memcpy. Elsewhere it is memcpy.
+void StreamingCopy(void* dst, const void* src, size_t n);
+
+// The vector units StreamingCopy may use; kAuto is the widest the CPU has.
+enum class StreamingUnit { kAuto, kSse2, kAvx2, kAvx512 };
+
+// StreamingCopy with the given unit, for tests of each. False (nothing copied) when the
+// CPU lacks it or this is not x86-64; kAuto is always true.
+bool StreamingCopyWith(StreamingUnit unit, void* dst, const void* src, size_t n);
+
+// Chunks smaller than this are better copied by memcpy: they fit the cache, the reader may
+// find them there, and the fence costs more than the stores save.
+inline constexpr size_t kStreamingCopyMin = 256 * 1024;
+
+}  // namespace kvstash::client_internal

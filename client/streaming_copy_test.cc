@@ -1,0 +1,74 @@
+#include "client/streaming_copy.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kvstash::client_internal {
+namespace {
+
+constexpr uint8_t kGuard = 0xA5;
+constexpr size_t kPad = 256;  // guard bytes on each side of the destination
+
+std::vector<uint8_t> Pattern(size_t n) {
+  std::vector<uint8_t> v(n);
+  uint32_t x = 12345;
+  for (auto& b : v) {
+    x = x * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>(x >> 24);
+  }
+  return v;
+}
+
+// Copies `n` bytes with `unit` from src+src_off to dst+dst_off and checks the copy and
+// that not a byte around it changed. False when the CPU lacks the unit.
+bool CheckCopy(StreamingUnit unit, size_t n, size_t src_off, size_t dst_off) {
+  const std::vector<uint8_t> src = Pattern(n + src_off);
+  std::vector<uint8_t> dst(n + dst_off + 2 * kPad, kGuard);
+  uint8_t* to = dst.data() + kPad + dst_off;
+  if (unit == StreamingUnit::kAuto) {
+    StreamingCopy(to, src.data() + src_off, n);
+  } else if (!StreamingCopyWith(unit, to, src.data() + src_off, n)) {
+    return false;
+  }
+  EXPECT_EQ(std::memcmp(to, src.data() + src_off, n), 0)
+      << "n=" << n << " src_off=" << src_off << " dst_off=" << dst_off;
+  for (size_t i = 0; i < kPad + dst_off; ++i) {
+    EXPECT_EQ(dst[i], kGuard) << "byte " << i << " before the destination, n=" << n;
+  }
+  for (size_t i = kPad + dst_off + n; i < dst.size(); ++i) {
+    EXPECT_EQ(dst[i], kGuard) << "byte " << i << " after the destination, n=" << n;
+  }
+  return true;
+}
+
+class StreamingCopyTest : public ::testing::TestWithParam<StreamingUnit> {};
+
+TEST_P(StreamingCopyTest, CopiesEveryByteAndNothingAround) {
+  const size_t sizes[] = {0,
+                          1,
+                          63,
+                          255,
+                          kStreamingCopyMin - 1,
+                          kStreamingCopyMin,
+                          kStreamingCopyMin + 77,
+                          (4u << 20) + 13};
+  for (size_t n : sizes) {
+    for (size_t src_off : {0, 3}) {
+      for (size_t dst_off : {0, 1, 17, 63, 64}) {
+        if (!CheckCopy(GetParam(), n, src_off, dst_off)) {
+          GTEST_SKIP() << "this CPU lacks the vector unit";
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Units, StreamingCopyTest,
+                         ::testing::Values(StreamingUnit::kAuto, StreamingUnit::kSse2,
+                                           StreamingUnit::kAvx2, StreamingUnit::kAvx512));
+
+}  // namespace
+}  // namespace kvstash::client_internal

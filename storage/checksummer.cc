@@ -46,7 +46,7 @@ void Checksummer::Loop() {
       next = queue_.front();
       queue_.pop_front();
     }
-    if (ChunkRef chunk = lookup_(next)) chunk->checksum();
+    if (ChunkRef chunk = lookup_(next)) chunk->BackgroundChecksum(options_.yield_every_bytes);
   }
 }
 

@@ -27,8 +27,13 @@ class CountingChunk final : public StoredChunk {
     if (release_ != nullptr) release_->WaitForNotification();
     return ++calls_;
   }
+  uint64_t BackgroundChecksum(size_t piece_bytes) const override {
+    piece_bytes_.store(piece_bytes);
+    return checksum();
+  }
   absl::Span<const Segment> segments() const override { return {}; }
   int calls() const { return calls_.load(); }
+  size_t piece_bytes() const { return piece_bytes_.load(); }
   bool entered() const { return entered_.load(); }
 
  private:
@@ -36,6 +41,7 @@ class CountingChunk final : public StoredChunk {
   absl::Notification* release_;
   mutable std::atomic<int> calls_{0};
   mutable std::atomic<bool> entered_{false};
+  mutable std::atomic<size_t> piece_bytes_{0};
 };
 
 // Stands in for the index: ids to chunks.
@@ -90,6 +96,15 @@ TEST(ChecksummerTest, HashesEveryQueuedChunkOnItsThread) {
     return true;
   }));
   EXPECT_EQ(summer.dropped(), 0u);
+}
+
+TEST(ChecksummerTest, HashesInPiecesOfTheConfiguredSize) {
+  FakeIndex index;
+  Checksummer summer(Checksummer::Options{.yield_every_bytes = 4096}, index.Lookup());
+  auto chunk = index.Add(1);
+  summer.Enqueue(MakeId(1));
+  EXPECT_TRUE(PollUntil([&] { return chunk->calls() == 1; }));
+  EXPECT_EQ(chunk->piece_bytes(), 4096u);
 }
 
 TEST(ChecksummerTest, SkipsChunksGoneBeforeTheirTurnAndDropsPastTheQueue) {

@@ -63,6 +63,13 @@ class StoredChunk {
   // XXH3-64 of the payload. Computed now (once, on the calling thread) when the chunk was
   // committed without it and the background checksummer has not reached it yet.
   virtual uint64_t checksum() const { return meta().checksum; }
+  // checksum() for a background thread: when it must be computed, the payload is hashed
+  // `piece_bytes` at a time and the CPU yielded between pieces, so threads serving requests
+  // on the same core are not held up for a whole chunk. Same value as checksum().
+  virtual uint64_t BackgroundChecksum(size_t piece_bytes) const {
+    (void)piece_bytes;
+    return checksum();
+  }
   // Payload in order; sizes add up to meta().size_bytes.
   virtual absl::Span<const Segment> segments() const = 0;
   // Copies the payload to `dst`. REQUIRES: dst holds meta().size_bytes bytes.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "storage/dram_chunk.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {
@@ -153,6 +154,18 @@ TEST(ChunkStoreTest, InPlacePutWithoutChecksumGetsTheRealOneLater) {
         EXPECT_EQ((*chunk)->meta().checksum, Checksum(data));
       }
     }
+  }
+}
+
+TEST(ChunkStoreTest, HashingInPiecesGivesTheWholePayloadsHash) {
+  const std::vector<uint8_t> a = Pattern(1, 5000), b = Pattern(2, 1), c = Pattern(3, 70000);
+  std::vector<uint8_t> all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  all.insert(all.end(), c.begin(), c.end());
+  const std::vector<Segment> segments = {
+      {a.data(), a.size()}, {b.data(), b.size()}, {c.data(), c.size()}};
+  for (size_t piece : {size_t{0}, size_t{1}, size_t{1000}, size_t{4096}, size_t{1} << 20}) {
+    EXPECT_EQ(HashSegments(segments, piece), Checksum(all)) << "piece " << piece;
   }
 }
 

@@ -1,5 +1,7 @@
 #include "storage/dram_chunk.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -48,13 +50,6 @@ void StreamFence() {
 #endif
 }
 
-// XXH3-64 of a payload stored as `segments`.
-uint64_t HashSegments(absl::Span<const Segment> segments, XXH3_state_t* state) {
-  XXH3_64bits_reset(state);
-  for (const Segment& s : segments) XXH3_64bits_update(state, s.data, s.size);
-  return XXH3_64bits_digest(state);
-}
-
 ChunkMeta WithoutChecksum(ChunkMeta meta) {
   meta.checksum = 0;
   return meta;
@@ -69,11 +64,32 @@ DramChunk::DramChunk(const ChunkMeta& meta, Allocation allocation,
       allocator_(std::move(allocator)),
       deferred_(deferred_checksum) {}
 
-uint64_t DramChunk::checksum() const {
+uint64_t HashSegments(absl::Span<const Segment> segments, size_t piece_bytes) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  for (const Segment& s : segments) {
+    if (piece_bytes == 0) {
+      XXH3_64bits_update(&state, s.data, s.size);
+      continue;
+    }
+    for (size_t at = 0; at < s.size; at += piece_bytes) {
+      XXH3_64bits_update(&state, s.data + at, std::min(piece_bytes, s.size - at));
+      sched_yield();
+    }
+  }
+  return XXH3_64bits_digest(&state);
+}
+
+uint64_t DramChunk::checksum() const { return DeferredChecksum(0); }
+
+uint64_t DramChunk::BackgroundChecksum(size_t piece_bytes) const {
+  return DeferredChecksum(piece_bytes);
+}
+
+uint64_t DramChunk::DeferredChecksum(size_t piece_bytes) const {
   if (!deferred_) return meta_.checksum;
-  absl::call_once(once_, [this] {
-    XXH3_state_t state;
-    deferred_checksum_ = HashSegments(allocation_.segments, &state);
+  absl::call_once(once_, [this, piece_bytes] {
+    deferred_checksum_ = HashSegments(allocation_.segments, piece_bytes);
     known_.store(true, std::memory_order_release);
   });
   return deferred_checksum_;
@@ -150,7 +166,7 @@ void DramPendingChunk::MarkWritten(uint64_t n) {
 
 uint64_t DramPendingChunk::PayloadChecksum() {
   if (hash_is_live_) return XXH3_64bits_digest(&hash_);
-  return HashSegments(allocation_.segments, &hash_);
+  return HashSegments(allocation_.segments);
 }
 
 absl::StatusOr<ChunkRef> DramPendingChunk::Seal(bool defer_checksum) {

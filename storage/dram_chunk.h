@@ -21,6 +21,10 @@
 
 namespace kvstash::storage {
 
+// XXH3-64 of the bytes of `segments` in order. With `piece_bytes` > 0 it hashes that many
+// bytes at a time and calls sched_yield() between pieces; the value is the same.
+uint64_t HashSegments(absl::Span<const Segment> segments, size_t piece_bytes = 0);
+
 class DramChunk final : public StoredChunk {
  public:
   // With `deferred_checksum` meta.checksum is ignored (reads as 0 in meta()) and
@@ -31,6 +35,7 @@ class DramChunk final : public StoredChunk {
 
   const ChunkMeta& meta() const override { return meta_; }
   uint64_t checksum() const override;
+  uint64_t BackgroundChecksum(size_t piece_bytes) const override;
   absl::Span<const Segment> segments() const override { return allocation_.segments; }
   // Whether checksum() would return without hashing.
   bool checksum_known() const { return !deferred_ || known_.load(std::memory_order_acquire); }
@@ -40,6 +45,9 @@ class DramChunk final : public StoredChunk {
   Allocation allocation_;
   const std::shared_ptr<DramAllocator> allocator_;
   const bool deferred_;
+  // checksum() and BackgroundChecksum(): hashes once (pieces of `piece_bytes`, 0 = whole).
+  uint64_t DeferredChecksum(size_t piece_bytes) const;
+
   mutable absl::once_flag once_;
   mutable uint64_t deferred_checksum_ = 0;  // written once, inside once_
   mutable std::atomic<bool> known_{false};

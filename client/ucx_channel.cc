@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/streaming_copy.h"
 #include "proto/status_map.h"
+#include "proto/streaming_copy.h"
 
 namespace kvstash::client_internal {
 namespace {

@@ -1,4 +1,4 @@
-#include "client/streaming_copy.h"
+#include "proto/streaming_copy.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #endif
 
-namespace kvstash::client_internal {
+namespace kvstash {
 namespace {
 
 #if defined(__x86_64__)
@@ -81,7 +81,8 @@ StreamFn StreamOf(StreamingUnit unit) {
   return nullptr;
 }
 
-// memcpy for the unaligned head and the tail, `stream` for the aligned blocks between.
+// memcpy for the unaligned head and the tail, `stream` for the aligned blocks between;
+// no fence.
 void CopyWith(StreamFn stream, void* dst, const void* src, size_t n) {
   auto* d = static_cast<uint8_t*>(dst);
   const auto* s = static_cast<const uint8_t*>(src);
@@ -90,14 +91,13 @@ void CopyWith(StreamFn stream, void* dst, const void* src, size_t n) {
   const size_t body = (n - head) / kBlock * kBlock;
   stream(d + head, s + head, body);
   std::memcpy(d + head + body, s + head + body, n - head - body);
-  _mm_sfence();
 }
 
 #endif  // __x86_64__
 
 }  // namespace
 
-void StreamingCopy(void* dst, const void* src, size_t n) {
+void StreamingCopyUnfenced(void* dst, const void* src, size_t n) {
 #if defined(__x86_64__)
   static const StreamFn stream = StreamOf(StreamingUnit::kAuto);
   CopyWith(stream, dst, src, n);
@@ -106,11 +106,23 @@ void StreamingCopy(void* dst, const void* src, size_t n) {
 #endif
 }
 
+void StreamingFence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
+
+void StreamingCopy(void* dst, const void* src, size_t n) {
+  StreamingCopyUnfenced(dst, src, n);
+  StreamingFence();
+}
+
 bool StreamingCopyWith(StreamingUnit unit, void* dst, const void* src, size_t n) {
 #if defined(__x86_64__)
   const StreamFn stream = StreamOf(unit);
   if (stream == nullptr) return false;
   CopyWith(stream, dst, src, n);
+  StreamingFence();
   return true;
 #else
   if (unit != StreamingUnit::kAuto) return false;
@@ -119,4 +131,4 @@ bool StreamingCopyWith(StreamingUnit unit, void* dst, const void* src, size_t n)
 #endif
 }
 
-}  // namespace kvstash::client_internal
+}  // namespace kvstash

@@ -1,6 +1,6 @@
 // StreamingCopy: memcpy for large copies whose destination this core will not read soon,
-// such as a put into the daemon's shared-memory arena or a get into an engine's staging
-// buffer on its way to the GPU.
+// such as a put into the daemon's arena (by the daemon, or by a same-host client through
+// shared memory) or a get into an engine's staging buffer on its way to the GPU.
 //
 // glibc's memcpy switches to non-temporal stores only past a threshold tied to the cache
 // size (tens of MiB on server parts), so a 4 MiB copy into cold memory reads every
@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-namespace kvstash::client_internal {
+namespace kvstash {
 
 // Copies `n` bytes from `src` to `dst` (which must not overlap). On x86 the bulk goes by
 // non-temporal stores with the widest vector unit the CPU has (AVX-512, AVX2 or SSE2,
@@ -21,6 +21,11 @@ namespace kvstash::client_internal {
 // processes in order with later stores of this thread; the unaligned head and the tail
 // use memcpy. Elsewhere it is memcpy.
 void StreamingCopy(void* dst, const void* src, size_t n);
+
+// StreamingCopy without the fence, for a series of copies that ends with one
+// StreamingFence() before the bytes are published.
+void StreamingCopyUnfenced(void* dst, const void* src, size_t n);
+void StreamingFence();
 
 // The vector units StreamingCopy may use; kAuto is the widest the CPU has.
 enum class StreamingUnit { kAuto, kSse2, kAvx2, kAvx512 };
@@ -33,4 +38,4 @@ bool StreamingCopyWith(StreamingUnit unit, void* dst, const void* src, size_t n)
 // find them there, and the fence costs more than the stores save.
 inline constexpr size_t kStreamingCopyMin = 256 * 1024;
 
-}  // namespace kvstash::client_internal
+}  // namespace kvstash

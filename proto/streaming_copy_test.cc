@@ -1,4 +1,4 @@
-#include "client/streaming_copy.h"
+#include "proto/streaming_copy.h"
 
 #include <cstdint>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace kvstash::client_internal {
+namespace kvstash {
 namespace {
 
 constexpr uint8_t kGuard = 0xA5;
@@ -71,4 +71,4 @@ INSTANTIATE_TEST_SUITE_P(Units, StreamingCopyTest,
                                            StreamingUnit::kAvx2, StreamingUnit::kAvx512));
 
 }  // namespace
-}  // namespace kvstash::client_internal
+}  // namespace kvstash

@@ -43,19 +43,25 @@ uint64_t HashSegments(absl::Span<const Segment> segments, size_t piece_bytes) {
   return XXH3_64bits_digest(&state);
 }
 
-uint64_t DramChunk::checksum() const { return DeferredChecksum(0); }
-
-uint64_t DramChunk::BackgroundChecksum(size_t piece_bytes) const {
-  return DeferredChecksum(piece_bytes);
+uint64_t DramChunk::checksum() const {
+  if (!deferred_) return meta_.checksum;
+  absl::call_once(once_, [this] { Publish(HashSegments(allocation_.segments)); });
+  return deferred_checksum_;
 }
 
-uint64_t DramChunk::DeferredChecksum(size_t piece_bytes) const {
-  if (!deferred_) return meta_.checksum;
-  absl::call_once(once_, [this, piece_bytes] {
-    deferred_checksum_ = HashSegments(allocation_.segments, piece_bytes);
-    known_.store(true, std::memory_order_release);
-  });
+uint64_t DramChunk::BackgroundChecksum(size_t piece_bytes) const {
+  if (checksum_known()) return checksum();
+  // Hashed outside once_: a request thread that needs the checksum meanwhile hashes at full
+  // speed itself instead of waiting for these yields. Both get the same value; the first
+  // to finish publishes it.
+  const uint64_t hash = HashSegments(allocation_.segments, piece_bytes);
+  absl::call_once(once_, [this, hash] { Publish(hash); });
   return deferred_checksum_;
+}
+
+void DramChunk::Publish(uint64_t hash) const {
+  deferred_checksum_ = hash;
+  known_.store(true, std::memory_order_release);
 }
 
 DramChunk::~DramChunk() { allocator_->Free(&allocation_); }

@@ -45,11 +45,11 @@ class DramChunk final : public StoredChunk {
   Allocation allocation_;
   const std::shared_ptr<DramAllocator> allocator_;
   const bool deferred_;
-  // checksum() and BackgroundChecksum(): hashes once (pieces of `piece_bytes`, 0 = whole).
-  uint64_t DeferredChecksum(size_t piece_bytes) const;
+  // Records the deferred checksum; called inside once_.
+  void Publish(uint64_t hash) const;
 
   mutable absl::once_flag once_;
-  mutable uint64_t deferred_checksum_ = 0;  // written once, inside once_
+  mutable uint64_t deferred_checksum_ = 0;  // written once, inside once_ (Publish)
   mutable std::atomic<bool> known_{false};
 };
 

@@ -27,7 +27,7 @@ std::string TlsOf(const std::string& transport) {
 
 // The connections of each system, opened on first use and kept for the whole run, as an
 // engine keeps its own. What a connection pays once (a same-host kvstash client maps the
-// daemon's arena into its address space as it first writes each part, ~0.15 ms per MiB
+// daemon's arena into its address space as it first writes each part, ~0.15-0.25 ms per MiB
 // on the build hosts) then lands in the first round, and the median of several rounds is
 // the steady state.
 class ConnPool {

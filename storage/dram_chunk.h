@@ -41,13 +41,13 @@ class DramChunk final : public StoredChunk {
   bool checksum_known() const { return !deferred_ || known_.load(std::memory_order_acquire); }
 
  private:
+  // Records the deferred checksum; called inside once_.
+  void Publish(uint64_t hash) const;
+
   const ChunkMeta meta_;
   Allocation allocation_;
   const std::shared_ptr<DramAllocator> allocator_;
   const bool deferred_;
-  // Records the deferred checksum; called inside once_.
-  void Publish(uint64_t hash) const;
-
   mutable absl::once_flag once_;
   mutable uint64_t deferred_checksum_ = 0;  // written once, inside once_ (Publish)
   mutable std::atomic<bool> known_{false};

@@ -84,6 +84,7 @@ StreamFn StreamOf(StreamingUnit unit) {
 // memcpy for the unaligned head and the tail, `stream` for the aligned blocks between;
 // no fence.
 void CopyWith(StreamFn stream, void* dst, const void* src, size_t n) {
+  if (n == 0) return;  // dst and src may then be null, which memcpy does not allow
   auto* d = static_cast<uint8_t*>(dst);
   const auto* s = static_cast<const uint8_t*>(src);
   const size_t head = std::min<size_t>(n, (64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63);
@@ -102,7 +103,7 @@ void StreamingCopyUnfenced(void* dst, const void* src, size_t n) {
   static const StreamFn stream = StreamOf(StreamingUnit::kAuto);
   CopyWith(stream, dst, src, n);
 #else
-  std::memcpy(dst, src, n);
+  if (n > 0) std::memcpy(dst, src, n);
 #endif
 }
 
@@ -126,7 +127,7 @@ bool StreamingCopyWith(StreamingUnit unit, void* dst, const void* src, size_t n)
   return true;
 #else
   if (unit != StreamingUnit::kAuto) return false;
-  std::memcpy(dst, src, n);
+  if (n > 0) std::memcpy(dst, src, n);
   return true;
 #endif
 }

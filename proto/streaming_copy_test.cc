@@ -1,7 +1,7 @@
 #include "proto/streaming_copy.h"
 
+#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -33,7 +33,7 @@ bool CheckCopy(StreamingUnit unit, size_t n, size_t src_off, size_t dst_off) {
   } else if (!StreamingCopyWith(unit, to, src.data() + src_off, n)) {
     return false;
   }
-  EXPECT_EQ(std::memcmp(to, src.data() + src_off, n), 0)
+  EXPECT_TRUE(std::equal(to, to + n, src.begin() + src_off))
       << "n=" << n << " src_off=" << src_off << " dst_off=" << dst_off;
   for (size_t i = 0; i < kPad + dst_off; ++i) {
     EXPECT_EQ(dst[i], kGuard) << "byte " << i << " before the destination, n=" << n;

@@ -22,16 +22,17 @@ std::vector<uint8_t> Pattern(size_t n) {
   return v;
 }
 
-// Copies `n` bytes with `unit` from src+src_off to dst+dst_off and checks the copy and
-// that not a byte around it changed. False when the CPU lacks the unit.
-bool CheckCopy(StreamingUnit unit, size_t n, size_t src_off, size_t dst_off) {
+// Copies `n` bytes from src+src_off to dst+dst_off and checks the copy and that not a byte
+// around it changed.
+void CheckCopy(size_t n, size_t src_off, size_t dst_off, bool fenced) {
   const std::vector<uint8_t> src = Pattern(n + src_off);
   std::vector<uint8_t> dst(n + dst_off + 2 * kPad, kGuard);
   uint8_t* to = dst.data() + kPad + dst_off;
-  if (unit == StreamingUnit::kAuto) {
+  if (fenced) {
     StreamingCopy(to, src.data() + src_off, n);
-  } else if (!StreamingCopyWith(unit, to, src.data() + src_off, n)) {
-    return false;
+  } else {
+    StreamingCopyUnfenced(to, src.data() + src_off, n);
+    StreamingFence();
   }
   EXPECT_TRUE(std::equal(to, to + n, src.begin() + src_off))
       << "n=" << n << " src_off=" << src_off << " dst_off=" << dst_off;
@@ -41,34 +42,19 @@ bool CheckCopy(StreamingUnit unit, size_t n, size_t src_off, size_t dst_off) {
   for (size_t i = kPad + dst_off + n; i < dst.size(); ++i) {
     EXPECT_EQ(dst[i], kGuard) << "byte " << i << " after the destination, n=" << n;
   }
-  return true;
 }
 
-class StreamingCopyTest : public ::testing::TestWithParam<StreamingUnit> {};
-
-TEST_P(StreamingCopyTest, CopiesEveryByteAndNothingAround) {
-  const size_t sizes[] = {0,
-                          1,
-                          63,
-                          255,
-                          kStreamingCopyMin - 1,
-                          kStreamingCopyMin,
-                          kStreamingCopyMin + 77,
+TEST(StreamingCopyTest, CopiesEveryByteAndNothingAround) {
+  const size_t sizes[] = {0, 1, 15, 63, 64, 65, 255, 256 * 1024 - 1, 256 * 1024 + 77,
                           (4u << 20) + 13};
-  for (size_t n : sizes) {
-    for (size_t src_off : {0, 3}) {
-      for (size_t dst_off : {0, 1, 17, 63, 64}) {
-        if (!CheckCopy(GetParam(), n, src_off, dst_off)) {
-          GTEST_SKIP() << "this CPU lacks the vector unit";
-        }
+  for (bool fenced : {true, false}) {
+    for (size_t n : sizes) {
+      for (size_t src_off : {0, 3}) {
+        for (size_t dst_off : {0, 1, 15, 16, 17, 63}) CheckCopy(n, src_off, dst_off, fenced);
       }
     }
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(Units, StreamingCopyTest,
-                         ::testing::Values(StreamingUnit::kAuto, StreamingUnit::kSse2,
-                                           StreamingUnit::kAvx2, StreamingUnit::kAvx512));
 
 }  // namespace
 }  // namespace kvstash

@@ -45,8 +45,8 @@ void CheckCopy(size_t n, size_t src_off, size_t dst_off, bool fenced) {
 }
 
 TEST(StreamingCopyTest, CopiesEveryByteAndNothingAround) {
-  const size_t sizes[] = {0, 1, 15, 63, 64, 65, 255, 256 * 1024 - 1, 256 * 1024 + 77,
-                          (4u << 20) + 13};
+  const size_t sizes[] = {
+      0, 1, 15, 63, 64, 65, 255, 256 * 1024 - 1, 256 * 1024 + 77, (4u << 20) + 13};
   for (bool fenced : {true, false}) {
     for (size_t n : sizes) {
       for (size_t src_off : {0, 3}) {

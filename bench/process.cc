@@ -235,4 +235,53 @@ absl::Status WaitForPort(int port, ChildProcess& child, int64_t timeout_ms) {
 absl::StatusOr<uint64_t> ReadPeakRssBytes(pid_t pid) { return ReadStatusKib(pid, "VmHWM"); }
 absl::StatusOr<uint64_t> ReadRssBytes(pid_t pid) { return ReadStatusKib(pid, "VmRSS"); }
 
+absl::StatusOr<uint64_t> ReadCpuTicks(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat;
+  if (!std::getline(in, stat)) return absl::NotFoundError(absl::StrCat("no process ", pid));
+  // The command name (field 2) may hold spaces: fields are counted after its closing ')'.
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) {
+    return absl::InternalError(absl::StrCat("cannot parse /proc/", pid, "/stat"));
+  }
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(paren + 1), ' ', absl::SkipEmpty());
+  uint64_t utime = 0;
+  uint64_t stime = 0;
+  // After ')': state is field 3, so utime (14) and stime (15) are at 11 and 12.
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+      !absl::SimpleAtoi(fields[12], &stime)) {
+    return absl::InternalError(absl::StrCat("cannot parse /proc/", pid, "/stat"));
+  }
+  return utime + stime;
+}
+
+absl::Status WaitForQuiet(const std::vector<pid_t>& pids, double max_cores, int64_t window_ms,
+                          int64_t timeout_ms) {
+  const double ticks_per_ms = static_cast<double>(sysconf(_SC_CLK_TCK)) / 1000.0;
+  const Clock::time_point start = Clock::now();
+  while (true) {
+    uint64_t before = 0;
+    for (pid_t pid : pids) {
+      absl::StatusOr<uint64_t> t = ReadCpuTicks(pid);
+      if (!t.ok()) return t.status();
+      before += *t;
+    }
+    SleepMs(window_ms);
+    uint64_t after = 0;
+    for (pid_t pid : pids) {
+      absl::StatusOr<uint64_t> t = ReadCpuTicks(pid);
+      if (!t.ok()) return t.status();
+      after += *t;
+    }
+    if (static_cast<double>(after - before) <= max_cores * ticks_per_ms * window_ms) {
+      return absl::OkStatus();
+    }
+    if (MsSince(start) >= timeout_ms) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("servers still busy after ", timeout_ms, " ms"));
+    }
+  }
+}
+
 }  // namespace kvstash::bench

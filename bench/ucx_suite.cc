@@ -67,7 +67,18 @@ struct CellSpec {
   const std::vector<BenchKey>* working_set;
   absl::Span<const char> value;
   uint64_t put_space;  // fresh keys for put cells
+  // Servers that must be idle before each cell starts (see SettleServers).
+  const std::vector<pid_t>* servers;
 };
+
+// Waits for `servers` to finish what earlier cells left them (a kvstash daemon hashes the
+// chunks of a put cell in the background, seconds of one core after a fast shared-memory
+// run), so that a cell is not measured against another system's leftover work.
+void SettleServers(const std::vector<pid_t>& servers, std::vector<std::string>* notes) {
+  if (absl::Status s = WaitForQuiet(servers, 0.05, 200, 30000); !s.ok()) {
+    notes->push_back(absl::StrCat("settling before a cell: ", s.ToString()));
+  }
+}
 
 // Runs the get cell and the put cell of `system` and appends both samples.
 void RunSystemCells(System& system, const CellSpec& cell, const CellLimits& limits, ConnPool* pool,
@@ -94,6 +105,7 @@ void RunSystemCells(System& system, const CellSpec& cell, const CellLimits& limi
                                   return MakeKey(space, (uint64_t{1} << 40) * t + i);
                                 };
     Sample sample{system.name(), system.transport(), op, cell.size, cell.clients, 0, {}};
+    SettleServers(*cell.servers, notes);
     sample.result = RunCell(*conns, plan, limits);
     out->push_back(std::move(sample));
   }
@@ -149,6 +161,7 @@ struct Systems {
   std::map<std::string, std::unique_ptr<KvstashSystem>> kvstash;  // by transport
   std::unique_ptr<System> memcached;                               // null when absent
   std::string perftest;                                            // "" when absent
+  std::vector<pid_t> kvstash_pids;
 };
 
 absl::StatusOr<Systems> StartSystems(const RunConfig& config,
@@ -174,6 +187,7 @@ absl::StatusOr<Systems> StartSystems(const RunConfig& config,
     o.transport_label = t;
     auto k = KvstashSystem::Start(o);
     if (!k.ok()) return k.status();
+    s.kvstash_pids.push_back((*k)->server_pid());
     s.kvstash[t] = *std::move(k);
   }
   PeerOptions peer;
@@ -216,16 +230,19 @@ absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
                  << clients << "\n";
         for (size_t i = 0; i < transports.size(); ++i) {
           const std::string& t = transports[(i + round) % transports.size()];
-          CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), put_space++};
+          CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), put_space++,
+                        &sys->kvstash_pids};
           RunSystemCells(*sys->kvstash[t], cell, config.limits, &pool, &out.samples, &out.notes);
         }
         if (sys->memcached != nullptr) {
-          CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), put_space++};
+          CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), put_space++,
+                        &sys->kvstash_pids};
           RunSystemCells(*sys->memcached, cell, config.limits, &pool, &out.samples, &out.notes);
         }
       }
       if (sys->perftest.empty()) continue;
       for (const std::string& t : transports) {
+        SettleServers(sys->kvstash_pids, &out.notes);
         absl::StatusOr<double> gbps = RunPerftest(sys->perftest, sys->scratch->path(), t, size);
         if (gbps.ok()) {
           AddPerftestSamples(*gbps, t, size, &out.samples);

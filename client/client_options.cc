@@ -12,6 +12,8 @@ constexpr int64_t kMinFrameBytes = 1 << 10;
 constexpr int64_t kMaxFrameBytes = 64 << 20;
 constexpr int64_t kMaxRetries = 100;
 constexpr int64_t kMaxThreadsOrConnections = 256;
+// Well under UCX's keepalive interval (20 s), which sets how fast an idle queue fills.
+constexpr int64_t kMaxIdleProgressMs = 10000;
 
 absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return absl::OkStatus();
@@ -31,6 +33,7 @@ absl::Status ClientOptions::Validate() const {
   if (s.ok()) s = CheckRange("frame_bytes", frame_bytes, kMinFrameBytes, kMaxFrameBytes);
   if (s.ok()) s = CheckRange("connections", connections, 1, kMaxThreadsOrConnections);
   if (s.ok()) s = CheckRange("async_threads", async_threads, 1, kMaxThreadsOrConnections);
+  if (s.ok()) s = CheckRange("ucx_idle_progress_ms", ucx_idle_progress_ms, 0, kMaxIdleProgressMs);
   return s;
 }
 

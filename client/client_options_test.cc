@@ -25,6 +25,8 @@ TEST(ClientOptionsTest, RejectsEachFieldOutOfRange) {
       {"frame_bytes", [](ClientOptions* o) { o->frame_bytes = 128u << 20; }},
       {"connections", [](ClientOptions* o) { o->connections = 0; }},
       {"async_threads", [](ClientOptions* o) { o->async_threads = 0; }},
+      {"ucx_idle_progress_ms", [](ClientOptions* o) { o->ucx_idle_progress_ms = -1; }},
+      {"ucx_idle_progress_ms", [](ClientOptions* o) { o->ucx_idle_progress_ms = 60000; }},
   };
   for (const BadCase& c : cases) {
     ClientOptions o;
@@ -41,6 +43,9 @@ TEST(ClientOptionsTest, AcceptsBoundaries) {
   o.frame_bytes = 1024;
   o.max_backoff_ms = o.initial_backoff_ms;
   o.connections = 256;
+  o.ucx_idle_progress_ms = 0;
+  EXPECT_TRUE(o.Validate().ok());
+  o.ucx_idle_progress_ms = 10000;
   EXPECT_TRUE(o.Validate().ok());
 }
 

@@ -230,6 +230,12 @@ void UcxChannel::OnSent(void* request, ucs_status_t status, void* user_data) {
   ucp_request_free(request);
 }
 
+void UcxChannel::ProgressIdle() {
+  // Bounded: a daemon that keeps sending cannot hold the pool's lock for long.
+  for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) {
+  }
+}
+
 absl::Status UcxChannel::WaitFor(const std::function<bool()>& done, absl::Time deadline) {
   auto spin_until = std::chrono::steady_clock::now() + kSpin;
   while (!done() || outstanding_ > 0) {

@@ -55,6 +55,13 @@ class UcxChannel {
   // True once the endpoint failed or a call was abandoned; the channel must be dropped.
   bool broken() const { return broken_; }
 
+  // Handles what arrived while no call was using the channel: the UCX keepalives the daemon
+  // sends every endpoint (every 20 s by default), an endpoint failure. Left unread, they
+  // fill a shared-memory receive queue, and the daemon's worker then retries the next
+  // keepalive on every progress call, ~30% of a core for as long as this channel idles.
+  // Never blocks; REQUIRES: no call in progress on this channel.
+  void ProgressIdle();
+
   // Sends `body` as a unary request of `op` and returns the reply body (a serialized
   // kvstash.v1 response), or the daemon's error.
   absl::StatusOr<std::string> Unary(wire::ucx::Op op, const Key128* ns, const std::string& body,

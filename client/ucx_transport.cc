@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
   ucp_config_release(config);
   if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_init: ", ucs_status_string(s)));
   const std::string address = absl::StrCat(host, ":", port);
-  std::unique_ptr<UcxTransport> t(new UcxTransport(address, context, options.ucx_direct));
+  std::unique_ptr<UcxTransport> t(new UcxTransport(address, context, options));
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -64,16 +64,26 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
   std::memcpy(&t->addr_, found->ai_addr, found->ai_addrlen);
   t->addr_len_ = found->ai_addrlen;
   freeaddrinfo(found);
+  if (t->idle_progress_ > absl::ZeroDuration()) {
+    t->idle_thread_ = std::thread([p = t.get()] { p->IdleLoop(); });
+  }
   return t;
 }
 
-UcxTransport::UcxTransport(const std::string& address, ucp_context_h context, bool direct)
+UcxTransport::UcxTransport(const std::string& address, ucp_context_h context,
+                           const ClientOptions& options)
     : address_(address),
       context_(context),
-      direct_(direct),
+      direct_(options.ucx_direct),
+      idle_progress_(absl::Milliseconds(options.ucx_idle_progress_ms)),
       memh_lookup_([this](const void* data, size_t size) { return FindMemh(data, size); }) {}
 
 UcxTransport::~UcxTransport() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (idle_thread_.joinable()) idle_thread_.join();
   {
     absl::MutexLock lock(&mu_);
     idle_.clear();
@@ -102,7 +112,6 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxTransport::Acquire(absl::Time dea
 }
 
 void UcxTransport::Release(std::unique_ptr<UcxChannel> channel) {
-  std::vector<std::unique_ptr<UcxChannel>> dropped;
   absl::MutexLock lock(&mu_);
   if (!channel->broken()) {
     idle_.push_back(std::move(channel));
@@ -110,11 +119,29 @@ void UcxTransport::Release(std::unique_ptr<UcxChannel> channel) {
   }
   // One broken connection usually means the daemon went away: the idle ones are stale
   // too, and a retry should connect afresh rather than find that out one by one.
+  DropIdle(std::move(channel));
+}
+
+void UcxTransport::DropIdle(std::unique_ptr<UcxChannel> channel) {
+  std::vector<std::unique_ptr<UcxChannel>> dropped;
   dropped.swap(idle_);
   mu_.Unlock();
   channel.reset();
   dropped.clear();
   mu_.Lock();
+}
+
+void UcxTransport::IdleLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), idle_progress_)) {
+    // Channels in idle_ belong to no call, and every call takes its channel under mu_.
+    bool broken = false;
+    for (const std::unique_ptr<UcxChannel>& ch : idle_) {
+      ch->ProgressIdle();
+      broken = broken || ch->broken();
+    }
+    if (broken) DropIdle(nullptr);
+  }
 }
 
 absl::Status UcxTransport::WaitConnected(absl::Time deadline) {

@@ -8,7 +8,9 @@
 // separate endpoints without locks or thread hand-offs. The pool grows to the peak number
 // of concurrent calls. A channel that failed (daemon restarted, deadline) is dropped and
 // the call returns UNAVAILABLE or DEADLINE_EXCEEDED; ClientImpl's retry then connects a
-// fresh one, which is how the client reconnects after a daemon restart.
+// fresh one, which is how the client reconnects after a daemon restart. A background thread
+// wakes every ClientOptions::ucx_idle_progress_ms to handle what the daemon sent the idle
+// channels (UcxChannel::ProgressIdle).
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -20,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -59,12 +62,16 @@ class UcxTransport final : public Transport {
     size_t size;
     ucp_mem_h memh;
   };
-  UcxTransport(const std::string& address, ucp_context_h context, bool direct);
+  UcxTransport(const std::string& address, ucp_context_h context, const ClientOptions& options);
   // A connected channel for one call: an idle one, or a new connection.
   absl::StatusOr<std::unique_ptr<UcxChannel>> Acquire(absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Returns a channel to the pool, or destroys it when broken.
   void Release(std::unique_ptr<UcxChannel> channel) ABSL_LOCKS_EXCLUDED(mu_);
+  // Destroys `channel` and every idle channel, outside the lock (closing waits on UCX).
+  void DropIdle(std::unique_ptr<UcxChannel> channel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The idle thread: progresses the idle channels every idle_progress_ until stopping_.
+  void IdleLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs a unary method: serialized request in, serialized response out.
   absl::StatusOr<std::string> Unary(const CallContext& ctx, wire::ucx::Op op, const Key128* ns,
                                     const std::string& body);
@@ -72,7 +79,8 @@ class UcxTransport final : public Transport {
 
   const std::string address_;  // "host:port", for messages
   ucp_context_h context_;
-  const bool direct_;  // ClientOptions::ucx_direct
+  const bool direct_;                   // ClientOptions::ucx_direct
+  const absl::Duration idle_progress_;  // ClientOptions::ucx_idle_progress_ms
   sockaddr_storage addr_{};
   socklen_t addr_len_ = 0;
   const MemhLookup memh_lookup_;
@@ -80,6 +88,8 @@ class UcxTransport final : public Transport {
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<UcxChannel>> idle_ ABSL_GUARDED_BY(mu_);
   std::map<uintptr_t, Region> regions_ ABSL_GUARDED_BY(mu_);  // by start address
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread idle_thread_;  // not started when idle_progress_ is zero
 };
 
 }  // namespace kvstash::client_internal

@@ -306,6 +306,26 @@ absl::StatusOr<uint64_t> DaemonProcess::ProcStatusBytes(const char* field) const
 absl::StatusOr<uint64_t> DaemonProcess::RssBytes() const { return ProcStatusBytes("VmRSS"); }
 absl::StatusOr<uint64_t> DaemonProcess::PeakRssBytes() const { return ProcStatusBytes("VmHWM"); }
 
+absl::StatusOr<absl::Duration> DaemonProcess::CpuTime() const {
+  if (pid_ < 0) return absl::FailedPreconditionError("daemon not running");
+  std::ifstream in(absl::StrCat("/proc/", pid_, "/stat"));
+  std::string stat;
+  std::getline(in, stat);
+  // Fields after the command name, which ends at the last ')': state, ppid, ... so utime
+  // and stime (fields 14 and 15 of proc(5)) are the 12th and 13th.
+  const size_t paren = stat.rfind(')');
+  std::istringstream fields(paren == std::string::npos ? "" : stat.substr(paren + 1));
+  std::string skip;
+  for (int i = 0; i < 11 && fields >> skip; ++i) {
+  }
+  uint64_t utime = 0;
+  uint64_t stime = 0;
+  if (!(fields >> utime >> stime)) {
+    return absl::InternalError(absl::StrCat("cannot parse /proc/", pid_, "/stat"));
+  }
+  return absl::Seconds(static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK));
+}
+
 std::string DaemonProcess::Log() const { return ReadFileOrEmpty(log_path_); }
 
 std::string DaemonProcess::LogTail(int lines) const {

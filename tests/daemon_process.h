@@ -109,6 +109,8 @@ class DaemonProcess {
   // Resident and peak resident set size from /proc/PID/status (VmRSS, VmHWM).
   absl::StatusOr<uint64_t> RssBytes() const;
   absl::StatusOr<uint64_t> PeakRssBytes() const;
+  // CPU time (user + system, all threads) the daemon has used so far, from /proc/PID/stat.
+  absl::StatusOr<absl::Duration> CpuTime() const;
 
   // The last `lines` lines of the daemon's stderr/stdout log.
   std::string LogTail(int lines) const;

@@ -444,6 +444,54 @@ TEST(UcxDirectOffTest, DaemonWithoutDirectAccessServesThroughUcx) {
       *text, "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"out\"} 0\n"));
 }
 
+// An engine may hold connections it leaves unused for minutes. UCX checks every endpoint
+// (keepalive); over shared memory each check is a message into the client's queue, which
+// only the client's own progress drains. Neither side may turn that into a busy daemon: the
+// client drains idle connections on its own thread (ClientOptions::ucx_idle_progress_ms),
+// and the daemon naps when a client's queue is full anyway (one that never progresses, or
+// a hung process). The bound is on the CPU time the daemon spends while nothing is asked of
+// it, not on any latency. Measured over these 2 s: 300 ms while the daemon spun on a full
+// queue, 50-70 ms now (UCX's own checks at this test's 20 ms keepalive interval).
+TEST(UcxIdleTest, IdleConnectionsLeaveTheDaemonIdle) {
+  for (int64_t idle_progress_ms : {100, 0}) {
+    SCOPED_TRACE(absl::StrCat("ucx_idle_progress_ms ", idle_progress_ms));
+    DaemonOptions options;
+    options.set = {"storage.dram.capacity_bytes=256MiB", "storage.dram.prefault=false",
+                   "ucx.tls=sm,self"};
+    options.env = {"UCX_KEEPALIVE_INTERVAL=20ms"};  // the queues fill in seconds, not minutes
+    auto daemon = DaemonProcess::Start(options);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    ClientOptions client_options;
+    client_options.ucx_tls = "sm,self";
+    client_options.ucx_idle_progress_ms = idle_progress_ms;
+    std::mt19937_64 rng(idle_progress_ms);
+    std::vector<std::unique_ptr<Client>> clients;
+    for (int c = 0; c < 4; ++c) {
+      auto client = ConnectClient((*daemon)->ucx_uri(), client_options);
+      ASSERT_TRUE(client.ok()) << client.status();
+      auto ns = (*client)->OpenNamespace(TestNamespace("idle"));
+      ASSERT_TRUE(ns.ok()) << ns.status();
+      Payload p;
+      p.key = RandomKey(rng);
+      p.bytes = PatternBytes(p.key, 64 * kKiB);
+      ASSERT_TRUE(PutAll(**client, *ns, {p}).ok());
+      for (int i = 0; i < 100; ++i) {  // replies the client's queue releases lazily
+        std::vector<uint8_t> buf;
+        GetItem item;
+        ASSERT_TRUE(GetOne(**client, *ns, p.key, p.bytes.size(), &buf, &item).ok());
+        ASSERT_TRUE(item.status.ok()) << item.status;
+      }
+      clients.push_back(*std::move(client));
+    }
+    absl::SleepFor(absl::Seconds(2));  // ~100 keepalive rounds: more than a queue holds
+    auto before = (*daemon)->CpuTime();
+    absl::SleepFor(absl::Seconds(2));
+    auto after = (*daemon)->CpuTime();
+    ASSERT_TRUE(before.ok() && after.ok()) << before.status() << after.status();
+    EXPECT_LT(*after - *before, absl::Milliseconds(150)) << "daemon CPU over 2 s of idling";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, UcxTest,
                          ::testing::Values(UcxCase{"tcp", "tcp"}, UcxCase{"shm", "sm,self"}),
                          CaseName);

@@ -506,6 +506,7 @@ ucs_status_t OnRequestMessage(void* arg, const void* header, size_t header_lengt
                               size_t length, const ucp_am_recv_param_t* param) {
   Request req;
   req.worker = static_cast<UcxWorker*>(arg);
+  req.worker->NoteActivity();
   req.start = TransportMetrics::Clock::now();
   const ucp_ep_h reply_ep =
       (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 ? param->reply_ep : nullptr;

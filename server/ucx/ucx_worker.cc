@@ -24,6 +24,12 @@ constexpr auto kNap = std::chrono::microseconds(20);
 constexpr int kSleepMs = 100;
 // Upper bound of one sleep while reply sends are in flight (see sends_in_flight_).
 constexpr int kSendingSleepMs = 1;
+// Pause between attempts while UCX refuses to arm for work of its own that only polling
+// moves and that no client traffic accompanies: a keepalive to a client that stopped
+// reading its shared-memory queue (a hung process, or one that never progresses an idle
+// connection) is retried on every progress call. Spinning on it cost ~25% of a core for as
+// long as the client stayed silent; a request arriving meanwhile waits at most this long.
+constexpr auto kBusyNap = std::chrono::milliseconds(2);
 
 // Owns what one reply send needs until UCX is done with it.
 struct SendOp {
@@ -166,7 +172,7 @@ void UcxWorker::Loop() {
       mailbox_->RunPending();
       last_event = std::chrono::steady_clock::now();
     }
-    if (ucp_worker_progress(worker_) != 0) {
+    if (Progress()) {
       last_event = std::chrono::steady_clock::now();
       continue;
     }
@@ -179,21 +185,35 @@ void UcxWorker::Loop() {
       }
       continue;
     }
-    WaitForEvents();
-    last_event = std::chrono::steady_clock::now();
+    if (WaitForEvents()) last_event = std::chrono::steady_clock::now();
   }
   mailbox_->SetOwner(std::thread::id());  // from now on Stop() runs what arrives
 }
 
-void UcxWorker::WaitForEvents() {
+bool UcxWorker::Progress() {
+  // With work of ours under way any progress counts (a rendezvous moves without our
+  // callbacks); otherwise only what reached our handlers does.
+  const bool busy = in_flight() > 0 || sends_in_flight_ > 0 || !closing_.empty();
+  const uint64_t seen = activity_;
+  return ucp_worker_progress(worker_) != 0 && (busy || activity_ != seen);
+}
+
+bool UcxWorker::WaitForEvents() {
   const ucs_status_t s = ucp_worker_arm(worker_);
-  if (s == UCS_ERR_BUSY) return;  // events arrived meanwhile: progress them first
+  if (s == UCS_ERR_BUSY) {
+    // Usually events that arrived meanwhile: progress them first. Otherwise UCX's own work;
+    // the fd cannot tell (unarmed, it may stay readable), so this is a plain sleep.
+    if (Progress()) return true;
+    std::this_thread::sleep_for(kBusyNap);
+    return false;
+  }
   if (s != UCS_OK) {
     env_->env->log->Warn("ucx: ucp_worker_arm failed", {{"error", ucs_status_string(s)}});
-    return;
+    std::this_thread::sleep_for(kBusyNap);
+    return false;
   }
   pollfd pfd{efd_, POLLIN, 0};
-  poll(&pfd, 1, sends_in_flight_ > 0 ? kSendingSleepMs : kSleepMs);
+  return poll(&pfd, 1, sends_in_flight_ > 0 ? kSendingSleepMs : kSleepMs) > 0;
 }
 
 ConnectionPtr UcxWorker::Find(ucp_ep_h ep) const {
@@ -229,6 +249,7 @@ ConnectionPtr UcxWorker::Attach(uint64_t token, ucp_ep_h request_ep,
 void UcxWorker::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   Connection* conn = static_cast<Connection*>(arg);
   UcxWorker* self = conn->worker;
+  self->NoteActivity();
   self->env_->env->log->Debug("ucx: client connection failed",
                               {{"error", ucs_status_string(status)}});
   ConnectionPtr ptr = self->Find(ep);

@@ -158,13 +158,21 @@ class UcxWorker {
   const std::string& address() const { return address_; }
   void OpStarted() { in_flight_.fetch_add(1, std::memory_order_relaxed); }
   void OpEnded() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+  // Counts a client message or endpoint failure handled: progress that produced none while
+  // nothing of ours was in flight was UCX's own housekeeping (see Loop).
+  void NoteActivity() { ++activity_; }
 
  private:
   UcxWorker(const UcxServiceEnv* env, ucp_worker_h worker, int efd);
   void Loop();
   void AcceptNow(ucp_conn_request_h request);
   void Close(const ConnectionPtr& conn);
-  void WaitForEvents();
+  // Sleeps until the worker's fd signals (true: spin again), its timeout passes, or naps
+  // when UCX will not arm (both false: arm again after one progress).
+  bool WaitForEvents();
+  // Progresses the worker once; true when that handled client traffic or moved work of ours,
+  // false when nothing happened or only UCX's own housekeeping (keepalives) ran.
+  bool Progress();
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void OnSendDone(void* request, ucs_status_t status, void* user_data);
 
@@ -178,6 +186,7 @@ class UcxWorker {
   // memory with peer-failure handling) is pushed only by this worker's progress, and
   // nothing wakes a sleeping sender once the client has drained its queue.
   int64_t sends_in_flight_ = 0;
+  uint64_t activity_ = 0;  // NoteActivity(); worker thread only
   std::thread thread_;
 
   std::string address_;  // the worker's UCP address

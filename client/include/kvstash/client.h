@@ -63,11 +63,17 @@ struct ClientOptions {
   // two through UCX's shared-memory queue. Smaller puts, and chunks read from NVMe,
   // still go through UCX.
   bool ucx_direct = true;
+  // ucx:// only: how often a background thread handles what the daemon sent connections no
+  // call is using (UCX keepalives, every 20 s per connection by default). A connection left
+  // unread for long fills its shared-memory receive queue, and the daemon's UCX worker then
+  // spins on the next keepalive (~30% of a core) until this client calls again. 0: no
+  // thread; then every connection must see a call more often than UCX's keepalive.
+  int64_t ucx_idle_progress_ms = 1000;
 
   // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
   // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=
   // max_backoff_ms; 1 KiB <= frame_bytes <= 64 MiB; 1 <= connections <= 256;
-  // 1 <= async_threads <= 256.
+  // 1 <= async_threads <= 256; 0 <= ucx_idle_progress_ms <= 10000.
   absl::Status Validate() const;
 };
 

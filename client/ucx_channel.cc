@@ -527,13 +527,13 @@ void UcxChannel::ReadDirect(const ReplyHeader& h, absl::string_view runs) {
   std::vector<absl::Span<uint8_t>> spans = ArenaSpans(runs, h.size_bytes);
   if (spans.empty()) return;
   c.direct_reads = true;
+  // Plain memcpy, unlike WriteDirect: the caller's buffer is usually one it reuses (a
+  // staging buffer), so it is in cache and about to be read. Non-temporal stores would push
+  // it out to memory: 4 MiB gets from a 128 MiB working set measured 5.6-6.1 GB/s with
+  // them, 6.1-6.5 GB/s without.
   auto* dst = static_cast<uint8_t*>(item.data);
   for (absl::Span<uint8_t> span : spans) {
-    if (h.size_bytes >= kStreamingCopyMin) {
-      StreamingCopy(dst, span.data(), span.size());
-    } else {
-      std::memcpy(dst, span.data(), span.size());
-    }
+    std::memcpy(dst, span.data(), span.size());
     dst += span.size();
   }
   item.status = absl::OkStatus();

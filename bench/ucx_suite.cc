@@ -228,15 +228,14 @@ absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
       for (int clients : config.clients) {
         progress << "round " << round + 1 << " size " << FormatBytes(size) << " clients "
                  << clients << "\n";
+        CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), 0, &sys->kvstash_pids};
         for (size_t i = 0; i < transports.size(); ++i) {
           const std::string& t = transports[(i + round) % transports.size()];
-          CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), put_space++,
-                        &sys->kvstash_pids};
+          cell.put_space = put_space++;
           RunSystemCells(*sys->kvstash[t], cell, config.limits, &pool, &out.samples, &out.notes);
         }
         if (sys->memcached != nullptr) {
-          CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), put_space++,
-                        &sys->kvstash_pids};
+          cell.put_space = put_space++;
           RunSystemCells(*sys->memcached, cell, config.limits, &pool, &out.samples, &out.notes);
         }
       }

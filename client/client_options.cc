@@ -14,6 +14,7 @@ constexpr int64_t kMaxRetries = 100;
 constexpr int64_t kMaxThreadsOrConnections = 256;
 // Well under UCX's keepalive interval (20 s), which sets how fast an idle queue fills.
 constexpr int64_t kMaxIdleProgressMs = 10000;
+constexpr int64_t kMaxCopyThreads = 16;
 
 absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return absl::OkStatus();
@@ -34,6 +35,7 @@ absl::Status ClientOptions::Validate() const {
   if (s.ok()) s = CheckRange("connections", connections, 1, kMaxThreadsOrConnections);
   if (s.ok()) s = CheckRange("async_threads", async_threads, 1, kMaxThreadsOrConnections);
   if (s.ok()) s = CheckRange("ucx_idle_progress_ms", ucx_idle_progress_ms, 0, kMaxIdleProgressMs);
+  if (s.ok()) s = CheckRange("ucx_copy_threads", ucx_copy_threads, 0, kMaxCopyThreads);
   return s;
 }
 

@@ -27,6 +27,8 @@ TEST(ClientOptionsTest, RejectsEachFieldOutOfRange) {
       {"async_threads", [](ClientOptions* o) { o->async_threads = 0; }},
       {"ucx_idle_progress_ms", [](ClientOptions* o) { o->ucx_idle_progress_ms = -1; }},
       {"ucx_idle_progress_ms", [](ClientOptions* o) { o->ucx_idle_progress_ms = 60000; }},
+      {"ucx_copy_threads", [](ClientOptions* o) { o->ucx_copy_threads = -1; }},
+      {"ucx_copy_threads", [](ClientOptions* o) { o->ucx_copy_threads = 17; }},
   };
   for (const BadCase& c : cases) {
     ClientOptions o;

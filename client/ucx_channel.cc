@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/status_map.h"
-#include "proto/streaming_copy.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -83,11 +82,12 @@ struct UcxChannel::Call {
 absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h context,
                                                                 const sockaddr* addr,
                                                                 socklen_t addr_len, bool direct,
+                                                                ParallelCopier* copier,
                                                                 absl::Time deadline) {
   ucp_worker_h worker = nullptr;  // one caller at a time, any thread
   int efd = -1;
   if (absl::Status s = wire::ucx::CreateWorker(context, &worker, &efd); !s.ok()) return s;
-  std::unique_ptr<UcxChannel> ch(new UcxChannel(worker, efd));
+  std::unique_ptr<UcxChannel> ch(new UcxChannel(worker, efd, copier));
   if (absl::Status s = wire::ucx::SetWholeMessageHandler(worker, wire::ucx::kReplyAmId,
                                                          &OnReplyMessage, ch.get());
       !s.ok()) {
@@ -162,7 +162,8 @@ void UcxChannel::MapArena(absl::string_view body) {
   populated_.assign((info.size + kPopulateGranule - 1) / kPopulateGranule, false);
 }
 
-UcxChannel::UcxChannel(ucp_worker_h worker, int efd) : worker_(worker), efd_(efd) {}
+UcxChannel::UcxChannel(ucp_worker_h worker, int efd, ParallelCopier* copier)
+    : worker_(worker), efd_(efd), copier_(copier) {}
 
 UcxChannel::~UcxChannel() {
   if (arena_rkey_ != nullptr) ucp_rkey_destroy(arena_rkey_);
@@ -231,6 +232,9 @@ void UcxChannel::OnSent(void* request, ucs_status_t status, void* user_data) {
 }
 
 void UcxChannel::ProgressIdle() {
+  // The last call is over (its sends complete, every reply in): anything more claiming to
+  // answer it is dropped, never written into buffers the caller has taken back.
+  call_.reset();
   // Bounded: a daemon that keeps sending cannot hold the pool's lock for long.
   for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) {
   }
@@ -481,10 +485,10 @@ void UcxChannel::WriteDirect(const ReplyHeader& h, absl::string_view runs) {
   const auto* src = static_cast<const uint8_t*>(item.data);
   for (absl::Span<uint8_t> span : spans) {
     PrepareForWrite(span);
-    StreamingCopy(span.data(), src, span.size());
+    copier_->Copy(span.data(), src, span.size(), /*streaming=*/true);
     src += span.size();
   }
-  // The daemon must see every byte once it sees the Commit (StreamingCopy ends with the
+  // The daemon must see every byte once it sees the Commit (a streaming Copy ends with the
   // store fence its non-temporal stores need on x86).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (c.commit_headers.empty()) c.commit_headers.resize(c.put_items.size());
@@ -533,7 +537,7 @@ void UcxChannel::ReadDirect(const ReplyHeader& h, absl::string_view runs) {
   // them, 6.1-6.5 GB/s without.
   auto* dst = static_cast<uint8_t*>(item.data);
   for (absl::Span<uint8_t> span : spans) {
-    std::memcpy(dst, span.data(), span.size());
+    copier_->Copy(dst, span.data(), span.size(), /*streaming=*/false);
     dst += span.size();
   }
   item.status = absl::OkStatus();

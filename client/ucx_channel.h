@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "client/parallel_copy.h"
 #include "kvstash/client.h"
 #include "proto/ucx_wire.h"
 
@@ -42,10 +43,12 @@ class UcxChannel {
  public:
   // Creates a worker on `context`, connects to `addr` and attaches the data endpoint.
   // UNAVAILABLE when the daemon is unreachable, DEADLINE_EXCEEDED past `deadline`.
-  // With `direct`, asks for direct access to the daemon's arena.
+  // With `direct`, asks for direct access to the daemon's arena; `copier` (not owned,
+  // outlives the channel) then does the copies in and out of it.
   static absl::StatusOr<std::unique_ptr<UcxChannel>> Connect(ucp_context_h context,
                                                              const sockaddr* addr,
                                                              socklen_t addr_len, bool direct,
+                                                             ParallelCopier* copier,
                                                              absl::Time deadline);
   // Smallest put that goes through the arena: below it the extra round trip costs more
   // than the copy it saves.
@@ -76,7 +79,7 @@ class UcxChannel {
 
  private:
   struct Call;  // the state of the call in progress
-  UcxChannel(ucp_worker_h worker, int efd);
+  UcxChannel(ucp_worker_h worker, int efd, ParallelCopier* copier);
   // Hello on the sockaddr endpoint, then the data endpoint and Attach on it.
   absl::Status Handshake(bool direct, absl::Time deadline);
   // Maps the arena an Attach reply `body` describes; leaves arena_ null when it cannot.
@@ -121,6 +124,7 @@ class UcxChannel {
   ucp_ep_h control_ep_ = nullptr;  // the sockaddr endpoint
   ucp_ep_h ep_ = nullptr;          // where requests go: the data endpoint once attached
   const int efd_;
+  ParallelCopier* const copier_;
   bool broken_ = false;
   std::string broken_reason_;
   uint64_t next_request_id_ = 1;

@@ -31,6 +31,12 @@ std::string KeysRequestBody(const Key128& ns, absl::Span<const Key128> keys) {
   return req.SerializeAsString();
 }
 
+ParallelCopier::Options CopierOptions(const ClientOptions& options) {
+  ParallelCopier::Options o;
+  o.helpers = options.ucx_direct ? options.ucx_copy_threads : 0;
+  return o;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::string& host,
@@ -76,6 +82,7 @@ UcxTransport::UcxTransport(const std::string& address, ucp_context_h context,
       context_(context),
       direct_(options.ucx_direct),
       idle_progress_(absl::Milliseconds(options.ucx_idle_progress_ms)),
+      copier_(CopierOptions(options)),
       memh_lookup_([this](const void* data, size_t size) { return FindMemh(data, size); }) {}
 
 UcxTransport::~UcxTransport() {
@@ -103,7 +110,7 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxTransport::Acquire(absl::Time dea
     }
   }
   absl::StatusOr<std::unique_ptr<UcxChannel>> ch = UcxChannel::Connect(
-      context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_, direct_, deadline);
+      context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_, direct_, &copier_, deadline);
   if (!ch.ok()) {
     return absl::Status(ch.status().code(), absl::StrCat("kvstashd at ucx://", address_, ": ",
                                                          ch.status().message()));

@@ -81,6 +81,7 @@ class UcxTransport final : public Transport {
   ucp_context_h context_;
   const bool direct_;                   // ClientOptions::ucx_direct
   const absl::Duration idle_progress_;  // ClientOptions::ucx_idle_progress_ms
+  ParallelCopier copier_;               // direct-access copies of every channel
   sockaddr_storage addr_{};
   socklen_t addr_len_ = 0;
   const MemhLookup memh_lookup_;

@@ -1,0 +1,88 @@
+#include "client/parallel_copy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "proto/streaming_copy.h"
+
+namespace kvstash::client_internal {
+
+ParallelCopier::ParallelCopier(const Options& options) : options_(options) {
+  for (int i = 0; i < options_.helpers; ++i) helpers_.emplace_back([this] { HelperLoop(); });
+}
+
+ParallelCopier::~ParallelCopier() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  for (std::thread& t : helpers_) t.join();
+}
+
+void ParallelCopier::Copy(void* dst, const void* src, size_t n, bool streaming) {
+  if (helpers_.empty() || n < options_.min_bytes || !busy_.TryLock()) {
+    if (streaming) {
+      StreamingCopy(dst, src, n);
+    } else if (n > 0) {
+      std::memcpy(dst, src, n);
+    }
+    return;
+  }
+  Job job{static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, streaming};
+  {
+    absl::MutexLock lock(&mu_);
+    job_ = &job;
+    ++generation_;
+  }
+  RunPieces(job);
+  {
+    // From here on no helper can take the job; wait for those that did (each finishes at
+    // most one piece now that none is left).
+    absl::MutexLock lock(&mu_);
+    job_ = nullptr;
+  }
+  while (job.helpers_in.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+  busy_.Unlock();
+}
+
+void ParallelCopier::RunPieces(Job& job) const {
+  while (true) {
+    const size_t at = job.next.fetch_add(options_.piece_bytes, std::memory_order_relaxed);
+    if (at >= job.n) break;
+    const size_t len = std::min(options_.piece_bytes, job.n - at);
+    if (job.streaming) {
+      StreamingCopyUnfenced(job.dst + at, job.src + at, len);
+    } else {
+      std::memcpy(job.dst + at, job.src + at, len);
+    }
+  }
+  // Non-temporal stores are ordered by this thread's own fence; the release/acquire pair
+  // on helpers_in then makes a helper's bytes visible to the caller.
+  if (job.streaming) StreamingFence();
+}
+
+void ParallelCopier::HelperLoop() {
+  struct Wait {
+    ParallelCopier* self;
+    uint64_t seen;  // the generation of the last job this helper took (or missed)
+  };
+  Wait wait{this, 0};
+  const auto ready = +[](Wait* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {  // runs under mu_
+    return w->self->stop_ || (w->self->job_ != nullptr && w->self->generation_ != w->seen);
+  };
+  while (true) {
+    Job* job = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(ready, &wait));
+      if (stop_) return;
+      wait.seen = generation_;
+      job = job_;
+      job->helpers_in.fetch_add(1, std::memory_order_relaxed);
+    }
+    RunPieces(*job);
+    job->helpers_in.fetch_sub(1, std::memory_order_release);  // the job may end right after
+  }
+}
+
+}  // namespace kvstash::client_internal

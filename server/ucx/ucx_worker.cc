@@ -28,7 +28,10 @@ constexpr int kSendingSleepMs = 1;
 // moves and that no client traffic accompanies: a keepalive to a client that stopped
 // reading its shared-memory queue (a hung process, or one that never progresses an idle
 // connection) is retried on every progress call. Spinning on it cost ~25% of a core for as
-// long as the client stayed silent; a request arriving meanwhile waits at most this long.
+// long as the client stayed silent. Napping starts only with nothing of ours under way and
+// no client traffic for kBusyGrace (a message arriving in pieces keeps arm busy for a
+// moment too); a request arriving during a nap waits at most its length.
+constexpr auto kBusyGrace = std::chrono::milliseconds(10);
 constexpr auto kBusyNap = std::chrono::milliseconds(2);
 
 // Owns what one reply send needs until UCX is done with it.
@@ -170,10 +173,10 @@ void UcxWorker::Loop() {
   while (!stop_.load(std::memory_order_relaxed)) {
     if (mailbox_->pending()) {
       mailbox_->RunPending();
-      last_event = std::chrono::steady_clock::now();
+      last_event = last_traffic_ = std::chrono::steady_clock::now();
     }
     if (Progress()) {
-      last_event = std::chrono::steady_clock::now();
+      last_event = last_traffic_;
       continue;
     }
     const auto idle = std::chrono::steady_clock::now() - last_event;
@@ -190,20 +193,26 @@ void UcxWorker::Loop() {
   mailbox_->SetOwner(std::thread::id());  // from now on Stop() runs what arrives
 }
 
+bool UcxWorker::Busy() const { return in_flight() > 0 || sends_in_flight_ > 0 || !closing_.empty(); }
+
 bool UcxWorker::Progress() {
   // With work of ours under way any progress counts (a rendezvous moves without our
   // callbacks); otherwise only what reached our handlers does.
-  const bool busy = in_flight() > 0 || sends_in_flight_ > 0 || !closing_.empty();
+  const bool busy = Busy();
   const uint64_t seen = activity_;
-  return ucp_worker_progress(worker_) != 0 && (busy || activity_ != seen);
+  if (ucp_worker_progress(worker_) == 0 || !(busy || activity_ != seen)) return false;
+  last_traffic_ = std::chrono::steady_clock::now();
+  return true;
 }
 
 bool UcxWorker::WaitForEvents() {
   const ucs_status_t s = ucp_worker_arm(worker_);
   if (s == UCS_ERR_BUSY) {
-    // Usually events that arrived meanwhile: progress them first. Otherwise UCX's own work;
-    // the fd cannot tell (unarmed, it may stay readable), so this is a plain sleep.
+    // Usually events that arrived meanwhile: progress them. Else UCX's own work: spin on
+    // while ours is under way or traffic is recent, then nap (the fd cannot tell: unarmed,
+    // it may stay readable, so this is a plain sleep).
     if (Progress()) return true;
+    if (Busy() || std::chrono::steady_clock::now() - last_traffic_ < kBusyGrace) return true;
     std::this_thread::sleep_for(kBusyNap);
     return false;
   }

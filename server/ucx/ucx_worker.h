@@ -18,6 +18,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -167,11 +168,14 @@ class UcxWorker {
   void Loop();
   void AcceptNow(ucp_conn_request_h request);
   void Close(const ConnectionPtr& conn);
-  // Sleeps until the worker's fd signals (true: spin again), its timeout passes, or naps
-  // when UCX will not arm (both false: arm again after one progress).
+  // Sleeps until the worker's fd signals (true: spin again) or its timeout passes (false).
+  // When UCX will not arm: progresses, and naps (false) once no traffic for kBusyGrace.
   bool WaitForEvents();
-  // Progresses the worker once; true when that handled client traffic or moved work of ours,
-  // false when nothing happened or only UCX's own housekeeping (keepalives) ran.
+  // UCX work of ours is under way (requests, reply sends, endpoint closes).
+  bool Busy() const;
+  // Progresses the worker once; true (and last_traffic_ set) when that handled client
+  // traffic or moved work of ours, false when nothing happened or only UCX's own
+  // housekeeping (keepalives) ran.
   bool Progress();
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void OnSendDone(void* request, ucs_status_t status, void* user_data);
@@ -187,6 +191,7 @@ class UcxWorker {
   // nothing wakes a sleeping sender once the client has drained its queue.
   int64_t sends_in_flight_ = 0;
   uint64_t activity_ = 0;  // NoteActivity(); worker thread only
+  std::chrono::steady_clock::time_point last_traffic_;  // see Progress(); worker thread only
   std::thread thread_;
 
   std::string address_;  // the worker's UCP address

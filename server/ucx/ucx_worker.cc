@@ -193,7 +193,9 @@ void UcxWorker::Loop() {
   mailbox_->SetOwner(std::thread::id());  // from now on Stop() runs what arrives
 }
 
-bool UcxWorker::Busy() const { return in_flight() > 0 || sends_in_flight_ > 0 || !closing_.empty(); }
+bool UcxWorker::Busy() const {
+  return in_flight() > 0 || sends_in_flight_ > 0 || !closing_.empty();
+}
 
 bool UcxWorker::Progress() {
   // With work of ours under way any progress counts (a rendezvous moves without our

@@ -1,21 +1,14 @@
 #include "client/parallel_copy.h"
 
 #include <cstdint>
-#include <random>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "proto/random_bytes.h"
 
 namespace kvstash::client_internal {
 namespace {
-
-std::vector<uint8_t> Random(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (uint8_t& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
 
 // Sizes around the piece and threshold edges, odd offsets on both sides, guard bytes
 // around the destination; both store kinds.
@@ -32,7 +25,7 @@ TEST(ParallelCopierTest, CopiesEveryByteAndNothingElse) {
       for (size_t offset : {0, 3}) {
         SCOPED_TRACE(testing::Message()
                      << "n " << n << " offset " << offset << " streaming " << streaming);
-        const std::vector<uint8_t> src = Random(n + 8, seed++);
+        const std::vector<uint8_t> src = RandomBytes(n + 8, seed++);
         std::vector<uint8_t> dst(n + 64, 0xA5);
         copier.Copy(dst.data() + 32 + offset, src.data() + offset, n, streaming);
         EXPECT_TRUE(
@@ -57,7 +50,7 @@ TEST(ParallelCopierTest, ConcurrentCopiesAreEachComplete) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 50; ++i) {
         const size_t n = (256 << 10) + t * 1000 + i;
-        const std::vector<uint8_t> src = Random(n, t * 1000 + i);
+        const std::vector<uint8_t> src = RandomBytes(n, t * 1000 + i);
         std::vector<uint8_t> dst(n, 0);
         copier.Copy(dst.data(), src.data(), n, i % 2 == 1);
         if (dst != src) ++bad[t];
@@ -72,7 +65,7 @@ TEST(ParallelCopierTest, WithoutHelpersCopiesOnTheCaller) {
   ParallelCopier::Options o;
   o.helpers = 0;
   ParallelCopier copier(o);
-  const std::vector<uint8_t> src = Random(3 << 20, 7);
+  const std::vector<uint8_t> src = RandomBytes(3 << 20, 7);
   std::vector<uint8_t> dst(src.size());
   copier.Copy(dst.data(), src.data(), src.size(), false);
   EXPECT_EQ(dst, src);

@@ -12,16 +12,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "proto/random_bytes.h"
 
 namespace kvstash {
 namespace {
-
-std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (uint8_t& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
 
 TEST(Xxh3DispatchTest, KnownValue) {
   EXPECT_EQ(XXH3_64bits_dispatch("", 0), 0x2D06800538D394C2ull);

@@ -4,6 +4,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "client/grpc_streams.h"
@@ -48,7 +49,12 @@ grpc::ChannelArguments MakeChannelArguments(const ClientOptions& options, int in
       kFrameOverheadBytes);
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options.initial_backoff_ms));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(options.initial_backoff_ms));
+  // gRPC takes this as the least time a connection attempt gets (MIN_CONNECT_TIMEOUT), not
+  // as a backoff. At initial_backoff_ms (20 ms) a handshake slower than that on a loaded
+  // host is cut off ("tcp handshaker shutdown", seen once in CI when a call after a daemon
+  // restart ran out of retries). A refused connection still fails at once and backs off.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+              static_cast<int>(std::min<int64_t>(options.connect_timeout_ms, INT32_MAX)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options.max_backoff_ms));
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kStreamWindowBytes);

@@ -25,6 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "proto/procfs.h"
 
 namespace kvstash::bench {
 namespace {
@@ -55,22 +57,6 @@ int64_t MsSince(Clock::time_point start) {
   dup2(log_fd, 2);
   execv(path.c_str(), argv);
   _exit(127);
-}
-
-absl::StatusOr<uint64_t> ReadStatusKib(pid_t pid, absl::string_view field) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  if (!in) return absl::NotFoundError(absl::StrCat("no /proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    absl::string_view rest = line;
-    if (!absl::ConsumePrefix(&rest, field) || !absl::ConsumePrefix(&rest, ":")) continue;
-    rest = absl::StripAsciiWhitespace(rest);
-    absl::ConsumeSuffix(&rest, "kB");
-    uint64_t kib = 0;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(rest), &kib)) break;
-    return kib * 1024;
-  }
-  return absl::InternalError(absl::StrCat("no ", field, " in /proc/", pid, "/status"));
 }
 
 }  // namespace
@@ -232,51 +218,28 @@ absl::Status WaitForPort(int port, ChildProcess& child, int64_t timeout_ms) {
       absl::StrCat(child.name(), " did not listen on port ", port, " within ", timeout_ms, " ms"));
 }
 
-absl::StatusOr<uint64_t> ReadPeakRssBytes(pid_t pid) { return ReadStatusKib(pid, "VmHWM"); }
-absl::StatusOr<uint64_t> ReadRssBytes(pid_t pid) { return ReadStatusKib(pid, "VmRSS"); }
-
-absl::StatusOr<uint64_t> ReadCpuTicks(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat;
-  if (!std::getline(in, stat)) return absl::NotFoundError(absl::StrCat("no process ", pid));
-  // The command name (field 2) may hold spaces: fields are counted after its closing ')'.
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) {
-    return absl::InternalError(absl::StrCat("cannot parse /proc/", pid, "/stat"));
-  }
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::string_view(stat).substr(paren + 1), ' ', absl::SkipEmpty());
-  uint64_t utime = 0;
-  uint64_t stime = 0;
-  // After ')': state is field 3, so utime (14) and stime (15) are at 11 and 12.
-  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
-      !absl::SimpleAtoi(fields[12], &stime)) {
-    return absl::InternalError(absl::StrCat("cannot parse /proc/", pid, "/stat"));
-  }
-  return utime + stime;
-}
+absl::StatusOr<uint64_t> ReadPeakRssBytes(pid_t pid) { return ReadProcStatusBytes(pid, "VmHWM"); }
+absl::StatusOr<uint64_t> ReadRssBytes(pid_t pid) { return ReadProcStatusBytes(pid, "VmRSS"); }
 
 absl::Status WaitForQuiet(const std::vector<pid_t>& pids, double max_cores, int64_t window_ms,
                           int64_t timeout_ms) {
-  const double ticks_per_ms = static_cast<double>(sysconf(_SC_CLK_TCK)) / 1000.0;
   const Clock::time_point start = Clock::now();
+  const auto total = [&pids]() -> absl::StatusOr<absl::Duration> {
+    absl::Duration sum;
+    for (pid_t pid : pids) {
+      absl::StatusOr<absl::Duration> t = ReadProcCpuTime(pid);
+      if (!t.ok()) return t.status();
+      sum += *t;
+    }
+    return sum;
+  };
   while (true) {
-    uint64_t before = 0;
-    for (pid_t pid : pids) {
-      absl::StatusOr<uint64_t> t = ReadCpuTicks(pid);
-      if (!t.ok()) return t.status();
-      before += *t;
-    }
+    absl::StatusOr<absl::Duration> before = total();
+    if (!before.ok()) return before.status();
     SleepMs(window_ms);
-    uint64_t after = 0;
-    for (pid_t pid : pids) {
-      absl::StatusOr<uint64_t> t = ReadCpuTicks(pid);
-      if (!t.ok()) return t.status();
-      after += *t;
-    }
-    if (static_cast<double>(after - before) <= max_cores * ticks_per_ms * window_ms) {
-      return absl::OkStatus();
-    }
+    absl::StatusOr<absl::Duration> after = total();
+    if (!after.ok()) return after.status();
+    if (*after - *before <= absl::Milliseconds(window_ms) * max_cores) return absl::OkStatus();
     if (MsSince(start) >= timeout_ms) {
       return absl::DeadlineExceededError(
           absl::StrCat("servers still busy after ", timeout_ms, " ms"));

@@ -90,9 +90,6 @@ absl::Status WaitForPort(int port, ChildProcess& child, int64_t timeout_ms);
 absl::StatusOr<uint64_t> ReadPeakRssBytes(pid_t pid);
 // The current resident set size (VmRSS), in bytes.
 absl::StatusOr<uint64_t> ReadRssBytes(pid_t pid);
-// CPU time (user + system) the process has used so far, in clock ticks (sysconf(_SC_CLK_TCK)).
-absl::StatusOr<uint64_t> ReadCpuTicks(pid_t pid);
-
 // Waits until every process of `pids` uses at most `max_cores` cores over `window_ms` (a
 // server finishing work left by the previous benchmark cell, e.g. hashing chunks it was sent,
 // would take CPU from the next cell). Fails after timeout_ms, or when a process is gone.

@@ -7,9 +7,7 @@
 
 namespace kvstash::client_internal {
 
-ParallelCopier::ParallelCopier(const Options& options) : options_(options) {
-  for (int i = 0; i < options_.helpers; ++i) helpers_.emplace_back([this] { HelperLoop(); });
-}
+ParallelCopier::ParallelCopier(const Options& options) : options_(options) {}
 
 ParallelCopier::~ParallelCopier() {
   {
@@ -20,7 +18,7 @@ ParallelCopier::~ParallelCopier() {
 }
 
 void ParallelCopier::Copy(void* dst, const void* src, size_t n, bool streaming) {
-  if (helpers_.empty() || n < options_.min_bytes || !busy_.TryLock()) {
+  if (options_.helpers == 0 || n < options_.min_bytes || !busy_.TryLock()) {
     if (streaming) {
       StreamingCopy(dst, src, n);
     } else if (n > 0) {
@@ -28,6 +26,11 @@ void ParallelCopier::Copy(void* dst, const void* src, size_t n, bool streaming) 
     }
     return;
   }
+  // Started on the first large copy: a client that never maps the daemon's arena (TCP,
+  // another host) never has them.
+  absl::call_once(started_, [this] {
+    for (int i = 0; i < options_.helpers; ++i) helpers_.emplace_back([this] { HelperLoop(); });
+  });
   Job job{static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, streaming};
   {
     absl::MutexLock lock(&mu_);

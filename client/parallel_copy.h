@@ -8,8 +8,8 @@
 //
 // A copy is cut into pieces claimed from a shared cursor: the caller copies from the first
 // piece on and never waits for a helper to wake (a wake-up can take longer than the copy
-// on a busy host); a helper that wakes late finds less or nothing left. Helpers sleep
-// between copies.
+// on a busy host); a helper that wakes late finds less or nothing left. Helpers start with
+// the first copy large enough for them and sleep between copies.
 //
 // Thread-safety: thread-safe. One copy at a time uses the helpers; a Copy that finds them
 // busy copies on its own thread.
@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
@@ -67,7 +68,8 @@ class ParallelCopier {
   Job* job_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // one per published job
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> helpers_;  // last: started after the members above exist
+  absl::once_flag started_;
+  std::vector<std::thread> helpers_;  // started by the first copy that uses them
 };
 
 }  // namespace kvstash::client_internal

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
+#include "proto/procfs.h"
 
 extern char** environ;
 
@@ -286,44 +287,17 @@ void DaemonProcess::Kill() {
   Reaped(wait_status);
 }
 
-absl::StatusOr<uint64_t> DaemonProcess::ProcStatusBytes(const char* field) const {
-  if (pid_ < 0) return absl::FailedPreconditionError("daemon not running");
-  std::ifstream in(absl::StrCat("/proc/", pid_, "/status"));
-  std::string line;
-  const std::string prefix = absl::StrCat(field, ":");
-  while (std::getline(in, line)) {
-    absl::string_view rest = line;
-    if (!absl::ConsumePrefix(&rest, prefix)) continue;
-    rest = absl::StripAsciiWhitespace(rest);
-    absl::ConsumeSuffix(&rest, "kB");
-    uint64_t kib = 0;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(rest), &kib)) break;
-    return kib * 1024;
-  }
-  return absl::NotFoundError(absl::StrCat(field, " not found in /proc/", pid_, "/status"));
-}
-
 absl::StatusOr<uint64_t> DaemonProcess::RssBytes() const { return ProcStatusBytes("VmRSS"); }
 absl::StatusOr<uint64_t> DaemonProcess::PeakRssBytes() const { return ProcStatusBytes("VmHWM"); }
 
+absl::StatusOr<uint64_t> DaemonProcess::ProcStatusBytes(const char* field) const {
+  if (pid_ < 0) return absl::FailedPreconditionError("daemon not running");
+  return ReadProcStatusBytes(pid_, field);
+}
+
 absl::StatusOr<absl::Duration> DaemonProcess::CpuTime() const {
   if (pid_ < 0) return absl::FailedPreconditionError("daemon not running");
-  std::ifstream in(absl::StrCat("/proc/", pid_, "/stat"));
-  std::string stat;
-  std::getline(in, stat);
-  // Fields after the command name, which ends at the last ')': state, ppid, ... so utime
-  // and stime (fields 14 and 15 of proc(5)) are the 12th and 13th.
-  const size_t paren = stat.rfind(')');
-  std::istringstream fields(paren == std::string::npos ? "" : stat.substr(paren + 1));
-  std::string skip;
-  for (int i = 0; i < 11 && fields >> skip; ++i) {
-  }
-  uint64_t utime = 0;
-  uint64_t stime = 0;
-  if (!(fields >> utime >> stime)) {
-    return absl::InternalError(absl::StrCat("cannot parse /proc/", pid_, "/stat"));
-  }
-  return absl::Seconds(static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK));
+  return ReadProcCpuTime(pid_);
 }
 
 std::string DaemonProcess::Log() const { return ReadFileOrEmpty(log_path_); }

@@ -456,8 +456,12 @@ absl::Status RocksDbTier::Flush() {
   {
     absl::ReaderMutexLock lock(&db_mu_);
     if (db_ == nullptr) return absl::UnavailableError("nvme database closed");
-    // atomic_flush: both families' memtables reach disk in one MANIFEST commit.
-    s = db_->Flush(rocksdb::FlushOptions(), {families_[kPayload], families_[kMeta]});
+    // atomic_flush: the families' memtables reach disk in one MANIFEST commit. Every family
+    // is named, the default one too: RocksDB 7.8 keeps one flush reason per family, so a
+    // manual request for a subset of the families in a pending automatic one rewrites the
+    // reasons of some of them and trips an assertion (and abort) in the background flush
+    // (facebook/rocksdb#11111, fixed in 8.0).
+    s = db_->Flush(rocksdb::FlushOptions(), families_);
   }
   if (s.ok() || s.IsShutdownInProgress()) return absl::OkStatus();
   // The database is in an error state now (e.g. ENOSPC in a blob file): write no more

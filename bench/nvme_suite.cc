@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "bench/kvstash_system.h"
 #include "bench/process.h"
+#include "proto/procfs.h"
 
 namespace kvstash::bench {
 namespace {
@@ -276,11 +277,17 @@ void Suite::PutsWithDemotion(Daemon& d, const char* variant) {
 }
 
 // DRAM-hit gets of a small hot set while one writer puts fresh chunks at ~200 MB/s; on an
-// NVMe daemon every such put demotes a chunk, on a DRAM-only one it just evicts.
+// NVMe daemon every such put demotes a chunk, on a DRAM-only one it just evicts. The daemon
+// first finishes what earlier cells left it (flushes, garbage collection after the put
+// cells), which is not the demotion this cell is about.
 void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
   const uint64_t space = put_space_++;
   constexpr uint64_t kHot = 8;
   Populate(d, space, kHot, kChunk, 1);
+  const pid_t pid = d.system->server_pid();
+  if (absl::Status s = WaitForQuiet({pid}, 0.05, 200, 30000); !s.ok()) {
+    out_.notes.push_back(absl::StrCat("settling before dram get ", variant, ": ", s.ToString()));
+  }
   std::unique_ptr<Conn> writer = *d.system->NewConn();
   std::atomic<bool> stop{false};
   std::thread background([&] {
@@ -294,10 +301,23 @@ void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
   plan.op = Op::kGet;
   plan.chunk_bytes = kChunk;
   plan.key = [space](int t, uint64_t i) { return MakeKey(space, (i + t) % kHot); };
+  const absl::StatusOr<KvstashTierStats> before = d.system->Stats();
+  const absl::StatusOr<absl::Duration> cpu_before = ReadProcCpuTime(pid);
+  const absl::Time start = absl::Now();
   CellResult c = RunCell(d.Conns(1), plan, config_.limits);
+  const absl::StatusOr<absl::Duration> cpu_after = ReadProcCpuTime(pid);
+  const absl::Duration wall = absl::Now() - start;
+  const absl::StatusOr<KvstashTierStats> after = d.system->Stats();
   stop.store(true);
   background.join();
-  progress_ << absl::StrFormat("  dram get %s: %.3f GB/s\n", variant, c.gbps);
+  const double cores =
+      cpu_before.ok() && cpu_after.ok() ? absl::FDivDuration(*cpu_after - *cpu_before, wall) : 0;
+  // Chunks written to NVMe during the cell, by demotion or by the cleaner ahead of eviction.
+  const int64_t written = before.ok() && after.ok()
+                              ? static_cast<int64_t>(after->nvme_chunks - before->nvme_chunks)
+                              : 0;
+  progress_ << absl::StrFormat("  dram get %s: %.3f GB/s, daemon %.2f cores, %d chunks to NVMe\n",
+                               variant, c.gbps, cores, written);
   rows_.Add(FromCell("dram", "get", variant, kChunk, 1, c));
 }
 
@@ -462,8 +482,10 @@ absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
     NvmeGets(*get);
     PutsWithDemotion(*put, "with_demotion");
     PutsWithDemotion(*get, "backpressure");  // demotion_wait_ms: puts wait for the disk
+    // Alternating which goes first, so neither always follows the put cells.
+    if (round % 2 == 1) DramGetsUnderDemotion(*dram_only, "no_demotion");
     DramGetsUnderDemotion(*get, "with_demotion");
-    DramGetsUnderDemotion(*dram_only, "no_demotion");
+    if (round % 2 == 0) DramGetsUnderDemotion(*dram_only, "no_demotion");
     Churn(*churn, absl::StrCat(scratch_->path(), "/churn/kvstash-data/nvme"));
   }
   get->system.reset();

@@ -153,9 +153,15 @@ void ConfigureUcxEnvironment() {
 // trims them off the heap top once freed, so every Put frame's bytes land on fresh pages
 // and the kernel faults and zeroes them (measured: 4 MiB x4 put +10-25%). Keeping them
 // on the heap costs a few read buffers of RSS per busy connection.
+// The same holds for RocksDB's memtables, which take each demoted chunk in 4 MiB blocks
+// and free them after a flush: a thread's arena gives a whole 64 MiB heap back to the
+// kernel once it is empty, whatever the trim threshold, unless the previous heap has
+// M_TOP_PAD free. With the pad at the heap size no heap is unmapped; measured with 200
+// MB/s of demotion: 10-13k page faults a second in some runs without it, ~0 with it.
 void KeepLargeBuffersOnHeap() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_TOP_PAD, 64 << 20);
 }
 
 }  // namespace

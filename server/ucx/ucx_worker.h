@@ -174,8 +174,10 @@ class UcxWorker {
   // UCX work of ours is under way (requests, reply sends, endpoint closes).
   bool Busy() const;
   // Progresses the worker once; true (and last_traffic_ set) when that handled client
-  // traffic or moved work of ours, false when nothing happened or only UCX's own
-  // housekeeping (keepalives) ran.
+  // traffic or moved work of ours. Progress that reached none of our handlers (a message
+  // arriving in fragments, or UCX's own housekeeping such as keepalives) counts for
+  // kUnaccountedGrace from the first such progress since our last traffic or sleep, so a
+  // multi-fragment message is received at full speed and a keepalive retried forever is not.
   bool Progress();
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   static void OnSendDone(void* request, ucs_status_t status, void* user_data);
@@ -192,6 +194,9 @@ class UcxWorker {
   int64_t sends_in_flight_ = 0;
   uint64_t activity_ = 0;  // NoteActivity(); worker thread only
   std::chrono::steady_clock::time_point last_traffic_;  // see Progress(); worker thread only
+  // Start of the current run of progress that reached none of our handlers; the epoch when
+  // none is running (see Progress()). Worker thread only.
+  std::chrono::steady_clock::time_point unaccounted_since_;
   std::thread thread_;
 
   std::string address_;  // the worker's UCP address

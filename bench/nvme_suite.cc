@@ -285,9 +285,7 @@ void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
   constexpr uint64_t kHot = 8;
   Populate(d, space, kHot, kChunk, 1);
   const pid_t pid = d.system->server_pid();
-  if (absl::Status s = WaitForQuiet({pid}, 0.05, 200, 30000); !s.ok()) {
-    out_.notes.push_back(absl::StrCat("settling before dram get ", variant, ": ", s.ToString()));
-  }
+  SettleServers({pid}, absl::StrCat("dram get ", variant), &out_.notes);
   std::unique_ptr<Conn> writer = *d.system->NewConn();
   std::atomic<bool> stop{false};
   std::thread background([&] {

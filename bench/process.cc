@@ -247,4 +247,11 @@ absl::Status WaitForQuiet(const std::vector<pid_t>& pids, double max_cores, int6
   }
 }
 
+void SettleServers(const std::vector<pid_t>& servers, absl::string_view what,
+                   std::vector<std::string>* notes) {
+  if (absl::Status s = WaitForQuiet(servers, 0.05, 200, 30000); !s.ok()) {
+    notes->push_back(absl::StrCat("settling before ", what, ": ", s.ToString()));
+  }
+}
+
 }  // namespace kvstash::bench

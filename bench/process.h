@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace kvstash::bench {
 
@@ -95,5 +96,11 @@ absl::StatusOr<uint64_t> ReadRssBytes(pid_t pid);
 // would take CPU from the next cell). Fails after timeout_ms, or when a process is gone.
 absl::Status WaitForQuiet(const std::vector<pid_t>& pids, double max_cores, int64_t window_ms,
                           int64_t timeout_ms);
+// WaitForQuiet at the benchmark's settling thresholds (at most 5% of a core over 200 ms,
+// giving up after 30 s) before a measurement of `what`, so that it does not run against
+// work an earlier one left (a daemon hashing or flushing the chunks it was sent); a server that
+// does not settle is reported in `notes` and the measurement goes ahead.
+void SettleServers(const std::vector<pid_t>& servers, absl::string_view what,
+                   std::vector<std::string>* notes);
 
 }  // namespace kvstash::bench

@@ -71,15 +71,6 @@ struct CellSpec {
   const std::vector<pid_t>* servers;
 };
 
-// Waits for `servers` to finish what earlier cells left them (a kvstash daemon hashes the
-// chunks of a put cell in the background, seconds of one core after a fast shared-memory
-// run), so that a cell is not measured against another system's leftover work.
-void SettleServers(const std::vector<pid_t>& servers, std::vector<std::string>* notes) {
-  if (absl::Status s = WaitForQuiet(servers, 0.05, 200, 30000); !s.ok()) {
-    notes->push_back(absl::StrCat("settling before a cell: ", s.ToString()));
-  }
-}
-
 // Runs the get cell and the put cell of `system` and appends both samples.
 void RunSystemCells(System& system, const CellSpec& cell, const CellLimits& limits, ConnPool* pool,
                     std::vector<Sample>* out, std::vector<std::string>* notes) {
@@ -105,7 +96,7 @@ void RunSystemCells(System& system, const CellSpec& cell, const CellLimits& limi
                                   return MakeKey(space, (uint64_t{1} << 40) * t + i);
                                 };
     Sample sample{system.name(), system.transport(), op, cell.size, cell.clients, 0, {}};
-    SettleServers(*cell.servers, notes);
+    SettleServers(*cell.servers, "a cell", notes);
     sample.result = RunCell(*conns, plan, limits);
     out->push_back(std::move(sample));
   }
@@ -241,7 +232,7 @@ absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
       }
       if (sys->perftest.empty()) continue;
       for (const std::string& t : transports) {
-        SettleServers(sys->kvstash_pids, &out.notes);
+        SettleServers(sys->kvstash_pids, "a cell", &out.notes);
         absl::StatusOr<double> gbps = RunPerftest(sys->perftest, sys->scratch->path(), t, size);
         if (gbps.ok()) {
           AddPerftestSamples(*gbps, t, size, &out.samples);

@@ -139,43 +139,43 @@ bool ChunkIndex::Evictable(const PolicyHook* h) {
 }
 
 ChunkRef ChunkIndex::EvictOne(ChunkId* victim_id) {
-  // A candidate that vanishes between the scan and the eviction (a racing Get or Delete)
-  // sends us round again; a few rounds only fail under heavy churn.
+  // The shards are scanned one lock at a time, so by the time the chosen shard is locked
+  // again its candidate may be referenced (a reader, a cleaning) or gone. Its next entry
+  // may then be far warmer than other shards' candidates: that attempt evicts nothing and
+  // the scan starts over. The last attempt takes whatever the chosen shard offers, so heavy
+  // churn costs accuracy, never a failed eviction.
   for (int attempt = 0; attempt < kEvictAttempts; ++attempt) {
-    Shard* best = BestVictimShard();
-    if (best == nullptr) return nullptr;
-    if (ChunkRef victim = EvictFrom(*best, victim_id)) return victim;
+    const VictimShard best = BestVictimShard();
+    if (best.shard == nullptr) return nullptr;
+    const uint64_t max_rank = attempt + 1 < kEvictAttempts ? best.rank : UINT64_MAX;
+    if (ChunkRef victim = EvictFrom(*best.shard, max_rank, victim_id)) return victim;
   }
   return nullptr;
 }
 
-ChunkIndex::Shard* ChunkIndex::BestVictimShard() {
+ChunkIndex::VictimShard ChunkIndex::BestVictimShard() {
   // Comparing the shards' candidates makes the tier follow its policy as a whole: with few
   // large chunks most shards hold one or none, and taking shards in turn would evict at
   // random. A large index has many entries per shard, so a sample of shards suffices.
   const bool sample = size() >= uint64_t{kSampleAboveEntriesPerShard} * num_shards_;
   const int scan = sample ? std::min(num_shards_, kSampledShards) : num_shards_;
   const uint32_t start = evict_cursor_.fetch_add(scan, std::memory_order_relaxed);
-  Shard* best = nullptr;
-  uint64_t best_rank = 0;
+  VictimShard best;
   for (int i = 0; i < scan; ++i) {
     Shard& s = shards_[(start + i) & (num_shards_ - 1)];
     absl::MutexLock lock(&s.mu);
     const PolicyHook* victim = s.policy->PickVictim(Evictable);
     if (victim == nullptr) continue;
     const uint64_t rank = s.policy->VictimRank(victim);
-    if (best == nullptr || rank < best_rank) {
-      best = &s;
-      best_rank = rank;
-    }
+    if (best.shard == nullptr || rank < best.rank) best = {&s, rank};
   }
   return best;
 }
 
-ChunkRef ChunkIndex::EvictFrom(Shard& s, ChunkId* victim_id) {
+ChunkRef ChunkIndex::EvictFrom(Shard& s, uint64_t max_rank, ChunkId* victim_id) {
   absl::MutexLock lock(&s.mu);
   PolicyHook* victim = s.policy->PickVictim(Evictable);
-  if (victim == nullptr) return nullptr;
+  if (victim == nullptr || s.policy->VictimRank(victim) > max_rank) return nullptr;
   auto* e = static_cast<IndexEntry*>(victim);
   if (victim_id != nullptr) *victim_id = e->id;
   ++s.counters[e->id.ns].evictions;

@@ -113,11 +113,16 @@ class ChunkIndex {
   // Unlinks `e` from the map, policy and live counters; returns its chunk.
   ChunkRef RemoveLocked(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   static bool Evictable(const PolicyHook* h);
-  // The shard whose policy victim ranks first among the scanned shards, or null.
-  Shard* BestVictimShard();
-  ChunkRef EvictFrom(Shard& s, ChunkId* victim_id);
+  struct VictimShard {
+    Shard* shard = nullptr;  // null: no scanned shard has an evictable entry
+    uint64_t rank = 0;       // its candidate's EvictionPolicy::VictimRank
+  };
+  // The shard whose policy victim ranks first among the scanned shards.
+  VictimShard BestVictimShard();
+  // Evicts the policy victim of `s` if it ranks at most `max_rank`, else returns null.
+  ChunkRef EvictFrom(Shard& s, uint64_t max_rank, ChunkId* victim_id);
 
-  static constexpr int kEvictAttempts = 8;
+  static constexpr int kEvictAttempts = 32;
   static constexpr int kSampledShards = 8;
   static constexpr int kSampleAboveEntriesPerShard = 64;
 

@@ -1,5 +1,7 @@
 #include "storage/index.h"
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -91,6 +93,33 @@ TEST(ChunkIndexTest, EvictionSkipsLeasedAndReferencedEntries) {
   index->DropLeaseRef(MakeId(0), leased.generation);
   ASSERT_NE(index->EvictOne(), nullptr);
   EXPECT_EQ(index->size(), 0u);
+}
+
+// A reader that takes and drops the oldest entry's reference while eviction runs must
+// not make it evict a warm entry: when the oldest is pinned, the next oldest goes.
+TEST(ChunkIndexTest, EvictionRacingAReaderOfTheOldestStillEvictsTheOldest) {
+  constexpr int kRounds = 10000, kEntries = 16;
+  auto index = MakeIndex(4);
+  std::atomic<int> round{0};
+  std::thread reader([&] {
+    for (int r; (r = round.load()) < kRounds;) index->Peek(MakeId(r * kEntries)).reset();
+  });
+  int wrong = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    for (int i = 0; i < kEntries; ++i) {
+      EXPECT_TRUE(index->Insert(MakeId(r * kEntries + i), Chunk(), Tier::kDram));
+    }
+    round.store(r);
+    ChunkId victim;
+    const bool evicted = index->EvictOne(&victim) != nullptr;
+    if (!evicted || (!(victim == MakeId(r * kEntries)) && !(victim == MakeId(r * kEntries + 1)))) {
+      ++wrong;
+    }
+    for (int i = 0; i < kEntries; ++i) index->Erase(MakeId(r * kEntries + i));
+  }
+  round.store(kRounds);
+  reader.join();
+  EXPECT_EQ(wrong, 0) << "evictions of rounds that took neither of the two oldest entries";
 }
 
 TEST(ChunkIndexTest, StaleLeaseRefDoesNotUnpinAReplacedEntry) {

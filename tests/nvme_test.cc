@@ -90,6 +90,19 @@ class NvmeTest : public ::testing::Test {
     return tiers.ok() ? *tiers : std::vector<ChunkTier>(keys.size(), ChunkTier::kNone);
   }
 
+  // Where each of `keys` is (D: DRAM, N: NVMe, -: nowhere) and the counters that explain
+  // it, for failure messages.
+  std::string Describe(const std::vector<Key128>& keys, const ServerStats& s) {
+    std::string where;
+    for (ChunkTier tier : Tiers(keys)) {
+      where += tier == ChunkTier::kDram ? 'D' : tier == ChunkTier::kNvme ? 'N' : '-';
+    }
+    return absl::StrCat("tiers ", where, "; evictions ", s.evictions, ", demotions ", s.demotions,
+                        ", demotion drops ", s.demotion_drops, ", failures ", s.demotion_failures,
+                        ", write-throughs ", s.write_throughs, ", nvme errors ", s.nvme_io_errors,
+                        ", dram used ", s.dram_used_bytes);
+  }
+
   // Gets `key`: OK with the exact pattern bytes, or NOT_FOUND. Anything else fails the test.
   // Returns whether the chunk was served.
   bool GetExactOrMiss(const Key128& key, size_t size) {
@@ -406,7 +419,9 @@ TEST_F(NvmeTest, FullFilesystemKeepsDramServing) {
   EXPECT_TRUE(daemon_->Running());
   // The newest chunks are in DRAM. (Checked first: gets of older chunks promote them from
   // NVMe and evict these, whose demotion then fails on the full disk.)
-  for (size_t i = keys.size() - 8; i < keys.size(); ++i) EXPECT_TRUE(GetExactOrMiss(keys[i], kMiB));
+  for (size_t i = keys.size() - 8; i < keys.size(); ++i) {
+    EXPECT_TRUE(GetExactOrMiss(keys[i], kMiB)) << "chunk " << i << "; " << Describe(keys, stats);
+  }
   int served = 0;
   for (const Key128& key : keys) served += GetExactOrMiss(key, kMiB) ? 1 : 0;
   EXPECT_GE(served, 8);

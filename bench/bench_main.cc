@@ -93,7 +93,7 @@ int RunScrape(const BenchOptions& o) {
 int RunUcx(const BenchOptions& o) {
   BenchOptions header = o;
   header.run.systems = {"kvstash(" + absl::StrJoin(o.transports, ",") + ")", "ucx_perftest",
-                        "memcached"};
+                        "ucx_perftest -e", "memcached"};
   PrintHeader(header);
   absl::StatusOr<UcxSuiteOutput> out = RunUcxSuite(o.run, o.transports, std::cerr);
   if (!out.ok()) {

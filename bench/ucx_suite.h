@@ -6,6 +6,8 @@
 //   memcached GET/SET (its TCP text protocol)  system "memcached", transport "tcp"
 //   ucx_perftest -t tag_bw, one pair, same UCX_TLS and message size (the limit; the same
 //   number is recorded for get and put)       system "ucx_perftest", transport ucx-*
+//   the same with -e (endpoints with peer error handling, the mode kvstash's endpoints
+//   use)                                       system "ucx_perftest-e", transport ucx-*
 // The report shows medians over the rounds, kvstash / ucx_perftest and kvstash /
 // memcached ratios, and the target checks.
 //

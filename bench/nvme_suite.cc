@@ -31,6 +31,9 @@ constexpr int kNvmeGetChunks = 512;       // 2 GiB on NVMe: a cell never reads o
 constexpr int kNvmeGetBatch = 8;          // chunks per request in the batched get cells
 constexpr uint64_t kChurnBudget = 1ull << 30;  // NVMe budget of the churn daemon
 constexpr uint64_t kChurnFactor = 4;           // churn puts this many budgets' worth
+constexpr uint64_t kHotChunks = 8;             // the DRAM-hit get cells' working set
+constexpr double kMaxStolen = 0.05;            // DRAM-hit get cells: see DramGetsUnderDemotion
+constexpr int kStolenAttempts = 3;
 
 using RowKey = std::tuple<std::string, std::string, std::string, std::string, size_t, int>;
 
@@ -127,7 +130,17 @@ class Suite {
   void PopulateNvme(Daemon& d);
   void NvmeGets(Daemon& d);
   void PutsWithDemotion(Daemon& d, const char* variant);
+  // DRAM-hit gets of kHotChunks chunks while a writer puts ~200 MB/s of new chunks, which
+  // the daemon demotes to NVMe unless it runs DRAM-only (`variant` names which).
   void DramGetsUnderDemotion(Daemon& d, const char* variant);
+  struct DramGetCell {
+    CellResult result;
+    double daemon_cores = 0;  // the daemon's CPU time over the cell's wall time
+    int64_t nvme_writes = 0;  // chunks written to NVMe meanwhile
+    double stolen = 0;        // share of the host's CPU time the hypervisor took
+  };
+  // One attempt of DramGetsUnderDemotion over the chunks of `space`.
+  DramGetCell MeasureDramGets(Daemon& d, uint64_t space, const char* variant);
   void Churn(Daemon& d, const std::string& dir);
   void Rebuild(Daemon& d, uint64_t chunks);
   void Fio();
@@ -141,6 +154,7 @@ class Suite {
   Collector rows_;
   NvmeSuiteOutput out_;
   uint64_t put_space_ = 1000;  // fresh key spaces for puts
+  uint64_t writer_round_ = 0;  // fresh writer key spaces for repeated DRAM-get cells
   bool noted_cache_ = false;
 };
 
@@ -282,14 +296,36 @@ void Suite::PutsWithDemotion(Daemon& d, const char* variant) {
 // cells), which is not the demotion this cell is about.
 void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
   const uint64_t space = put_space_++;
-  constexpr uint64_t kHot = 8;
-  Populate(d, space, kHot, kChunk, 1);
+  Populate(d, space, kHotChunks, kChunk, 1);
+  // A ~10% effect is measured here, and a cell during which the hypervisor took more than
+  // kMaxStolen of the host's CPU time can lose 30-50% by that alone (build hosts), in
+  // either variant: such a cell is run again, up to kStolenAttempts in all, and the
+  // least-stolen attempt counts.
+  DramGetCell best;
+  for (int attempt = 1; attempt <= kStolenAttempts; ++attempt) {
+    DramGetCell cell = MeasureDramGets(d, space, variant);
+    progress_ << absl::StrFormat(
+        "  dram get %s: %.3f GB/s, daemon %.2f cores, %d chunks to NVMe, %.0f%% stolen\n", variant,
+        cell.result.gbps, cell.daemon_cores, cell.nvme_writes, cell.stolen * 100);
+    if (attempt == 1 || cell.stolen < best.stolen) best = std::move(cell);
+    if (best.stolen <= kMaxStolen) break;
+    if (attempt == kStolenAttempts) {
+      out_.notes.push_back(
+          absl::StrFormat("dram get %s: %.0f%% of the CPU time stolen in the "
+                          "least-stolen of %d attempts",
+                          variant, best.stolen * 100, kStolenAttempts));
+    }
+  }
+  rows_.Add(FromCell("dram", "get", variant, kChunk, 1, best.result));
+}
+
+Suite::DramGetCell Suite::MeasureDramGets(Daemon& d, uint64_t space, const char* variant) {
   const pid_t pid = d.system->server_pid();
   SettleServers({pid}, absl::StrCat("dram get ", variant), &out_.notes);
   std::unique_ptr<Conn> writer = *d.system->NewConn();
   std::atomic<bool> stop{false};
   std::thread background([&] {
-    const uint64_t wspace = put_space_ + 500;
+    const uint64_t wspace = put_space_ + 500 + writer_round_++;
     for (uint64_t i = 0; !stop.load(); ++i) {
       writer->Put(MakeKey(wspace, i), absl::Span<const char>(value_.data(), kChunk)).IgnoreError();
       absl::SleepFor(absl::Milliseconds(20));  // ~200 MB/s of 4 MiB puts
@@ -298,25 +334,28 @@ void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
   OpPlan plan;
   plan.op = Op::kGet;
   plan.chunk_bytes = kChunk;
-  plan.key = [space](int t, uint64_t i) { return MakeKey(space, (i + t) % kHot); };
+  plan.key = [space](int t, uint64_t i) { return MakeKey(space, (i + t) % kHotChunks); };
   const absl::StatusOr<KvstashTierStats> before = d.system->Stats();
   const absl::StatusOr<absl::Duration> cpu_before = ReadProcCpuTime(pid);
+  const absl::StatusOr<HostCpuTimes> host_before = ReadHostCpuTimes();
   const absl::Time start = absl::Now();
-  CellResult c = RunCell(d.Conns(1), plan, config_.limits);
+  DramGetCell cell;
+  cell.result = RunCell(d.Conns(1), plan, config_.limits);
+  const absl::StatusOr<HostCpuTimes> host_after = ReadHostCpuTimes();
   const absl::StatusOr<absl::Duration> cpu_after = ReadProcCpuTime(pid);
   const absl::Duration wall = absl::Now() - start;
   const absl::StatusOr<KvstashTierStats> after = d.system->Stats();
   stop.store(true);
   background.join();
-  const double cores =
-      cpu_before.ok() && cpu_after.ok() ? absl::FDivDuration(*cpu_after - *cpu_before, wall) : 0;
+  if (cpu_before.ok() && cpu_after.ok()) {
+    cell.daemon_cores = absl::FDivDuration(*cpu_after - *cpu_before, wall);
+  }
+  if (host_before.ok() && host_after.ok()) cell.stolen = StolenFraction(*host_before, *host_after);
   // Chunks written to NVMe during the cell, by demotion or by the cleaner ahead of eviction.
-  const int64_t written = before.ok() && after.ok()
-                              ? static_cast<int64_t>(after->nvme_chunks - before->nvme_chunks)
-                              : 0;
-  progress_ << absl::StrFormat("  dram get %s: %.3f GB/s, daemon %.2f cores, %d chunks to NVMe\n",
-                               variant, c.gbps, cores, written);
-  rows_.Add(FromCell("dram", "get", variant, kChunk, 1, c));
+  if (before.ok() && after.ok()) {
+    cell.nvme_writes = static_cast<int64_t>(after->nvme_chunks - before->nvme_chunks);
+  }
+  return cell;
 }
 
 // Apparent bytes of every file under `dir` (files deleted while we walk are skipped).

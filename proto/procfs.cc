@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,39 @@ absl::StatusOr<absl::Duration> ReadProcCpuTime(pid_t pid) {
     return absl::InternalError(absl::StrCat("cannot parse /proc/", pid, "/stat"));
   }
   return absl::Seconds(static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK));
+}
+
+absl::StatusOr<HostCpuTimes> ParseHostCpuTimes(absl::string_view proc_stat) {
+  for (absl::string_view line : absl::StrSplit(proc_stat, '\n')) {
+    if (!absl::ConsumePrefix(&line, "cpu ")) continue;
+    // user nice system idle iowait irq softirq steal guest guest_nice; guest time is
+    // already counted in user and nice.
+    std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    constexpr size_t kSteal = 7;
+    if (fields.size() <= kSteal) break;
+    HostCpuTimes t;
+    for (size_t i = 0; i <= kSteal; ++i) {
+      uint64_t ticks = 0;
+      if (!absl::SimpleAtoi(fields[i], &ticks)) return absl::InternalError("malformed cpu line");
+      t.total += ticks;
+      if (i == kSteal) t.steal = ticks;
+    }
+    return t;
+  }
+  return absl::InternalError("no complete cpu line in /proc/stat");
+}
+
+absl::StatusOr<HostCpuTimes> ReadHostCpuTimes() {
+  std::ifstream in("/proc/stat");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::NotFoundError("cannot read /proc/stat");
+  return ParseHostCpuTimes(text.str());
+}
+
+double StolenFraction(const HostCpuTimes& before, const HostCpuTimes& after) {
+  if (after.total <= before.total || after.steal < before.steal) return 0;
+  return static_cast<double>(after.steal - before.steal) / (after.total - before.total);
 }
 
 }  // namespace kvstash

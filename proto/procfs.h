@@ -20,4 +20,16 @@ absl::StatusOr<uint64_t> ReadProcStatusBytes(pid_t pid, absl::string_view field)
 // CPU time (user + system, all threads) the process has used so far, from /proc/PID/stat.
 absl::StatusOr<absl::Duration> ReadProcCpuTime(pid_t pid);
 
+// The host's CPU time so far, all CPUs, in clock ticks: in total, and stolen (time this
+// virtual machine's CPUs wanted to run while the hypervisor ran something else).
+struct HostCpuTimes {
+  uint64_t total = 0;
+  uint64_t steal = 0;
+};
+// From the aggregate "cpu" line of the text of /proc/stat.
+absl::StatusOr<HostCpuTimes> ParseHostCpuTimes(absl::string_view proc_stat);
+absl::StatusOr<HostCpuTimes> ReadHostCpuTimes();
+// The share of the host's CPU time stolen between two readings; 0 when none passed.
+double StolenFraction(const HostCpuTimes& before, const HostCpuTimes& after);
+
 }  // namespace kvstash

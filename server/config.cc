@@ -50,6 +50,7 @@ storage:
     write_through: false          # also write every put to NVMe before acknowledging it
     sync_writes: false            # fsync the WAL per write (survives power loss, slower)
     promote_on_hit: true          # copy a chunk served from NVMe into DRAM
+    low_priority_background: true # demotion, cleaning, RocksDB flushes at nice 19
 metrics:                          # HTTP endpoint: /metrics, /healthz, /readyz
   enabled: true
   listen: "127.0.0.1:7071"        # HOST:PORT; port 0 picks a free port
@@ -147,6 +148,8 @@ void ReadNvme(ConfigReader& r, NvmeConfig* c) {
   r.Choice("write_through", {{"true", true}, {"false", false}}, &c->write_through);
   r.Choice("sync_writes", {{"true", true}, {"false", false}}, &c->sync_writes);
   r.Choice("promote_on_hit", {{"true", true}, {"false", false}}, &c->promote_on_hit);
+  r.Choice("low_priority_background", {{"true", true}, {"false", false}},
+           &c->low_priority_background);
   r.RejectUnknown();
 }
 
@@ -292,6 +295,7 @@ storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
   o.nvme.write_through = n.write_through;
   o.nvme.sync_writes = n.sync_writes;
   o.nvme.promote_on_hit = n.promote_on_hit;
+  o.nvme.low_priority_background = n.low_priority_background;
   return o;
 }
 
@@ -354,6 +358,7 @@ void EmitNvme(const NvmeConfig& n, YAML::Emitter& out) {
   out << YAML::Key << "write_through" << YAML::Value << n.write_through;
   out << YAML::Key << "sync_writes" << YAML::Value << n.sync_writes;
   out << YAML::Key << "promote_on_hit" << YAML::Value << n.promote_on_hit;
+  out << YAML::Key << "low_priority_background" << YAML::Value << n.low_priority_background;
   out << YAML::EndMap;
 }
 

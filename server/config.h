@@ -97,6 +97,8 @@ struct NvmeConfig {
   bool sync_writes = false;
   // Copy a chunk served from NVMe into DRAM.
   bool promote_on_hit = true;
+  // Run demotion, cleaning and RocksDB's background threads at nice 19.
+  bool low_priority_background = true;
 };
 
 // The `storage:` section.

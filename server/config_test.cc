@@ -203,6 +203,7 @@ TEST(ConfigTest, NvmeDefaultsToATierUnderTheDataDir) {
   EXPECT_EQ(o.nvme.path, "/srv/kv/nvme");
   EXPECT_EQ(o.nvme.capacity_bytes, 16ull << 30);
   EXPECT_TRUE(o.nvme.promote_on_hit);
+  EXPECT_TRUE(o.nvme.low_priority_background);
   EXPECT_FALSE(o.nvme.write_through);
   EXPECT_EQ(MustParse("", {{"storage.nvme.enabled", "false"}}).ToChunkStoreOptions().nvme.path,
             "");
@@ -221,6 +222,7 @@ storage:
     write_through: true
     sync_writes: true
     promote_on_hit: false
+    low_priority_background: false
 )");
   storage::ChunkStoreOptions o = c.ToChunkStoreOptions();
   EXPECT_EQ(o.nvme.path, "/mnt/ssd/kv");
@@ -231,6 +233,7 @@ storage:
   EXPECT_TRUE(o.nvme.write_through);
   EXPECT_TRUE(o.nvme.sync_writes);
   EXPECT_FALSE(o.nvme.promote_on_hit);
+  EXPECT_FALSE(o.nvme.low_priority_background);
   std::string yaml = EmitConfig(c);
   EXPECT_THAT(yaml, HasSubstr("capacity_bytes: 256MiB"));
   EXPECT_EQ(EmitConfig(MustParse(yaml)), yaml);

@@ -236,6 +236,7 @@ void Server::LogNvmeStartup() const {
                                 {"write_through", n.write_through},
                                 {"sync_writes", n.sync_writes},
                                 {"promote_on_hit", n.promote_on_hit},
+                                {"low_priority_background", n.low_priority_background},
                                 {"crc32c", storage::RocksDbCrc32cImplementation()}});
 }
 

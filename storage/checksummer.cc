@@ -1,8 +1,8 @@
 #include "storage/checksummer.h"
 
-#include <pthread.h>
-
 #include <utility>
+
+#include "storage/background_thread.h"
 
 namespace kvstash::storage {
 
@@ -32,7 +32,7 @@ uint64_t Checksummer::dropped() const {
 }
 
 void Checksummer::Loop() {
-  pthread_setname_np(pthread_self(), "kvstash-cksum");
+  SetUpBackgroundThread("kvstash-cksum", /*low_priority=*/false);
   for (;;) {
     ChunkId next;
     {

@@ -113,6 +113,9 @@ struct ChunkStoreOptions {
     // Copy a chunk that Get served from NVMe into DRAM (evicting as a put would), so the
     // next get is a DRAM hit. Off: NVMe hits stay on NVMe.
     bool promote_on_hit = true;
+    // Run demotion, cleaning and RocksDB's flushes, compactions and garbage collection at
+    // nice 19, so requests go first on a busy host (see RocksDbTierOptions).
+    bool low_priority_background = true;
   } nvme;
 
   absl::Status Validate() const;

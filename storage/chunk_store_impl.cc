@@ -49,6 +49,7 @@ absl::StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Create(const ChunkStoreO
     tier.capacity_bytes = options.nvme.capacity_bytes;
     tier.sync_writes = options.nvme.sync_writes;
     tier.flush_interval_ms = options.nvme.flush_interval_ms;
+    tier.low_priority_background = options.nvme.low_priority_background;
     auto opened = RocksDbTier::Open(tier);
     if (!opened.ok()) return opened.status();
     nvme = *std::move(opened);

@@ -1,6 +1,10 @@
 // ChunkStore with the NVMe tier: demotion, promotion, write-through, restart, drops.
+#include <sys/resource.h>
+
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -404,6 +408,45 @@ TEST(ChunkStoreNvmeTest, DeferredChecksumsReachNvmeIntact) {
   // Every chunk on NVMe passes verification against the checksum demotion stored.
   EXPECT_EQ(CheckAll(*store, kCount), stats.tiers.at(0).chunks + NvmeTier(stats).chunks);
   EXPECT_EQ(store->Stats().nvme.checksum_failures, 0u);
+}
+
+// Nice values of this process's threads named `name` (none: empty).
+std::vector<int> NiceOfThreads(const std::string& name) {
+  std::vector<int> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string thread_name;
+    if (!std::getline(comm, thread_name) || thread_name != name) continue;
+    out.push_back(getpriority(PRIO_PROCESS, std::stoi(task.path().filename().string())));
+  }
+  return out;
+}
+
+TEST(ChunkStoreNvmeTest, BackgroundThreadsRunAtNice19UnlessTurnedOff) {
+  // Off first: RocksDB's thread pools are process-wide and stay lowered once lowered.
+  for (const bool low : {false, true}) {
+    ScratchDir dir;
+    ChunkStoreOptions o = NvmeOptions(dir.path());
+    o.nvme.low_priority_background = low;
+    auto store = MakeStore(o);
+    ASSERT_NE(store, nullptr);
+    ASSERT_NO_FATAL_FAILURE(PutPaced(*store, kDramPages + 8));  // the demoter has run
+    const int want = low ? 19 : 0;
+    for (const char* name : {"kvstash-demote", "kvstash-clean", "kvstash-nvme"}) {
+      const std::vector<int> nice = NiceOfThreads(name);
+      EXPECT_FALSE(nice.empty()) << "no thread named " << name;
+      for (int n : nice) EXPECT_EQ(n, want) << name << ", low_priority_background=" << low;
+    }
+    if (!low) continue;
+    // A pool thread takes the new priority with its next job: the timed flush of the
+    // write-back demotions (flush_interval_ms) is one.
+    bool flushed_low = false;
+    for (int i = 0; i < 500 && !flushed_low; ++i) {
+      for (int n : NiceOfThreads("rocksdb:high")) flushed_low |= n == 19;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(flushed_low) << "no RocksDB flush thread at nice 19";
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "storage/background_thread.h"
 
 namespace kvstash::storage {
 namespace {
@@ -54,6 +55,7 @@ CleanerCounters Cleaner::Counters() const {
 }
 
 void Cleaner::Loop() {
+  SetUpBackgroundThread("kvstash-clean", nvme_->options().low_priority_background);
   absl::MutexLock lock(&mu_);
   for (;;) {
     mu_.AwaitWithTimeout(absl::Condition(this, &Cleaner::Woken),

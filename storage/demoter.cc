@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "storage/background_thread.h"
 #include "storage/rocksdb_tier.h"
 
 namespace kvstash::storage {
@@ -120,6 +121,7 @@ bool Demoter::Next(ChunkId* id, ChunkRef* chunk) {
 }
 
 void Demoter::WorkerLoop() {
+  SetUpBackgroundThread("kvstash-demote", tier_->options().low_priority_background);
   absl::MutexLock lock(&mu_);
   ChunkId id;
   ChunkRef chunk;

@@ -71,6 +71,13 @@ struct RocksDbTierOptions {
   // after this long. Shorter: less write-back data lost to kill -9, but more and smaller
   // blob files. 0: flush only when the memtable fills or the tier closes.
   int64_t flush_interval_ms = 1000;
+  // Run the tier's background work at nice 19: RocksDB's flush and compaction threads
+  // (process-wide pools: once lowered they stay lowered), garbage collection, and the
+  // demotion and cleaning threads of a ChunkStore over this tier. On a host whose cores
+  // the requests keep busy, requests then go first; the price is that a put stream which
+  // saturates every core fills the demotion queue sooner (more drops, or longer waits
+  // with demotion_wait_ms).
+  bool low_priority_background = true;
 
   // Names the offending field ("nvme.<field>" via ChunkStoreOptions).
   absl::Status Validate() const;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rocksdb/db.h"
+#include "storage/background_thread.h"
 #include "storage/nvme_format.h"
 #include "storage/rocksdb_tier.h"
 #include "storage/rocksdb_tier_config.h"
@@ -36,10 +37,20 @@ absl::Status RocksDbTier::OpenDb(const RocksDbTierOptions& options,
                                                options.path, "': ", s.ToString()));
   }
   db->reset(raw);
+  if (options.low_priority_background) {
+    // Flushes run in the HIGH pool, compactions (blob garbage collection) in the LOW one;
+    // kLow is nice 19. NotSupported on an Env without pools is harmless: nothing to lower.
+    for (rocksdb::Env::Priority pool :
+         {rocksdb::Env::Priority::HIGH, rocksdb::Env::Priority::LOW}) {
+      config.db.env->LowerThreadPoolCPUPriority(pool, rocksdb::CpuPriority::kLow)
+          .PermitUncheckedError();
+    }
+  }
   return absl::OkStatus();
 }
 
 void RocksDbTier::MaintenanceLoop() {
+  SetUpBackgroundThread("kvstash-nvme", options_.low_priority_background);
   absl::MutexLock lock(&mu_);
   for (;;) {
     mu_.AwaitWithTimeout(absl::Condition(this, &RocksDbTier::MaintenanceWanted), kTick);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -210,6 +211,7 @@ absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
   if (!sys.ok()) return sys.status();
   uint64_t put_space = 1000;
   ConnPool pool;
+  std::set<std::string> failed_limits;  // "<perftest system> <transport>" that gave no result
   for (int round = 0; round < config.rounds; ++round) {
     for (size_t size : config.sizes) {
       const std::vector<char> value(size, static_cast<char>('a' + round));
@@ -239,14 +241,20 @@ absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
       if (sys->perftest.empty()) continue;
       for (const std::string& t : transports) {
         for (const bool peer_errors : {false, true}) {
-          SettleServers(sys->kvstash_pids, "a cell", &out.notes);
           const char* name = peer_errors ? kPerftestPeer : kPerftest;
+          const std::string limit = absl::StrCat(name, " ", t);
+          if (failed_limits.count(limit) > 0) continue;
+          SettleServers(sys->kvstash_pids, "a cell", &out.notes);
           absl::StatusOr<double> gbps =
               RunPerftest(sys->perftest, sys->scratch->path(), t, size, peer_errors);
           if (gbps.ok()) {
             AddPerftestSamples(name, *gbps, t, size, &out.samples);
           } else {
-            out.notes.push_back(absl::StrCat(name, " ", t, ": ", gbps.status().ToString()));
+            // E.g. -e over sm,self: no shared-memory transport offers peer error handling,
+            // so the endpoint cannot be created. Not tried again in this run.
+            out.notes.push_back(
+                absl::StrCat(limit, " (not run again): ", gbps.status().ToString()));
+            failed_limits.insert(limit);
           }
         }
       }

@@ -324,8 +324,8 @@ Suite::DramGetCell Suite::MeasureDramGets(Daemon& d, uint64_t space, const char*
   SettleServers({pid}, absl::StrCat("dram get ", variant), &out_.notes);
   std::unique_ptr<Conn> writer = *d.system->NewConn();
   std::atomic<bool> stop{false};
+  const uint64_t wspace = put_space_ + 500 + writer_round_++;  // fresh keys: every put lands
   std::thread background([&] {
-    const uint64_t wspace = put_space_ + 500 + writer_round_++;
     for (uint64_t i = 0; !stop.load(); ++i) {
       writer->Put(MakeKey(wspace, i), absl::Span<const char>(value_.data(), kChunk)).IgnoreError();
       absl::SleepFor(absl::Milliseconds(20));  // ~200 MB/s of 4 MiB puts

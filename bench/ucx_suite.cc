@@ -290,8 +290,10 @@ void PrintTargetLines(std::ostream& out, const std::vector<Row>& rows) {
         const double r = k->gbps / p->gbps;
         out << absl::StrFormat("  %-4s %s %-7s 1 client: %.2fx ucx_perftest (target >= 0.7x)  %s",
                                OpName(op), FormatBytes(size), t, r, r >= 0.7 ? "MET" : "MISSED");
-        out << "; " << Ratio(*k, Find(rows, kPerftestPeer, t, op, size, 1)) << " " << kPerftestPeer
-            << "\n";
+        if (const Row* e = Find(rows, kPerftestPeer, t, op, size, 1); e != nullptr) {
+          out << "; " << Ratio(*k, e) << " " << kPerftestPeer;
+        }
+        out << "\n";
       }
     }
   }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kvstash/client.h"
+#include "proto/ucx_wire.h"
 
 namespace kvstash {
 namespace {
@@ -15,6 +16,8 @@ constexpr int64_t kMaxThreadsOrConnections = 256;
 // Well under UCX's keepalive interval (20 s), which sets how fast an idle queue fills.
 constexpr int64_t kMaxIdleProgressMs = 10000;
 constexpr int64_t kMaxCopyThreads = 16;
+constexpr int64_t kMinTcpSegmentBytes = wire::ucx::kMinTcpSegmentBytes;
+constexpr int64_t kMaxTcpSegmentBytes = wire::ucx::kMaxTcpSegmentBytes;
 
 absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return absl::OkStatus();
@@ -36,6 +39,10 @@ absl::Status ClientOptions::Validate() const {
   if (s.ok()) s = CheckRange("async_threads", async_threads, 1, kMaxThreadsOrConnections);
   if (s.ok()) s = CheckRange("ucx_idle_progress_ms", ucx_idle_progress_ms, 0, kMaxIdleProgressMs);
   if (s.ok()) s = CheckRange("ucx_copy_threads", ucx_copy_threads, 0, kMaxCopyThreads);
+  if (s.ok()) {
+    s = CheckRange("ucx_tcp_segment_bytes", ucx_tcp_segment_bytes, kMinTcpSegmentBytes,
+                   kMaxTcpSegmentBytes);
+  }
   return s;
 }
 

@@ -29,6 +29,8 @@ TEST(ClientOptionsTest, RejectsEachFieldOutOfRange) {
       {"ucx_idle_progress_ms", [](ClientOptions* o) { o->ucx_idle_progress_ms = 60000; }},
       {"ucx_copy_threads", [](ClientOptions* o) { o->ucx_copy_threads = -1; }},
       {"ucx_copy_threads", [](ClientOptions* o) { o->ucx_copy_threads = 17; }},
+      {"ucx_tcp_segment_bytes", [](ClientOptions* o) { o->ucx_tcp_segment_bytes = 8 << 10; }},
+      {"ucx_tcp_segment_bytes", [](ClientOptions* o) { o->ucx_tcp_segment_bytes = 32 << 20; }},
   };
   for (const BadCase& c : cases) {
     ClientOptions o;

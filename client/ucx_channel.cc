@@ -63,6 +63,7 @@ struct UcxChannel::Call {
   uint64_t id = 0;
   bool replied = false;  // unary: the reply arrived
   uint64_t value = 0;    // unary: ReplyHeader.size_bytes (Hello's connection token)
+  uint64_t value2 = 0;   // unary: ReplyHeader.offset (Hello's TCP segment size)
   absl::Status status;   // whole-request outcome
   std::string body;      // unary reply body
   absl::Span<PutItem> put_items;
@@ -79,11 +80,9 @@ struct UcxChannel::Call {
   wire::ucx::RequestHeader release_header{};
 };
 
-absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h context,
-                                                                const sockaddr* addr,
-                                                                socklen_t addr_len, bool direct,
-                                                                ParallelCopier* copier,
-                                                                absl::Time deadline) {
+absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(
+    ucp_context_h context, const sockaddr* addr, socklen_t addr_len, bool direct,
+    uint64_t tcp_segment_bytes, ParallelCopier* copier, absl::Time deadline) {
   ucp_worker_h worker = nullptr;  // one caller at a time, any thread
   int efd = -1;
   if (absl::Status s = wire::ucx::CreateWorker(context, &worker, &efd); !s.ok()) return s;
@@ -107,14 +106,23 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(ucp_context_h co
     return absl::UnavailableError(absl::StrCat("ucp_ep_create: ", ucs_status_string(s)));
   }
   ch->ep_ = ch->control_ep_;
-  if (absl::Status st = ch->Handshake(direct, deadline); !st.ok()) return st;
+  if (absl::Status st = ch->Handshake(direct, tcp_segment_bytes, deadline); !st.ok()) return st;
   return ch;
 }
 
-absl::Status UcxChannel::Handshake(bool direct, absl::Time deadline) {
+absl::Status UcxChannel::Handshake(bool direct, uint64_t tcp_segment_bytes, absl::Time deadline) {
   absl::StatusOr<std::string> address = Unary(WireOp::kHello, nullptr, "", deadline);
   if (!address.ok()) return address.status();
   const uint64_t token = call_->value;
+  // UCX aborts whichever side receives a TCP fragment larger than its own segment: never
+  // send one, and never ask for one (0: a daemon too old to say).
+  if (call_->value2 != 0 && call_->value2 != tcp_segment_bytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the daemon's UCX TCP segment is ", call_->value2, " bytes, this client's ",
+        tcp_segment_bytes,
+        "; they must match (ucx.tcp_segment_bytes on the daemon, "
+        "ClientOptions::ucx_tcp_segment_bytes here; UCX_TCP_RX_SEG_SIZE overrides either)"));
+  }
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -404,6 +412,7 @@ void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
     return;
   }
   c.value = h.size_bytes;
+  c.value2 = h.offset;
   c.body.resize(length);
   ReceiveInto(data, c.body.data(), length, rndv, nullptr,
               [this](ucs_status_t) { call_->replied = true; }, result);

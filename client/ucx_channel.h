@@ -44,12 +44,11 @@ class UcxChannel {
   // Creates a worker on `context`, connects to `addr` and attaches the data endpoint.
   // UNAVAILABLE when the daemon is unreachable, DEADLINE_EXCEEDED past `deadline`.
   // With `direct`, asks for direct access to the daemon's arena; `copier` (not owned,
-  // outlives the channel) then does the copies in and out of it.
-  static absl::StatusOr<std::unique_ptr<UcxChannel>> Connect(ucp_context_h context,
-                                                             const sockaddr* addr,
-                                                             socklen_t addr_len, bool direct,
-                                                             ParallelCopier* copier,
-                                                             absl::Time deadline);
+  // outlives the channel) then does the copies in and out of it. FAILED_PRECONDITION when
+  // the daemon's UCX TCP segment differs from `tcp_segment_bytes` (this context's).
+  static absl::StatusOr<std::unique_ptr<UcxChannel>> Connect(
+      ucp_context_h context, const sockaddr* addr, socklen_t addr_len, bool direct,
+      uint64_t tcp_segment_bytes, ParallelCopier* copier, absl::Time deadline);
   // Smallest put that goes through the arena: below it the extra round trip costs more
   // than the copy it saves.
   static constexpr uint64_t kDirectPutMin = 256 << 10;
@@ -81,7 +80,7 @@ class UcxChannel {
   struct Call;  // the state of the call in progress
   UcxChannel(ucp_worker_h worker, int efd, ParallelCopier* copier);
   // Hello on the sockaddr endpoint, then the data endpoint and Attach on it.
-  absl::Status Handshake(bool direct, absl::Time deadline);
+  absl::Status Handshake(bool direct, uint64_t tcp_segment_bytes, absl::Time deadline);
   // Maps the arena an Attach reply `body` describes; leaves arena_ null when it cannot.
   void MapArena(absl::string_view body);
   // The arena bytes `body` (ArenaRun records) names for a chunk of `size` bytes, or an

@@ -42,12 +42,15 @@ ParallelCopier::Options CopierOptions(const ClientOptions& options) {
 absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::string& host,
                                                                    int port,
                                                                    const ClientOptions& options) {
+  absl::StatusOr<uint64_t> segment =
+      wire::ucx::EffectiveTcpSegmentBytes(options.ucx_tcp_segment_bytes);
+  if (!segment.ok()) return segment.status();
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_config_read: ", ucs_status_string(s)));
-  if (absl::Status c = wire::ucx::ConfigureUcx(options.ucx_tls, config); !c.ok()) {
+  if (absl::Status c = wire::ucx::ConfigureUcx(options.ucx_tls, *segment, config); !c.ok()) {
     ucp_config_release(config);
-    return absl::InvalidArgumentError(absl::StrCat("ucx_tls: ", c.message()));
+    return absl::InvalidArgumentError(c.message());
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
@@ -58,7 +61,7 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
   ucp_config_release(config);
   if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_init: ", ucs_status_string(s)));
   const std::string address = absl::StrCat(host, ":", port);
-  std::unique_ptr<UcxTransport> t(new UcxTransport(address, context, options));
+  std::unique_ptr<UcxTransport> t(new UcxTransport(address, context, options, *segment));
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -77,10 +80,11 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
 }
 
 UcxTransport::UcxTransport(const std::string& address, ucp_context_h context,
-                           const ClientOptions& options)
+                           const ClientOptions& options, uint64_t tcp_segment_bytes)
     : address_(address),
       context_(context),
       direct_(options.ucx_direct),
+      tcp_segment_bytes_(tcp_segment_bytes),
       idle_progress_(absl::Milliseconds(options.ucx_idle_progress_ms)),
       copier_(CopierOptions(options)),
       memh_lookup_([this](const void* data, size_t size) { return FindMemh(data, size); }) {}
@@ -109,8 +113,9 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxTransport::Acquire(absl::Time dea
       return ch;
     }
   }
-  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = UcxChannel::Connect(
-      context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_, direct_, &copier_, deadline);
+  absl::StatusOr<std::unique_ptr<UcxChannel>> ch =
+      UcxChannel::Connect(context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_, direct_,
+                          tcp_segment_bytes_, &copier_, deadline);
   if (!ch.ok()) {
     return absl::Status(ch.status().code(), absl::StrCat("kvstashd at ucx://", address_, ": ",
                                                          ch.status().message()));

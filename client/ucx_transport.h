@@ -62,7 +62,8 @@ class UcxTransport final : public Transport {
     size_t size;
     ucp_mem_h memh;
   };
-  UcxTransport(const std::string& address, ucp_context_h context, const ClientOptions& options);
+  UcxTransport(const std::string& address, ucp_context_h context, const ClientOptions& options,
+               uint64_t tcp_segment_bytes);
   // A connected channel for one call: an idle one, or a new connection.
   absl::StatusOr<std::unique_ptr<UcxChannel>> Acquire(absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -80,6 +81,7 @@ class UcxTransport final : public Transport {
   const std::string address_;  // "host:port", for messages
   ucp_context_h context_;
   const bool direct_;                   // ClientOptions::ucx_direct
+  const uint64_t tcp_segment_bytes_;    // wire::ucx::EffectiveTcpSegmentBytes
   const absl::Duration idle_progress_;  // ClientOptions::ucx_idle_progress_ms
   ParallelCopier copier_;               // direct-access copies of every channel
   sockaddr_storage addr_{};

@@ -3,8 +3,11 @@
 #include <ucp/api/ucp.h>
 
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -100,6 +103,25 @@ std::string EffectiveTls(const std::string& tls) {
   return !tls.empty() ? tls : env != nullptr ? env : "";
 }
 
+// UCX's memory units: digits, then optionally K, M or G (either case), then optionally B.
+std::optional<uint64_t> ParseMemoryUnits(absl::string_view v) {
+  size_t digits = 0;
+  while (digits < v.size() && absl::ascii_isdigit(v[digits])) ++digits;
+  absl::string_view unit = v.substr(digits);
+  if (!unit.empty() && (unit.back() == 'b' || unit.back() == 'B')) unit.remove_suffix(1);
+  int shift = 0;
+  if (unit.size() == 1) {
+    const char u = absl::ascii_toupper(unit[0]);
+    shift = u == 'K' ? 10 : u == 'M' ? 20 : u == 'G' ? 30 : -1;
+  }
+  uint64_t n = 0;
+  if (digits == 0 || unit.size() > 1 || shift < 0 || !absl::SimpleAtoi(v.substr(0, digits), &n) ||
+      n > (uint64_t{1} << 33)) {
+    return std::nullopt;
+  }
+  return n << shift;
+}
+
 }  // namespace
 
 bool AllowsSharedMemory(const std::string& tls) {
@@ -116,7 +138,26 @@ bool AllowsSharedMemory(const std::string& tls) {
   return exclude ? !(sm || (posix && sysv)) : (all || sm || posix || sysv);
 }
 
-absl::Status ConfigureUcx(const std::string& tls, void* ucp_config) {
+absl::StatusOr<uint64_t> EffectiveTcpSegmentBytes(uint64_t configured) {
+  const char* env = getenv("UCX_TCP_RX_SEG_SIZE");
+  uint64_t bytes = configured;
+  if (env != nullptr) {
+    std::optional<uint64_t> parsed = ParseMemoryUnits(env);
+    if (!parsed) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("UCX_TCP_RX_SEG_SIZE=\"", env, "\" is not a size in bytes"));
+    }
+    bytes = *parsed;
+  }
+  if (bytes < kMinTcpSegmentBytes || bytes > kMaxTcpSegmentBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UCX TCP segment of ", bytes, " bytes", env != nullptr ? " (UCX_TCP_RX_SEG_SIZE)" : "",
+        " is outside [", kMinTcpSegmentBytes, ", ", kMaxTcpSegmentBytes, "]"));
+  }
+  return bytes;
+}
+
+absl::Status ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes, void* ucp_config) {
   auto* config = static_cast<ucp_config_t*>(ucp_config);
   const std::string all = WithConnectionTransport(EffectiveTls(tls));
   if (!all.empty()) {
@@ -127,6 +168,12 @@ absl::Status ConfigureUcx(const std::string& tls, void* ucp_config) {
   }
   if (getenv("UCX_MM_ERROR_HANDLING") == nullptr) {
     (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");  // older UCX: no such option
+  }
+  const std::string segment = absl::StrCat(tcp_segment_bytes);
+  if (tcp_segment_bytes == 0) return absl::OkStatus();
+  if (ucs_status_t s = ucp_config_modify(config, "TCP_RX_SEG_SIZE", segment.c_str()); s != UCS_OK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UCX TCP segment of ", tcp_segment_bytes, " bytes: ", ucs_status_string(s)));
   }
   return absl::OkStatus();
 }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace kvstash::wire::ucx {
@@ -40,7 +41,8 @@ enum class Op : uint8_t {
   kPut = 7,                // one chunk; header + PutFields, body: the payload
   kGet = 8,                // body: GetItemRecord x count; replies: one or more per item
   kHello = 9,     // on the sockaddr endpoint; reply: body = the daemon worker's UCP address,
-                  // ReplyHeader.size_bytes = a token naming this connection
+                  // ReplyHeader.size_bytes = a token naming this connection,
+                  // ReplyHeader.offset = the daemon's TCP segment size (see ConfigureUcx)
   kAttach = 10,   // on the endpoint created from that address; body: the token (8 bytes
                   // LE) + the client worker's UCP address, for the daemon's reply endpoint
   kCommit = 11,   // header + CommitFields, no body: the client wrote a reserved chunk;
@@ -170,11 +172,28 @@ std::string WithConnectionTransport(const std::string& tls);
 // default, all) lets UCX use shared memory between processes (sm, posix or sysv).
 bool AllowsSharedMemory(const std::string& tls);
 
+// UCX's TCP transport sends rendezvous data in fragments as large as the sender's receive
+// segment (UCX_TCP_RX_SEG_SIZE) and aborts the receiving process, on an assertion, when a
+// fragment exceeds its own segment. So the daemon reports its segment in the Hello reply
+// and a client whose own differs refuses to go on (FAILED_PRECONDITION) before it sends or
+// asks for any payload. This is UCX's own default.
+inline constexpr uint64_t kDefaultTcpSegmentBytes = 64 << 10;
+inline constexpr uint64_t kMinTcpSegmentBytes = 16 << 10;
+inline constexpr uint64_t kMaxTcpSegmentBytes = 16 << 20;
+
+// The TCP segment UCX will use: UCX_TCP_RX_SEG_SIZE from the environment when set (an
+// operator's UCX settings win over the configured ones, and UCX reads that variable
+// whatever ConfigureUcx asks), else `configured`. INVALID_ARGUMENT for a value UCX would
+// not take, or one outside [kMinTcpSegmentBytes, kMaxTcpSegmentBytes].
+absl::StatusOr<uint64_t> EffectiveTcpSegmentBytes(uint64_t configured);
+
 // Applies the UCX options both sides need to `config`: the transport list `tls` (empty:
-// UCX_TLS from the environment) as WithConnectionTransport extends it, and peer-failure
+// UCX_TLS from the environment) as WithConnectionTransport extends it, peer-failure
 // handling on the shared-memory transports (MM_ERROR_HANDLING), without which UCX leaves
-// them out of endpoints that handle peer failures, i.e. out of every kvstash endpoint.
-absl::Status ConfigureUcx(const std::string& tls, void* ucp_config);
+// them out of endpoints that handle peer failures, i.e. out of every kvstash endpoint, and
+// the TCP receive segment (TCP_RX_SEG_SIZE = `tcp_segment_bytes`, which should come from
+// EffectiveTcpSegmentBytes; 0 leaves UCX's).
+absl::Status ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes, void* ucp_config);
 
 // Creates a worker used by one thread at a time (UCS_THREAD_MODE_SERIALIZED) and returns it
 // with its event fd (for sleeping in poll()). UNAVAILABLE on failure, nothing left behind.

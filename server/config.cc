@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "proto/ucx_wire.h"
 #include "server/config_reader.h"
 
 namespace kvstash::server {
@@ -61,6 +62,7 @@ ucx:                              # UCX data plane (docs/protocol.md, "UCX data 
   listen: "127.0.0.1:7072"        # HOST:PORT; port 0 picks a free port
   tls: ""                         # UCX transports, e.g. "tcp" or "sm,self"; "" = UCX_TLS
   rndv_thresh_bytes: 0            # rendezvous from this payload size; 0 = UCX default
+  tcp_segment_bytes: 64KiB        # UCX TCP fragment size; clients must use the same
   worker_threads: 1               # threads progressing UCX workers
   direct_access: true             # same-host clients map the DRAM arena (trusted clients)
 )yaml";
@@ -166,6 +168,8 @@ void ReadUcx(ConfigReader& r, UcxConfig* c) {
   r.String("listen", &c->listen);
   r.String("tls", &c->tls);
   r.Size("rndv_thresh_bytes", 0, kGiB, &c->rndv_thresh_bytes);
+  r.Size("tcp_segment_bytes", wire::ucx::kMinTcpSegmentBytes, wire::ucx::kMaxTcpSegmentBytes,
+         &c->tcp_segment_bytes);
   r.Int("worker_threads", 1, 64, &c->worker_threads);
   r.Choice("direct_access", {{"true", true}, {"false", false}}, &c->direct_access);
   r.RejectUnknown();
@@ -377,6 +381,7 @@ void EmitUcx(const UcxConfig& u, YAML::Emitter& out) {
   out << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << u.listen;
   out << YAML::Key << "tls" << YAML::Value << YAML::DoubleQuoted << u.tls;
   out << YAML::Key << "rndv_thresh_bytes" << YAML::Value << FormatByteSize(u.rndv_thresh_bytes);
+  out << YAML::Key << "tcp_segment_bytes" << YAML::Value << FormatByteSize(u.tcp_segment_bytes);
   out << YAML::Key << "worker_threads" << YAML::Value << u.worker_threads;
   out << YAML::Key << "direct_access" << YAML::Value << u.direct_access;
   out << YAML::EndMap;

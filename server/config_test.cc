@@ -313,7 +313,7 @@ namespace {
 TEST(ConfigTest, ReadsAndChecksTheUcxSection) {
   absl::StatusOr<ServerConfig> c = ParseConfig(R"(
 ucx: { enabled: false, listen: "0.0.0.0:9072", tls: "sm,self", rndv_thresh_bytes: 64KiB,
-       worker_threads: 2 })",
+       tcp_segment_bytes: 256KiB, worker_threads: 2 })",
                                                {});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->ucx.enabled);
@@ -321,13 +321,18 @@ ucx: { enabled: false, listen: "0.0.0.0:9072", tls: "sm,self", rndv_thresh_bytes
   EXPECT_EQ(c->ucx.tls, "sm,self");
   EXPECT_EQ(c->ucx.rndv_thresh_bytes, 64u << 10);
   EXPECT_EQ(c->ucx.worker_threads, 2);
+  EXPECT_EQ(c->ucx.tcp_segment_bytes, 256u << 10);
   absl::StatusOr<ServerConfig> again = ParseConfig(EmitConfig(*c), {});
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->ucx.tls, "sm,self");
+  EXPECT_EQ(again->ucx.tcp_segment_bytes, 256u << 10);
+  EXPECT_EQ(ServerConfig().ucx.tcp_segment_bytes, 64u << 10);
   for (const auto& [key, value, field] :
        {std::tuple<const char*, const char*, const char*>{"ucx.worker_threads", "0",
                                                           "ucx.worker_threads"},
         {"ucx.listen", "nowhere", "ucx.listen"},
+        {"ucx.tcp_segment_bytes", "8KiB", "ucx.tcp_segment_bytes"},
+        {"ucx.tcp_segment_bytes", "32MiB", "ucx.tcp_segment_bytes"},
         {"ucx.bogus", "1", "ucx.bogus"}}) {
     absl::StatusOr<ServerConfig> bad = ParseConfig("", {{key, value}});
     ASSERT_FALSE(bad.ok()) << key;

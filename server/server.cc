@@ -60,6 +60,7 @@ ucx::UcxServerOptions UcxOptionsOf(const UcxConfig& c) {
   options.listen = c.listen;
   options.tls = c.tls;
   options.rndv_thresh_bytes = c.rndv_thresh_bytes;
+  options.tcp_segment_bytes = c.tcp_segment_bytes;
   options.worker_threads = c.worker_threads;
   return options;
 }
@@ -147,7 +148,8 @@ absl::Status Server::Start() {
 
 absl::Status Server::StartUcx() {
   if (ucx_context_ == nullptr) return absl::OkStatus();
-  ucx::UcxServiceEnv env{&env_, &service_, &ucx_metrics_, shared_arena_};
+  ucx::UcxServiceEnv env{&env_, &service_, &ucx_metrics_, shared_arena_,
+                         ucx_context_->tcp_segment_bytes()};
   absl::StatusOr<std::unique_ptr<ucx::UcxServer>> ucx =
       ucx::UcxServer::Start(UcxOptionsOf(config_.ucx), ucx_context_, env);
   if (!ucx.ok()) {

@@ -444,6 +444,47 @@ TEST(UcxDirectOffTest, DaemonWithoutDirectAccessServesThroughUcx) {
       *text, "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"out\"} 0\n"));
 }
 
+// UCX aborts a process that receives a TCP fragment larger than its receive segment, and a
+// sender's fragments are as large as its own segment: a client with a larger one used to
+// abort the daemon with its first rendezvous put. Now the Hello reply carries the daemon's
+// segment and a client with another one stops there with a clear error, while clients that
+// match are served, payloads larger than a segment included.
+TEST(UcxSegmentTest, MismatchedTcpSegmentIsRefusedAndTheDaemonKeepsServing) {
+  DaemonOptions options;
+  options.set = {"storage.dram.capacity_bytes=256MiB", "storage.dram.prefault=false", "ucx.tls=tcp",
+                 "ucx.tcp_segment_bytes=256KiB"};
+  auto daemon = DaemonProcess::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ClientOptions client_options;
+  client_options.ucx_tls = "tcp";
+  client_options.max_retries = 0;
+  for (int64_t segment : {64 << 10, 1 << 20}) {
+    client_options.ucx_tcp_segment_bytes = segment;
+    auto refused = Client::Connect((*daemon)->ucx_uri(), client_options);
+    ASSERT_FALSE(refused.ok()) << "segment " << segment;
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), "262144")) << refused.status();
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), absl::StrCat(segment)))
+        << refused.status();
+  }
+  client_options.ucx_tcp_segment_bytes = 256 << 10;
+  auto client = ConnectClient((*daemon)->ucx_uri(), client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto ns = (*client)->OpenNamespace(TestNamespace("segment"));
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  std::mt19937_64 rng(11);
+  Payload p;
+  p.key = RandomKey(rng);
+  p.bytes = PatternBytes(p.key, 8 * kMiB);
+  ASSERT_TRUE(PutAll(**client, *ns, {p}).ok());
+  std::vector<uint8_t> buf;
+  GetItem item;
+  ASSERT_TRUE(GetOne(**client, *ns, p.key, p.bytes.size(), &buf, &item).ok());
+  ASSERT_TRUE(item.status.ok()) << item.status;
+  EXPECT_EQ(FirstPatternMismatch(p.key, buf.data(), buf.size()), -1);
+  EXPECT_TRUE((*daemon)->Running());
+}
+
 // An engine may hold connections it leaves unused for minutes. UCX checks every endpoint
 // (keepalive); over shared memory each check is a message into the client's queue, which
 // only the client's own progress drains. Neither side may turn that into a busy daemon: the

@@ -14,9 +14,10 @@ absl::Status UcsError(absl::string_view what, ucs_status_t s) {
 }
 
 // Applies the daemon's settings to a UCX configuration read from the environment.
-absl::Status Configure(const UcxServerOptions& options, Logger* log, ucp_config_t* config) {
-  if (absl::Status c = wire::ucx::ConfigureUcx(options.tls, config); !c.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("ucx.tls: ", c.message()));
+absl::Status Configure(const UcxServerOptions& options, uint64_t tcp_segment_bytes, Logger* log,
+                       ucp_config_t* config) {
+  if (absl::Status c = wire::ucx::ConfigureUcx(options.tls, tcp_segment_bytes, config); !c.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("ucx: ", c.message()));
   }
   if (options.rndv_thresh_bytes != 0) {
     const std::string v = absl::StrCat(options.rndv_thresh_bytes);
@@ -38,10 +39,13 @@ absl::Status Configure(const UcxServerOptions& options, Logger* log, ucp_config_
 
 absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const UcxServerOptions& options,
                                                                Logger* log) {
+  absl::StatusOr<uint64_t> segment = wire::ucx::EffectiveTcpSegmentBytes(options.tcp_segment_bytes);
+  if (!segment.ok())
+    return absl::InvalidArgumentError(absl::StrCat("ucx: ", segment.status().message()));
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return UcsError("ucp_config_read", s);
-  absl::Status c = Configure(options, log, config);
+  absl::Status c = Configure(options, *segment, log, config);
   ucp_context_h context = nullptr;
   if (c.ok()) {
     ucp_params_t params{};
@@ -54,7 +58,7 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const UcxServerOp
   ucp_config_release(config);
   if (!c.ok()) return c;
   return std::shared_ptr<UcxContext>(
-      new UcxContext(context, log, wire::ucx::AllowsSharedMemory(options.tls)));
+      new UcxContext(context, log, wire::ucx::AllowsSharedMemory(options.tls), *segment));
 }
 
 UcxContext::~UcxContext() { ucp_cleanup(context_); }

@@ -61,17 +61,23 @@ class UcxContext : public std::enable_shared_from_this<UcxContext> {
   ~UcxContext();
 
   ucp_context_h handle() const { return context_; }
+  // The TCP segment UCX uses (wire::ucx::EffectiveTcpSegmentBytes), told to clients.
+  uint64_t tcp_segment_bytes() const { return tcp_segment_bytes_; }
   // `bytes` of memory other processes on this host can map, or null (logged) when the
   // transport list has no shared-memory transport or UCX cannot allocate it (e.g.
   // /dev/shm is too small: UCX's posix transport allocates there).
   std::unique_ptr<SharedRegion> AllocateShared(uint64_t bytes);
 
  private:
-  UcxContext(ucp_context_h context, Logger* log, bool shared_memory)
-      : context_(context), log_(log), shared_memory_(shared_memory) {}
+  UcxContext(ucp_context_h context, Logger* log, bool shared_memory, uint64_t tcp_segment_bytes)
+      : context_(context),
+        log_(log),
+        shared_memory_(shared_memory),
+        tcp_segment_bytes_(tcp_segment_bytes) {}
   const ucp_context_h context_;
   Logger* const log_;
   const bool shared_memory_;  // the transport list includes a shared-memory transport
+  const uint64_t tcp_segment_bytes_;
 };
 
 }  // namespace kvstash::server::ucx

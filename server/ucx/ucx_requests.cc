@@ -466,6 +466,7 @@ ucs_status_t HandleGet(const Request& req, const void* header, void* data, size_
 void HandleHello(const Request& req) {
   ReplyHeader reply = req.Reply(wire::ucx::kWholeRequest);
   reply.size_bytes = req.conn->token;
+  reply.offset = req.env().tcp_segment_bytes;  // the client checks it matches its own
   req.worker->Send(req.conn, reply, nullptr, 0, req.worker->address(), nullptr);
 }
 

@@ -49,6 +49,7 @@ struct UcxServiceEnv {
   KvStashService* service = nullptr;        // unary methods
   TransportMetrics* metrics = nullptr;      // the "ucx" transport's metrics
   const SharedRegion* arena = nullptr;      // the DRAM arena clients may map; null: none
+  uint64_t tcp_segment_bytes = 0;           // the context's UCX TCP segment (Hello reply)
 };
 
 class UcxWorker;

@@ -76,12 +76,17 @@ struct ClientOptions {
   // spins on the next keepalive (~30% of a core) until this client calls again. 0: no
   // thread; then every connection must see a call more often than UCX's keepalive.
   int64_t ucx_idle_progress_ms = 1000;
+  // ucx:// only: UCX's TCP receive segment (UCX_TCP_RX_SEG_SIZE, which this overrides), the
+  // largest fragment either side sends over TCP. Must equal the daemon's
+  // ucx.tcp_segment_bytes: UCX aborts a process that receives a larger fragment, so
+  // Connect fails with FAILED_PRECONDITION when they differ. UCX's default.
+  int64_t ucx_tcp_segment_bytes = 64 << 10;
 
   // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
   // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=
   // max_backoff_ms; 1 KiB <= frame_bytes <= 64 MiB; 1 <= connections <= 256;
   // 1 <= async_threads <= 256; 0 <= ucx_idle_progress_ms <= 10000;
-  // 0 <= ucx_copy_threads <= 16.
+  // 0 <= ucx_copy_threads <= 16; 16 KiB <= ucx_tcp_segment_bytes <= 16 MiB.
   absl::Status Validate() const;
 };
 

@@ -63,7 +63,7 @@ struct UcxChannel::Call {
   uint64_t id = 0;
   bool replied = false;  // unary: the reply arrived
   uint64_t value = 0;    // unary: ReplyHeader.size_bytes (Hello's connection token)
-  uint64_t value2 = 0;   // unary: ReplyHeader.offset (Hello's TCP segment size)
+  uint64_t reply_offset = 0;  // unary: ReplyHeader.offset (Hello's TCP segment size)
   absl::Status status;   // whole-request outcome
   std::string body;      // unary reply body
   absl::Span<PutItem> put_items;
@@ -116,9 +116,9 @@ absl::Status UcxChannel::Handshake(bool direct, uint64_t tcp_segment_bytes, absl
   const uint64_t token = call_->value;
   // UCX aborts whichever side receives a TCP fragment larger than its own segment: never
   // send one, and never ask for one (0: a daemon too old to say).
-  if (call_->value2 != 0 && call_->value2 != tcp_segment_bytes) {
+  if (call_->reply_offset != 0 && call_->reply_offset != tcp_segment_bytes) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the daemon's UCX TCP segment is ", call_->value2, " bytes, this client's ",
+        "the daemon's UCX TCP segment is ", call_->reply_offset, " bytes, this client's ",
         tcp_segment_bytes,
         "; they must match (ucx.tcp_segment_bytes on the daemon, "
         "ClientOptions::ucx_tcp_segment_bytes here; UCX_TCP_RX_SEG_SIZE overrides either)"));
@@ -412,7 +412,7 @@ void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
     return;
   }
   c.value = h.size_bytes;
-  c.value2 = h.offset;
+  c.reply_offset = h.offset;
   c.body.resize(length);
   ReceiveInto(data, c.body.data(), length, rndv, nullptr,
               [this](ucs_status_t) { call_->replied = true; }, result);

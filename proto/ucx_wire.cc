@@ -169,8 +169,8 @@ absl::Status ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes, vo
   if (getenv("UCX_MM_ERROR_HANDLING") == nullptr) {
     (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");  // older UCX: no such option
   }
-  const std::string segment = absl::StrCat(tcp_segment_bytes);
   if (tcp_segment_bytes == 0) return absl::OkStatus();
+  const std::string segment = absl::StrCat(tcp_segment_bytes);
   if (ucs_status_t s = ucp_config_modify(config, "TCP_RX_SEG_SIZE", segment.c_str()); s != UCS_OK) {
     return absl::InvalidArgumentError(
         absl::StrCat("UCX TCP segment of ", tcp_segment_bytes, " bytes: ", ucs_status_string(s)));

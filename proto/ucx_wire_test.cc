@@ -16,7 +16,7 @@ class TcpSegmentTest : public ::testing::Test {
 
 TEST_F(TcpSegmentTest, ConfiguredValueWithoutTheEnvironment) {
   unsetenv("UCX_TCP_RX_SEG_SIZE");
-  EXPECT_EQ(EffectiveTcpSegmentBytes(kDefaultTcpSegmentBytes).value_or(0), 64u << 10);
+  EXPECT_EQ(EffectiveTcpSegmentBytes(kDefaultTcpSegmentBytes).value_or(0), 256u << 10);
   EXPECT_EQ(EffectiveTcpSegmentBytes(1 << 20).value_or(0), 1u << 20);
   EXPECT_FALSE(EffectiveTcpSegmentBytes(1 << 10).ok());
   EXPECT_FALSE(EffectiveTcpSegmentBytes(uint64_t{1} << 30).ok());

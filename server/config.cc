@@ -62,7 +62,7 @@ ucx:                              # UCX data plane (docs/protocol.md, "UCX data 
   listen: "127.0.0.1:7072"        # HOST:PORT; port 0 picks a free port
   tls: ""                         # UCX transports, e.g. "tcp" or "sm,self"; "" = UCX_TLS
   rndv_thresh_bytes: 0            # rendezvous from this payload size; 0 = UCX default
-  tcp_segment_bytes: 64KiB        # UCX TCP fragment size; clients must use the same
+  tcp_segment_bytes: 256KiB       # UCX TCP fragment size; clients must use the same
   worker_threads: 1               # threads progressing UCX workers
   direct_access: true             # same-host clients map the DRAM arena (trusted clients)
 )yaml";

@@ -147,8 +147,9 @@ struct UcxConfig {
   // UCX's TCP receive segment (UCX_TCP_RX_SEG_SIZE, which this setting overrides): the
   // largest fragment a peer may send over TCP. UCX aborts a process that receives a larger
   // one, so clients must use the same value (ClientOptions::ucx_tcp_segment_bytes); one
-  // that does not is refused at connection setup. 16 KiB to 16 MiB; UCX's default.
-  uint64_t tcp_segment_bytes = 64 << 10;
+  // that does not is refused at connection setup. 16 KiB to 16 MiB; default 256 KiB
+  // (wire::ucx::kDefaultTcpSegmentBytes says why).
+  uint64_t tcp_segment_bytes = 256 << 10;
   // Threads, each progressing its own UCX worker; connections are spread over them. One
   // is enough for a few clients on a small host; add threads for many busy clients.
   int worker_threads = 1;

@@ -326,7 +326,7 @@ ucx: { enabled: false, listen: "0.0.0.0:9072", tls: "sm,self", rndv_thresh_bytes
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->ucx.tls, "sm,self");
   EXPECT_EQ(again->ucx.tcp_segment_bytes, 256u << 10);
-  EXPECT_EQ(ServerConfig().ucx.tcp_segment_bytes, 64u << 10);
+  EXPECT_EQ(ServerConfig().ucx.tcp_segment_bytes, 256u << 10);
   for (const auto& [key, value, field] :
        {std::tuple<const char*, const char*, const char*>{"ucx.worker_threads", "0",
                                                           "ucx.worker_threads"},

@@ -79,8 +79,9 @@ struct ClientOptions {
   // ucx:// only: UCX's TCP receive segment (UCX_TCP_RX_SEG_SIZE, which this overrides), the
   // largest fragment either side sends over TCP. Must equal the daemon's
   // ucx.tcp_segment_bytes: UCX aborts a process that receives a larger fragment, so
-  // Connect fails with FAILED_PRECONDITION when they differ. UCX's default.
-  int64_t ucx_tcp_segment_bytes = 64 << 10;
+  // Connect fails with FAILED_PRECONDITION when they differ. Default 256 KiB, as the
+  // daemon's.
+  int64_t ucx_tcp_segment_bytes = 256 << 10;
 
   // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
   // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=

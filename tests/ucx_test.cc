@@ -412,6 +412,22 @@ TEST_P(UcxTest, DirectPutReservationsAreCheckedAndDroppedWithTheConnection) {
   EXPECT_EQ((*present)[0], ChunkTier::kNone);
 }
 
+// Puts one 8 MiB chunk in a fresh namespace named `model` and reads it back byte-exact.
+void ExpectRoundTripOf8MiB(Client& client, const std::string& model, uint64_t seed) {
+  auto ns = client.OpenNamespace(TestNamespace(model));
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  std::mt19937_64 rng(seed);
+  Payload p;
+  p.key = RandomKey(rng);
+  p.bytes = PatternBytes(p.key, 8 * kMiB);
+  ASSERT_TRUE(PutAll(client, *ns, {p}).ok());
+  std::vector<uint8_t> buf;
+  GetItem item;
+  ASSERT_TRUE(GetOne(client, *ns, p.key, p.bytes.size(), &buf, &item).ok());
+  ASSERT_TRUE(item.status.ok()) << item.status;
+  EXPECT_EQ(FirstPatternMismatch(p.key, buf.data(), buf.size()), -1);
+}
+
 TEST(UcxDirectOffTest, DaemonWithoutDirectAccessServesThroughUcx) {
   DaemonOptions options;
   options.set = {"storage.dram.capacity_bytes=256MiB", "storage.dram.prefault=false",
@@ -422,18 +438,7 @@ TEST(UcxDirectOffTest, DaemonWithoutDirectAccessServesThroughUcx) {
   client_options.ucx_tls = "sm,self";
   auto client = ConnectClient((*daemon)->ucx_uri(), client_options);
   ASSERT_TRUE(client.ok()) << client.status();
-  auto ns = (*client)->OpenNamespace(TestNamespace("direct-off"));
-  ASSERT_TRUE(ns.ok()) << ns.status();
-  std::mt19937_64 rng(5);
-  Payload p;
-  p.key = RandomKey(rng);
-  p.bytes = PatternBytes(p.key, 8 * kMiB);
-  ASSERT_TRUE(PutAll(**client, *ns, {p}).ok());
-  std::vector<uint8_t> buf;
-  GetItem item;
-  ASSERT_TRUE(GetOne(**client, *ns, p.key, p.bytes.size(), &buf, &item).ok());
-  ASSERT_TRUE(item.status.ok()) << item.status;
-  EXPECT_EQ(FirstPatternMismatch(p.key, buf.data(), buf.size()), -1);
+  ASSERT_NO_FATAL_FAILURE(ExpectRoundTripOf8MiB(**client, "direct-off", 5));
   auto address = MetricsAddress(**daemon);
   ASSERT_TRUE(address.ok()) << address.status();
   auto text = Scrape(*address);
@@ -470,18 +475,7 @@ TEST(UcxSegmentTest, MismatchedTcpSegmentIsRefusedAndTheDaemonKeepsServing) {
   client_options.ucx_tcp_segment_bytes = 128 << 10;
   auto client = ConnectClient((*daemon)->ucx_uri(), client_options);
   ASSERT_TRUE(client.ok()) << client.status();
-  auto ns = (*client)->OpenNamespace(TestNamespace("segment"));
-  ASSERT_TRUE(ns.ok()) << ns.status();
-  std::mt19937_64 rng(11);
-  Payload p;
-  p.key = RandomKey(rng);
-  p.bytes = PatternBytes(p.key, 8 * kMiB);
-  ASSERT_TRUE(PutAll(**client, *ns, {p}).ok());
-  std::vector<uint8_t> buf;
-  GetItem item;
-  ASSERT_TRUE(GetOne(**client, *ns, p.key, p.bytes.size(), &buf, &item).ok());
-  ASSERT_TRUE(item.status.ok()) << item.status;
-  EXPECT_EQ(FirstPatternMismatch(p.key, buf.data(), buf.size()), -1);
+  ASSERT_NO_FATAL_FAILURE(ExpectRoundTripOf8MiB(**client, "segment", 11));
   EXPECT_TRUE((*daemon)->Running());
 }
 

@@ -144,7 +144,7 @@ struct UcxConfig {
   // Payloads at least this large go by rendezvous (zero-copy where the transport can);
   // smaller ones are copied through eager messages. 0: UCX's per-transport default.
   uint64_t rndv_thresh_bytes = 0;
-  // UCX's TCP receive segment (UCX_TCP_RX_SEG_SIZE, which this setting overrides): the
+  // UCX's TCP receive segment (UCX_TCP_RX_SEG_SIZE; that variable, when set, wins): the
   // largest fragment a peer may send over TCP. UCX aborts a process that receives a larger
   // one, so clients must use the same value (ClientOptions::ucx_tcp_segment_bytes); one
   // that does not is refused at connection setup. 16 KiB to 16 MiB; default 256 KiB

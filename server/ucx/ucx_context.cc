@@ -40,8 +40,9 @@ absl::Status Configure(const UcxServerOptions& options, uint64_t tcp_segment_byt
 absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const UcxServerOptions& options,
                                                                Logger* log) {
   absl::StatusOr<uint64_t> segment = wire::ucx::EffectiveTcpSegmentBytes(options.tcp_segment_bytes);
-  if (!segment.ok())
+  if (!segment.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("ucx: ", segment.status().message()));
+  }
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return UcsError("ucp_config_read", s);

@@ -76,8 +76,8 @@ struct ClientOptions {
   // spins on the next keepalive (~30% of a core) until this client calls again. 0: no
   // thread; then every connection must see a call more often than UCX's keepalive.
   int64_t ucx_idle_progress_ms = 1000;
-  // ucx:// only: UCX's TCP receive segment (UCX_TCP_RX_SEG_SIZE, which this overrides), the
-  // largest fragment either side sends over TCP. Must equal the daemon's
+  // ucx:// only: UCX's TCP receive segment (UCX_TCP_RX_SEG_SIZE; that variable, when set,
+  // wins), the largest fragment either side sends over TCP. Must equal the daemon's
   // ucx.tcp_segment_bytes: UCX aborts a process that receives a larger fragment, so
   // Connect fails with FAILED_PRECONDITION when they differ. Default 256 KiB, as the
   // daemon's.

@@ -1,11 +1,18 @@
 #include <gtest/gtest.h>
 
 #include "kvstash/client.h"
+#include "proto/ucx_wire.h"
 
 namespace kvstash {
 namespace {
 
 TEST(ClientOptionsTest, DefaultsAreValid) { EXPECT_TRUE(ClientOptions().Validate().ok()); }
+
+// A default client and a default daemon must agree on the TCP segment (see ucx_wire.h).
+TEST(ClientOptionsTest, TcpSegmentDefaultIsTheDaemons) {
+  EXPECT_EQ(static_cast<uint64_t>(ClientOptions().ucx_tcp_segment_bytes),
+            wire::ucx::kDefaultTcpSegmentBytes);
+}
 
 // Each case breaks one field; the error must name that field.
 struct BadCase {

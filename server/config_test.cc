@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/ucx_wire.h"
 
 namespace kvstash::server {
 namespace {
@@ -327,6 +328,7 @@ ucx: { enabled: false, listen: "0.0.0.0:9072", tls: "sm,self", rndv_thresh_bytes
   EXPECT_EQ(again->ucx.tls, "sm,self");
   EXPECT_EQ(again->ucx.tcp_segment_bytes, 256u << 10);
   EXPECT_EQ(ServerConfig().ucx.tcp_segment_bytes, 256u << 10);
+  EXPECT_EQ(ServerConfig().ucx.tcp_segment_bytes, wire::ucx::kDefaultTcpSegmentBytes);
   for (const auto& [key, value, field] :
        {std::tuple<const char*, const char*, const char*>{"ucx.worker_threads", "0",
                                                           "ucx.worker_threads"},

@@ -47,10 +47,6 @@ absl::Status UcxServerOptions::Validate() const {
   if (worker_threads < 1 || worker_threads > 64) {
     return absl::InvalidArgumentError("ucx.worker_threads: must be in [1, 64]");
   }
-  if (tcp_segment_bytes < wire::ucx::kMinTcpSegmentBytes ||
-      tcp_segment_bytes > wire::ucx::kMaxTcpSegmentBytes) {
-    return absl::InvalidArgumentError("ucx.tcp_segment_bytes: must be in [16KiB, 16MiB]");
-  }
   return absl::OkStatus();
 }
 

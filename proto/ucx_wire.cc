@@ -1,8 +1,10 @@
 #include "proto/ucx_wire.h"
 
 #include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -122,6 +124,57 @@ std::optional<uint64_t> ParseMemoryUnits(absl::string_view v) {
   return n << shift;
 }
 
+constexpr char kTcpSegmentKey[] = "TCP_RX_SEG_SIZE";
+constexpr char kBareTcpSegmentKey[] = "RX_SEG_SIZE";
+
+// Which of the two spellings the TCP transport of `tcp` (its UCT component) accepts.
+const char* ProbeTcpSegmentKey(uct_component_h tcp) {
+  uct_md_config_t* md_config = nullptr;
+  if (uct_md_config_read(tcp, nullptr, nullptr, &md_config) != UCS_OK) return kTcpSegmentKey;
+  uct_md_h md = nullptr;
+  const ucs_status_t opened = uct_md_open(tcp, "tcp", md_config, &md);
+  uct_config_release(md_config);
+  if (opened != UCS_OK) return kTcpSegmentKey;
+  const char* key = kTcpSegmentKey;
+  uct_iface_config_t* iface = nullptr;
+  if (uct_md_iface_config_read(md, "tcp", nullptr, nullptr, &iface) == UCS_OK) {
+    if (uct_config_modify(iface, kTcpSegmentKey, "64K") != UCS_OK &&
+        uct_config_modify(iface, kBareTcpSegmentKey, "64K") == UCS_OK) {
+      key = kBareTcpSegmentKey;
+    }
+    uct_config_release(iface);
+  }
+  uct_md_close(md);
+  return key;
+}
+
+// The name under which ucp_config_modify reaches the TCP transport's receive segment. UCP
+// hands a key it does not know to each transport's configuration when the transport opens,
+// and a key no transport takes is only warned about: the transport keeps its 64 KiB, and a
+// peer sending larger fragments aborts the process (see ConfigureUcx). UCX up to 1.13 matches
+// the key against the TCP table without its "TCP_" prefix, later releases with it, so the
+// TCP transport is asked which one it takes (once per process).
+const char* TcpSegmentKey() {
+  static const char* const key = [] {
+    uct_component_h* components = nullptr;
+    unsigned count = 0;
+    if (uct_query_components(&components, &count) != UCS_OK) return kTcpSegmentKey;
+    const char* found = kTcpSegmentKey;
+    for (unsigned i = 0; i < count; ++i) {
+      uct_component_attr_t attr{};
+      attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+      if (uct_component_query(components[i], &attr) == UCS_OK &&
+          std::strcmp(attr.name, "tcp") == 0) {
+        found = ProbeTcpSegmentKey(components[i]);
+        break;
+      }
+    }
+    uct_release_component_list(components);
+    return found;
+  }();
+  return key;
+}
+
 }  // namespace
 
 bool AllowsSharedMemory(const std::string& tls) {
@@ -166,12 +219,14 @@ absl::Status ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes, vo
           absl::StrCat("UCX transports \"", tls, "\": ", ucs_status_string(s)));
     }
   }
-  if (getenv("UCX_MM_ERROR_HANDLING") == nullptr) {
+  // Only where shared memory may be used: a key no transport takes draws a UCX warning for
+  // every worker.
+  if (getenv("UCX_MM_ERROR_HANDLING") == nullptr && AllowsSharedMemory(tls)) {
     (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");  // older UCX: no such option
   }
   if (tcp_segment_bytes == 0) return absl::OkStatus();
   const std::string segment = absl::StrCat(tcp_segment_bytes);
-  if (ucs_status_t s = ucp_config_modify(config, "TCP_RX_SEG_SIZE", segment.c_str()); s != UCS_OK) {
+  if (ucs_status_t s = ucp_config_modify(config, TcpSegmentKey(), segment.c_str()); s != UCS_OK) {
     return absl::InvalidArgumentError(
         absl::StrCat("UCX TCP segment of ", tcp_segment_bytes, " bytes: ", ucs_status_string(s)));
   }

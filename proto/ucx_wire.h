@@ -197,8 +197,11 @@ absl::StatusOr<uint64_t> EffectiveTcpSegmentBytes(uint64_t configured);
 // UCX_TLS from the environment) as WithConnectionTransport extends it, peer-failure
 // handling on the shared-memory transports (MM_ERROR_HANDLING), without which UCX leaves
 // them out of endpoints that handle peer failures, i.e. out of every kvstash endpoint, and
-// the TCP receive segment (TCP_RX_SEG_SIZE = `tcp_segment_bytes`, which should come from
-// EffectiveTcpSegmentBytes; 0 leaves UCX's).
+// the TCP receive segment (`tcp_segment_bytes`, which should come from
+// EffectiveTcpSegmentBytes; 0 leaves UCX's). The segment goes under the key spelling the
+// TCP transport of the loaded UCX accepts ("RX_SEG_SIZE" up to UCX 1.13, "TCP_RX_SEG_SIZE"
+// later; asked of the transport once per process), since UCX ignores, with a warning, a key
+// no transport takes. MM_ERROR_HANDLING is set only when `tls` allows shared memory.
 absl::Status ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes, void* ucp_config);
 
 // Creates a worker used by one thread at a time (UCS_THREAD_MODE_SERIALIZED) and returns it

@@ -5,6 +5,7 @@
 // arena (shared memory only) with its reservations and holds.
 #include <xxhash.h>
 
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -477,6 +478,42 @@ TEST(UcxSegmentTest, MismatchedTcpSegmentIsRefusedAndTheDaemonKeepsServing) {
   ASSERT_TRUE(client.ok()) << client.status();
   ASSERT_NO_FATAL_FAILURE(ExpectRoundTripOf8MiB(**client, "segment", 11));
   EXPECT_TRUE((*daemon)->Running());
+}
+
+// The segment a setting asks for must be the one UCX uses: UCX applies a transport key given
+// through ucp_config_modify only under the spelling its release expects and otherwise just
+// warns, so a daemon configured for 1 MiB once kept 64 KiB, passed the Hello check, and
+// aborted on the first put of a client whose UCX really used 1 MiB. Each side here sets its
+// segment once through the settings and once through UCX_TCP_RX_SEG_SIZE (which UCX reads
+// itself), so a setting that does not reach UCX aborts a process and fails the test.
+TEST(UcxSegmentTest, ConfiguredSegmentIsTheOneUcxUses) {
+  struct ScopedEnv {
+    explicit ScopedEnv(const char* value) { setenv("UCX_TCP_RX_SEG_SIZE", value, 1); }
+    ~ScopedEnv() { unsetenv("UCX_TCP_RX_SEG_SIZE"); }
+  };
+  for (bool daemon_from_settings : {true, false}) {
+    SCOPED_TRACE(daemon_from_settings ? "daemon: settings, client: environment"
+                                      : "daemon: environment, client: settings");
+    DaemonOptions options;
+    options.set = {"storage.dram.capacity_bytes=256MiB", "storage.dram.prefault=false",
+                   "ucx.tls=tcp"};
+    if (daemon_from_settings) {
+      options.set.push_back("ucx.tcp_segment_bytes=1MiB");
+    } else {
+      options.env = {"UCX_TCP_RX_SEG_SIZE=1M"};
+    }
+    auto daemon = DaemonProcess::Start(options);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    ClientOptions client_options;
+    client_options.ucx_tls = "tcp";
+    client_options.ucx_tcp_segment_bytes = 1 << 20;
+    std::optional<ScopedEnv> env;
+    if (daemon_from_settings) env.emplace("1M");
+    auto client = ConnectClient((*daemon)->ucx_uri(), client_options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    ASSERT_NO_FATAL_FAILURE(ExpectRoundTripOf8MiB(**client, "segment-applied", 13));
+    EXPECT_TRUE((*daemon)->Running());
+  }
 }
 
 // An engine may hold connections it leaves unused for minutes. UCX checks every endpoint

@@ -139,8 +139,14 @@ std::string KvstashSystem::ClientUri() const {
   return options_.ucx_tls.empty() ? "grpc://" + address_ : "ucx://" + ucx_address_;
 }
 
-absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewConn() {
-  auto client = ConnectClient(ClientUri(), options_);
+absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewConn() { return NewConnTo(ClientUri()); }
+
+absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewGrpcConn() {
+  return NewConnTo("grpc://" + address_);
+}
+
+absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewConnTo(const std::string& uri) {
+  auto client = ConnectClient(uri, options_);
   if (!client.ok()) return client.status();
   absl::StatusOr<NamespaceHandle> ns = (*client)->OpenNamespace(BenchNamespace());
   if (!ns.ok()) return ns.status();

@@ -54,6 +54,8 @@ class KvstashSystem : public System {
   const char* transport() const override { return options_.transport_label.c_str(); }
   absl::Status PrepareForSize(size_t) override { return absl::OkStatus(); }
   absl::StatusOr<std::unique_ptr<Conn>> NewConn() override;
+  // A client over gRPC even when the clients of NewConn use UCX (the daemon serves both).
+  absl::StatusOr<std::unique_ptr<Conn>> NewGrpcConn();
   // The daemon acknowledges a repeated key as already present without storing it.
   bool NeedsFreshPutKeys() const override { return true; }
   pid_t server_pid() const override { return child_->pid(); }
@@ -75,6 +77,7 @@ class KvstashSystem : public System {
   absl::Status Launch();
   // The URI the clients use: grpc:// or, with ucx_tls, ucx://.
   std::string ClientUri() const;
+  absl::StatusOr<std::unique_ptr<Conn>> NewConnTo(const std::string& uri);
 
   KvstashOptions options_;
   std::unique_ptr<ChildProcess> child_;

@@ -1,6 +1,7 @@
 // Tables, target checks and JSON lines of the NVMe suite (nvme_suite.h).
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/nvme_suite.h"
 #include "bench/report.h"
@@ -15,10 +16,13 @@ constexpr double kDramGetDropMax = 0.10;
 constexpr double kRebuildChunksPerSecMin = 100000;
 constexpr double kDiskOverBudgetMax = 1.25;
 
+// The error-free row of `system` (fio rows: transport "disk"; kvstash: "grpc" unless given).
 const NvmeRow* Find(const std::vector<NvmeRow>& rows, const std::string& system,
-                    const std::string& op, const std::string& variant, int clients) {
+                    const std::string& op, const std::string& variant, int clients,
+                    const std::string& transport = "grpc") {
+  const std::string via = system == "fio" ? "disk" : transport;
   for (const NvmeRow& r : rows) {
-    if (r.system == system && r.op == op && r.variant == variant &&
+    if (r.system == system && r.transport == via && r.op == op && r.variant == variant &&
         (clients == 0 || r.clients == clients) && r.errors == 0) {
       return &r;
     }
@@ -41,14 +45,14 @@ void PrintRatio(std::ostream& out, const char* what, const NvmeRow* a, const Nvm
 }  // namespace
 
 void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows) {
-  out << absl::StrFormat("%-8s %-5s %-8s %-14s %7s %4s %9s %10s %9s %9s %8s %6s %6s\n", "system",
-                         "tier", "op", "variant", "size", "cli", "GB/s", "ops/s", "p50 us",
-                         "p99 us", "chunks", "drops", "errors");
+  out << absl::StrFormat("%-8s %-8s %-5s %-8s %-14s %7s %4s %9s %10s %9s %9s %8s %6s %6s\n",
+                         "system", "via", "tier", "op", "variant", "size", "cli", "GB/s", "ops/s",
+                         "p50 us", "p99 us", "chunks", "drops", "errors");
   for (const NvmeRow& r : rows) {
-    out << absl::StrFormat("%-8s %-5s %-8s %-14s %7s %4d %9.3f %10.0f %9.0f %9.0f %8d %6d %6d\n",
-                           r.system, r.tier, r.op, r.variant, FormatBytes(r.chunk_bytes),
-                           r.clients, r.gbps, r.ops_per_s, r.p50_us, r.p99_us, r.chunks, r.drops,
-                           r.errors);
+    out << absl::StrFormat(
+        "%-8s %-8s %-5s %-8s %-14s %7s %4d %9.3f %10.0f %9.0f %9.0f %8d %6d %6d\n", r.system,
+        r.transport, r.tier, r.op, r.variant, FormatBytes(r.chunk_bytes), r.clients, r.gbps,
+        r.ops_per_s, r.p50_us, r.p99_us, r.chunks, r.drops, r.errors);
     if (r.op == "rebuild") {
       out << absl::StrFormat("    rebuild %.0f ms (daemon log), ready after %.0f ms\n",
                              r.rebuild_ms, r.ready_ms);
@@ -64,10 +68,12 @@ void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows) {
 void PrintNvmeTargets(std::ostream& out, const std::vector<NvmeRow>& rows) {
   const NvmeRow* fio_read = Find(rows, "fio", "read", "", 0);
   const NvmeRow* fio_write = Find(rows, "fio", "write", "", 0);
-  PrintRatio(out, "NVMe-hit get 4MiB x4 >= 0.6x fio read", Find(rows, "kvstash", "get", "", 4),
-             fio_read, kNvmeGetVsFioReadMin);
-  PrintRatio(out, "  same, 8 chunks per request >= 0.6x fio read",
-             Find(rows, "kvstash", "get", "batch", 4), fio_read, kNvmeGetVsFioReadMin);
+  for (const char* via : {"grpc", "ucx-shm"}) {
+    PrintRatio(out, absl::StrCat("NVMe-hit get 4MiB x4 over ", via, " >= 0.6x fio read").c_str(),
+               Find(rows, "kvstash", "get", "", 4, via), fio_read, kNvmeGetVsFioReadMin);
+    PrintRatio(out, "  same, 8 chunks per request >= 0.6x fio read",
+               Find(rows, "kvstash", "get", "batch", 4, via), fio_read, kNvmeGetVsFioReadMin);
+  }
   PrintRatio(out, "put 4MiB x4 with demotion >= 0.5x fio write",
              Find(rows, "kvstash", "put", "with_demotion", 4), fio_write, kPutVsFioWriteMin);
   if (const NvmeRow* put = Find(rows, "kvstash", "put", "with_demotion", 4)) {
@@ -109,8 +115,8 @@ absl::Status WriteNvmeJsonLines(const std::string& path, const std::vector<NvmeR
         "{\"system\":\"%s\",\"transport\":\"%s\",\"tier\":\"%s\",\"op\":\"%s\","
         "\"variant\":\"%s\",\"chunk_bytes\":%d,\"clients\":%d,\"gbps\":%.4f,"
         "\"ops_per_s\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"rounds\":%d,\"errors\":%d",
-        r.system, r.system == "fio" ? "disk" : "grpc", r.tier, r.op, r.variant, r.chunk_bytes,
-        r.clients, r.gbps, r.ops_per_s, r.p50_us, r.p99_us, r.rounds, r.errors);
+        r.system, r.transport, r.tier, r.op, r.variant, r.chunk_bytes, r.clients, r.gbps,
+        r.ops_per_s, r.p50_us, r.p99_us, r.rounds, r.errors);
     if (r.op == "rebuild") {
       out << absl::StrFormat(",\"chunks\":%d,\"rebuild_ms\":%.1f,\"ready_ms\":%.1f", r.chunks,
                              r.rebuild_ms, r.ready_ms);

@@ -35,13 +35,18 @@ constexpr uint64_t kHotChunks = 8;             // the DRAM-hit get cells' workin
 constexpr double kMaxStolen = 0.05;            // DRAM-hit get cells: see DramGetsUnderDemotion
 constexpr int kStolenAttempts = 3;
 
-using RowKey = std::tuple<std::string, std::string, std::string, std::string, size_t, int>;
+constexpr char kUcxShm[] = "ucx-shm";  // transport label of the UCX get cells
+constexpr char kUcxShmTls[] = "sm,self";
+
+using RowKey =
+    std::tuple<std::string, std::string, std::string, std::string, std::string, size_t, int>;
 
 // Collects one NvmeRow per round for each measurement; Rows() takes the medians.
 class Collector {
  public:
   void Add(const NvmeRow& r) {
-    samples_[{r.system, r.tier, r.op, r.variant, r.chunk_bytes, r.clients}].push_back(r);
+    samples_[{r.system, r.transport, r.tier, r.op, r.variant, r.chunk_bytes, r.clients}].push_back(
+        r);
   }
   std::vector<NvmeRow> Rows() const;
 
@@ -102,14 +107,17 @@ NvmeRow FromCell(const char* tier, const char* op, const char* variant, size_t s
   return r;
 }
 
-// A daemon of the suite and the connections its cells use.
+// A daemon of the suite and the connections its cells use: gRPC, and UCX when the daemon
+// was started with UCX transports.
 struct Daemon {
   std::unique_ptr<KvstashSystem> system;
   std::vector<std::unique_ptr<Conn>> conns;
+  std::vector<std::unique_ptr<Conn>> ucx_conns;  // empty: no UCX cells
 
-  std::vector<Conn*> Conns(int n) {
+  std::vector<Conn*> Conns(int n, bool ucx = false) {
+    const std::vector<std::unique_ptr<Conn>>& from = ucx ? ucx_conns : conns;
     std::vector<Conn*> out;
-    for (int i = 0; i < n && i < static_cast<int>(conns.size()); ++i) out.push_back(conns[i].get());
+    for (int i = 0; i < n && i < static_cast<int>(from.size()); ++i) out.push_back(from[i].get());
     return out;
   }
 };
@@ -121,14 +129,17 @@ class Suite {
   absl::StatusOr<NvmeSuiteOutput> Run();
 
  private:
+  // `ucx_shm`: the daemon also serves UCX over shared memory (Daemon::ucx_conns).
   absl::StatusOr<Daemon> StartDaemon(const std::string& name, uint64_t dram,
-                                     std::vector<std::string> sets);
+                                     std::vector<std::string> sets, bool ucx_shm = false);
   absl::Status OpenConns(Daemon& d, int n);
   // Puts `count` chunks of `size` with keys MakeKey(space, 0..count-1), `clients` threads.
   CellResult Populate(Daemon& d, uint64_t space, uint64_t count, size_t size, int clients);
   void AwaitDemotions(Daemon& d);
   void PopulateNvme(Daemon& d);
+  // NVMe-hit get cells over gRPC, then over UCX shared memory when the daemon has it.
   void NvmeGets(Daemon& d);
+  void NvmeGetCell(Daemon& d, bool ucx, int batch, int clients);
   void PutsWithDemotion(Daemon& d, const char* variant);
   // DRAM-hit gets of kHotChunks chunks while a writer puts ~200 MB/s of new chunks, which
   // the daemon demotes to NVMe unless it runs DRAM-only (`variant` names which).
@@ -159,13 +170,17 @@ class Suite {
 };
 
 absl::StatusOr<Daemon> Suite::StartDaemon(const std::string& name, uint64_t dram,
-                                          std::vector<std::string> sets) {
+                                          std::vector<std::string> sets, bool ucx_shm) {
   const std::string dir = absl::StrCat(scratch_->path(), "/", name);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   sets.insert(sets.end(), config_.kvstash_sets.begin(), config_.kvstash_sets.end());
   KvstashOptions k{config_.kvstashd_path, dir, dram, sets, 0};
+  if (ucx_shm) {
+    k.ucx_tls = kUcxShmTls;
+    k.transport_label = kUcxShm;
+  }
   absl::StatusOr<std::unique_ptr<KvstashSystem>> system = KvstashSystem::Start(k);
   if (!system.ok()) return system.status();
   Daemon d;
@@ -176,10 +191,21 @@ absl::StatusOr<Daemon> Suite::StartDaemon(const std::string& name, uint64_t dram
 
 absl::Status Suite::OpenConns(Daemon& d, int n) {
   d.conns.clear();
+  d.ucx_conns.clear();
   for (int i = 0; i < n; ++i) {
-    absl::StatusOr<std::unique_ptr<Conn>> c = d.system->NewConn();
+    absl::StatusOr<std::unique_ptr<Conn>> c = d.system->NewGrpcConn();
     if (!c.ok()) return c.status();
     d.conns.push_back(*std::move(c));
+  }
+  if (d.system->transport() != std::string(kUcxShm)) return absl::OkStatus();
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::unique_ptr<Conn>> c = d.system->NewConn();
+    if (!c.ok()) {
+      d.ucx_conns.clear();
+      out_.notes.push_back("no UCX cells: " + std::string(c.status().message()));
+      return absl::OkStatus();
+    }
+    d.ucx_conns.push_back(*std::move(c));
   }
   return absl::OkStatus();
 }
@@ -241,29 +267,37 @@ void Suite::DropPageCache() {
 // chunk per request, then kNvmeGetBatch chunks per request (a prompt's prefix: the daemon
 // reads the next chunk while it sends the current one).
 void Suite::NvmeGets(Daemon& d) {
-  for (int batch : {1, kNvmeGetBatch}) {
-    for (int clients : {1, 4}) {
-      DropPageCache();
-      OpPlan plan;
-      plan.op = Op::kGet;
-      plan.chunk_bytes = kChunk;
-      plan.batch = batch;
-      // The first chunks put are the coldest: evicted from DRAM long ago, only on NVMe.
-      const uint64_t on_nvme = kNvmeGetChunks - 2 * kDram / kChunk;
-      plan.key = [clients, on_nvme](int t, uint64_t i) {
-        return MakeKey(1, (i * clients + t) % on_nvme);
-      };
-      CellLimits limits = config_.limits;
-      limits.max_ops_per_thread = on_nvme / clients / batch;
-      const uint64_t hits = d.system->Stats().ok() ? d.system->Stats()->nvme_hits : 0;
-      CellResult c = RunCell(d.Conns(clients), plan, limits);
-      absl::StatusOr<KvstashTierStats> after = d.system->Stats();
-      progress_ << absl::StrFormat(
-          "  nvme get x%d, %d per request: %.3f GB/s, %d NVMe hits of %d\n", clients, batch, c.gbps,
-          after.ok() ? after->nvme_hits - hits : 0, c.ops * batch);
-      rows_.Add(FromCell("nvme", "get", batch == 1 ? "" : "batch", kChunk, clients, c));
+  for (bool ucx : {false, true}) {
+    if (ucx && d.ucx_conns.empty()) continue;
+    for (int batch : {1, kNvmeGetBatch}) {
+      for (int clients : {1, 4}) NvmeGetCell(d, ucx, batch, clients);
     }
   }
+}
+
+void Suite::NvmeGetCell(Daemon& d, bool ucx, int batch, int clients) {
+  DropPageCache();
+  OpPlan plan;
+  plan.op = Op::kGet;
+  plan.chunk_bytes = kChunk;
+  plan.batch = batch;
+  // The first chunks put are the coldest: evicted from DRAM long ago, only on NVMe.
+  const uint64_t on_nvme = kNvmeGetChunks - 2 * kDram / kChunk;
+  plan.key = [clients, on_nvme](int t, uint64_t i) {
+    return MakeKey(1, (i * clients + t) % on_nvme);
+  };
+  CellLimits limits = config_.limits;
+  limits.max_ops_per_thread = on_nvme / clients / batch;
+  const uint64_t hits = d.system->Stats().ok() ? d.system->Stats()->nvme_hits : 0;
+  CellResult c = RunCell(d.Conns(clients, ucx), plan, limits);
+  absl::StatusOr<KvstashTierStats> after = d.system->Stats();
+  const char* transport = ucx ? kUcxShm : "grpc";
+  progress_ << absl::StrFormat(
+      "  nvme get x%d over %s, %d per request: %.3f GB/s, %d NVMe hits of %d\n", clients, transport,
+      batch, c.gbps, after.ok() ? after->nvme_hits - hits : 0, c.ops * batch);
+  NvmeRow r = FromCell("nvme", "get", batch == 1 ? "" : "batch", kChunk, clients, c);
+  r.transport = transport;
+  rows_.Add(r);
 }
 
 // Fresh 4 MiB puts into a full DRAM tier: each one evicts, and the eviction is demoted.
@@ -472,6 +506,7 @@ void Suite::Fio() {
     absl::StatusOr<std::string> json = RunCommand(cmd);
     NvmeRow r;
     r.system = "fio";
+    r.transport = "disk";
     r.tier = "nvme";
     r.op = rw;
     r.chunk_bytes = 1u << 20;
@@ -501,7 +536,7 @@ absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
                                                "storage.nvme.promote_on_hit=false",
                                                "storage.nvme.demotion_queue_chunks=64",
                                                "storage.nvme.demotion_wait_ms=600000"};
-  absl::StatusOr<Daemon> get = StartDaemon("get", kDram, no_promote);
+  absl::StatusOr<Daemon> get = StartDaemon("get", kDram, no_promote, /*ucx_shm=*/true);
   if (!get.ok()) return get.status();
   progress_ << "populating NVMe with " << kNvmeGetChunks << " chunks of 4MiB...\n";
   PopulateNvme(*get);

@@ -1,6 +1,7 @@
 // The NVMe benchmark (`kvstash_bench --nvme`): kvstashd with its RocksDB tier next to the
 // raw disk (fio) on the same filesystem, in one run:
-//   - get of 4 MiB chunks that hit NVMe (a small DRAM tier, promote_on_hit off);
+//   - get of 4 MiB chunks that hit NVMe (a small DRAM tier, promote_on_hit off), over gRPC
+//     and over UCX shared memory (the transport of an engine on the same host);
 //   - put of 4 MiB chunks into a full DRAM tier, every put demoting a chunk to NVMe;
 //   - DRAM-hit get while a background writer keeps demotion busy, against the same load on
 //     a DRAM-only daemon (the cost of demotion to DRAM hits);
@@ -28,6 +29,7 @@ namespace kvstash::bench {
 // One measurement, the median over rounds of each metric.
 struct NvmeRow {
   std::string system = "kvstash";  // kvstash | fio
+  std::string transport = "grpc";  // grpc | ucx-shm (NVMe-hit gets only) | disk (fio)
   std::string tier;                // dram | nvme (the tier the measured ops hit or fill)
   std::string op;                  // get | put | churn | rebuild | read | write
   std::string variant;             // e.g. with_demotion, no_demotion; "" when one kind

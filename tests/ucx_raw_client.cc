@@ -23,7 +23,8 @@ void OnEndpointError(void* arg, ucp_ep_h, ucs_status_t) { *static_cast<bool*>(ar
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RawUcxClient>> RawUcxClient::Connect(const std::string& address,
-                                                                     const std::string& tls) {
+                                                                    const std::string& tls,
+                                                                    bool peer_errors) {
   std::unique_ptr<RawUcxClient> c(new RawUcxClient());
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return absl::InternalError("config");
@@ -68,11 +69,11 @@ absl::StatusOr<std::unique_ptr<RawUcxClient>> RawUcxClient::Connect(const std::s
   freeaddrinfo(found);
   if (s != UCS_OK) return absl::UnavailableError(ucs_status_string(s));
   c->ep_ = c->control_ep_;
-  if (absl::Status st = c->Attach(); !st.ok()) return st;
+  if (absl::Status st = c->Attach(peer_errors); !st.ok()) return st;
   return c;
 }
 
-absl::Status RawUcxClient::Attach() {
+absl::Status RawUcxClient::Attach(bool peer_errors) {
   auto hello = Call(wire::ucx::Op::kHello, "", absl::Seconds(30));
   if (!hello.ok()) return hello.status();
   if (hello->header.code != 0) return absl::InternalError(hello->body);
@@ -81,7 +82,7 @@ absl::Status RawUcxClient::Attach() {
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.address = reinterpret_cast<const ucp_address_t*>(hello->body.data());
-  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   ep.err_handler.cb = &OnEndpointError;
   ep.err_handler.arg = &failed_;
   if (ucs_status_t s = ucp_ep_create(worker_, &ep, &ep_); s != UCS_OK) {
@@ -98,12 +99,12 @@ absl::Status RawUcxClient::Attach() {
   ucp_worker_release_address(worker_, mine);
   wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(wire::ucx::Op::kAttach, next_id_++,
                                                             nullptr);
-  h.flags = wire::ucx::kFlagPeerErrorHandling;
+  h.flags = peer_errors ? wire::ucx::kFlagPeerErrorHandling : 0;
   if (absl::Status s = Send(&h, sizeof(h), body.data(), body.size()); !s.ok()) return s;
   while (sends_in_flight_ > 0 && !failed_) ucp_worker_progress(worker_);
   auto attached = NextReply(absl::Seconds(30));
   if (!attached.ok()) return attached.status();
-  return attached->header.code == 0 ? absl::OkStatus() : absl::InternalError(attached->body);
+  return absl::Status(static_cast<absl::StatusCode>(attached->header.code), attached->body);
 }
 
 RawUcxClient::~RawUcxClient() {

@@ -26,9 +26,11 @@ class RawUcxClient {
   };
 
   // Connects to "HOST:PORT" with UCX transports `tls` ("" = UCX_TLS) and attaches a data
-  // endpoint as the client library does.
+  // endpoint as the client library does; with `peer_errors` false, one without peer-failure
+  // handling (which the daemon refuses). A refused Attach gives the daemon's status.
   static absl::StatusOr<std::unique_ptr<RawUcxClient>> Connect(const std::string& address,
-                                                               const std::string& tls);
+                                                               const std::string& tls,
+                                                               bool peer_errors = true);
   ~RawUcxClient();
 
   // Starts sending one request message. The buffers must stay valid until the send
@@ -49,7 +51,7 @@ class RawUcxClient {
  private:
   RawUcxClient() = default;
   // Hello on the sockaddr endpoint, then Attach on an endpoint to the worker address.
-  absl::Status Attach();
+  absl::Status Attach(bool peer_errors);
   static ucs_status_t OnReply(void* arg, const void* header, size_t header_length, void* data,
                               size_t length, const ucp_am_recv_param_t* param);
 

@@ -429,6 +429,20 @@ void ExpectRoundTripOf8MiB(Client& client, const std::string& model, uint64_t se
   EXPECT_EQ(FirstPatternMismatch(p.key, buf.data(), buf.size()), -1);
 }
 
+// A data endpoint without peer-failure handling is refused at Attach, with a clear error on
+// the socket-address endpoint. The daemon used to accept one: a client killed mid-put then
+// left its reservation behind over TCP, and over shared memory UCX aborted the daemon.
+TEST_P(UcxTest, AttachWithoutPeerErrorHandlingIsRefused) {
+  auto refused = RawUcxClient::Connect(daemon_->ucx_address(), GetParam().tls,
+                                       /*peer_errors=*/false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "peer error handling"))
+      << refused.status();
+  ASSERT_NE(Raw(), nullptr);  // one that handles peer failures attaches
+  ASSERT_NO_FATAL_FAILURE(ExpectRoundTripOf8MiB(*client_, "after-refusal", 17));
+}
+
 TEST(UcxDirectOffTest, DaemonWithoutDirectAccessServesThroughUcx) {
   DaemonOptions options;
   options.set = {"storage.dram.capacity_bytes=256MiB", "storage.dram.prefault=false",

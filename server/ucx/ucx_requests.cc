@@ -490,10 +490,20 @@ ucs_status_t HandleUnattached(UcxWorker* worker, ucp_ep_h ep, const void* header
     return UCS_OK;  // nothing to answer on: the client never attached this endpoint
   }
   std::memcpy(&token, data, sizeof(token));
+  if ((h.flags & wire::ucx::kFlagPeerErrorHandling) == 0) {
+    // Answered on the connection's socket-address endpoint, which handles peer failures.
+    if (ConnectionPtr conn = worker->Unattached(token)) {
+      worker->SendError(conn, wire::ucx::MakeReplyHeader(h.op, h.request_id),
+                        absl::FailedPreconditionError(
+                            "Attach without peer error handling (flag 1): the daemon serves "
+                            "only endpoints that handle peer failures, so that a client which "
+                            "dies mid-transfer leaves nothing behind"));
+    }
+    return UCS_OK;
+  }
   const absl::string_view address(static_cast<const char*>(data) + sizeof(token),
                                   length - sizeof(token));
-  ConnectionPtr conn =
-      worker->Attach(token, ep, address, (h.flags & wire::ucx::kFlagPeerErrorHandling) != 0);
+  ConnectionPtr conn = worker->Attach(token, ep, address);
   if (conn == nullptr) return UCS_OK;
   worker->Send(conn, wire::ucx::MakeReplyHeader(h.op, h.request_id), nullptr, 0,
                (h.flags & wire::ucx::kFlagDirect) != 0 ? ArenaBody(worker->env().arena) : "",

@@ -245,20 +245,22 @@ ConnectionPtr UcxWorker::Find(ucp_ep_h ep) const {
   return it == connections_.end() ? nullptr : it->second;
 }
 
-ConnectionPtr UcxWorker::Attach(uint64_t token, ucp_ep_h request_ep,
-                                absl::string_view client_address, bool peer_errors) {
+ConnectionPtr UcxWorker::Unattached(uint64_t token) const {
   auto it = by_token_.find(token);
-  if (it == by_token_.end() || it->second->data_ep != nullptr) return nullptr;
-  ConnectionPtr conn = it->second;
+  return it == by_token_.end() || it->second->data_ep != nullptr ? nullptr : it->second;
+}
+
+ConnectionPtr UcxWorker::Attach(uint64_t token, ucp_ep_h request_ep,
+                                absl::string_view client_address) {
+  ConnectionPtr conn = Unattached(token);
+  if (conn == nullptr) return nullptr;
   ucp_ep_params_t params{};
-  // The error-handling mode follows the client's Attach flag (UCX needs both directions to
-  // agree). Clients ask for peer-failure handling; a client that did not would get CMA
-  // lanes on one host but no failure detection here, so the listener endpoint, which
-  // detects a dead client either way, stays the liveness signal, and Close() force-closes
-  // this one.
+  // Peer-failure handling only (the client's Attach said so; UCX needs both directions to
+  // agree): without it a client that died mid-transfer left its reservation behind over TCP
+  // and aborted the daemon in UCX over shared memory (HandleUnattached refuses such clients).
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   params.address = reinterpret_cast<const ucp_address_t*>(client_address.data());
-  params.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   if (ucs_status_t s = ucp_ep_create(worker_, &params, &conn->data_ep); s != UCS_OK) {
     conn->data_ep = nullptr;
     env_->env->log->Warn("ucx: cannot connect to a client's worker",

@@ -149,11 +149,12 @@ class UcxWorker {
                  const absl::Status& status);
   // The connection whose endpoint (either of them) is `ep`, or null.
   ConnectionPtr Find(ucp_ep_h ep) const;
+  // The connection named `token` while it is not attached yet, or null.
+  ConnectionPtr Unattached(uint64_t token) const;
   // Attaches `request_ep` to the connection named `token` and connects the reply endpoint
-  // to `client_address` (with peer-failure handling iff `peer_errors`, as the client's); null when no connection has that token (or it is attached
-  // already) or the endpoint cannot be created.
-  ConnectionPtr Attach(uint64_t token, ucp_ep_h request_ep, absl::string_view client_address,
-                       bool peer_errors);
+  // to `client_address` with peer-failure handling; null when no connection has that token
+  // (or it is attached already) or the endpoint cannot be created.
+  ConnectionPtr Attach(uint64_t token, ucp_ep_h request_ep, absl::string_view client_address);
   // Where other threads hand work back to this worker's thread.
   const std::shared_ptr<Mailbox>& mailbox() const { return mailbox_; }
   // This worker's UCP address, which Hello hands to clients.

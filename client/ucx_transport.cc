@@ -42,15 +42,14 @@ ParallelCopier::Options CopierOptions(const ClientOptions& options) {
 absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::string& host,
                                                                    int port,
                                                                    const ClientOptions& options) {
-  absl::StatusOr<uint64_t> segment =
-      wire::ucx::EffectiveTcpSegmentBytes(options.ucx_tcp_segment_bytes);
-  if (!segment.ok()) return segment.status();
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_config_read: ", ucs_status_string(s)));
-  if (absl::Status c = wire::ucx::ConfigureUcx(options.ucx_tls, *segment, config); !c.ok()) {
+  absl::StatusOr<uint64_t> segment =
+      wire::ucx::ConfigureUcx(options.ucx_tls, options.ucx_tcp_segment_bytes, config);
+  if (!segment.ok()) {
     ucp_config_release(config);
-    return absl::InvalidArgumentError(c.message());
+    return absl::InvalidArgumentError(segment.status().message());
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;

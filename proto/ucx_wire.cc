@@ -210,7 +210,10 @@ absl::StatusOr<uint64_t> EffectiveTcpSegmentBytes(uint64_t configured) {
   return bytes;
 }
 
-absl::Status ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes, void* ucp_config) {
+absl::StatusOr<uint64_t> ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes,
+                                      void* ucp_config) {
+  absl::StatusOr<uint64_t> effective = EffectiveTcpSegmentBytes(tcp_segment_bytes);
+  if (!effective.ok()) return effective.status();
   auto* config = static_cast<ucp_config_t*>(ucp_config);
   const std::string all = WithConnectionTransport(EffectiveTls(tls));
   if (!all.empty()) {
@@ -224,13 +227,12 @@ absl::Status ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes, vo
   if (getenv("UCX_MM_ERROR_HANDLING") == nullptr && AllowsSharedMemory(tls)) {
     (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");  // older UCX: no such option
   }
-  if (tcp_segment_bytes == 0) return absl::OkStatus();
-  const std::string segment = absl::StrCat(tcp_segment_bytes);
+  const std::string segment = absl::StrCat(*effective);
   if (ucs_status_t s = ucp_config_modify(config, TcpSegmentKey(), segment.c_str()); s != UCS_OK) {
     return absl::InvalidArgumentError(
-        absl::StrCat("UCX TCP segment of ", tcp_segment_bytes, " bytes: ", ucs_status_string(s)));
+        absl::StrCat("UCX TCP segment of ", *effective, " bytes: ", ucs_status_string(s)));
   }
-  return absl::OkStatus();
+  return *effective;
 }
 
 absl::Status CreateWorker(ucp_context_h context, ucp_worker_h* worker, int* efd) {

@@ -179,10 +179,10 @@ bool AllowsSharedMemory(const std::string& tls);
 // asks for any payload. Default 256 KiB, four times UCX's own: rendezvous data over TCP
 // (with peer-failure handling) arrives as active-message fragments of this size, each
 // received and copied on its own, and fewer, larger ones cost the receiver less. Measured
-// on a 2-core host, 4 MiB puts over loopback, medians of 5: 2.10 GB/s at 64 KiB, 2.87 at
-// 256 KiB (128 KiB: ~2.0, 512 KiB: ~2.9, 1 MiB: ~2.6); 32 MiB puts 2.2 -> 3.2 GB/s; gets
-// unchanged. ucx_perftest tag_bw did not gain (3.82 vs 3.51 GiB/s). Costs ~256 KiB of
-// receive buffer per busy TCP connection.
+// on 2-core hosts over loopback, one client, 4 MiB chunks: on one, puts 2.10 GB/s at 64 KiB
+// against 2.87 at 256 KiB (medians of 5; 128 KiB ~2.0, 512 KiB ~2.9, 1 MiB ~2.6), gets
+// unchanged; on another, gets 3.1 against 4.3 GB/s, puts unchanged (bench/README). Costs
+// ~256 KiB of receive buffer per busy TCP connection.
 inline constexpr uint64_t kDefaultTcpSegmentBytes = 256 << 10;
 inline constexpr uint64_t kMinTcpSegmentBytes = 16 << 10;
 inline constexpr uint64_t kMaxTcpSegmentBytes = 16 << 20;
@@ -194,15 +194,16 @@ inline constexpr uint64_t kMaxTcpSegmentBytes = 16 << 20;
 absl::StatusOr<uint64_t> EffectiveTcpSegmentBytes(uint64_t configured);
 
 // Applies the UCX options both sides need to `config`: the transport list `tls` (empty:
-// UCX_TLS from the environment) as WithConnectionTransport extends it, peer-failure
-// handling on the shared-memory transports (MM_ERROR_HANDLING), without which UCX leaves
-// them out of endpoints that handle peer failures, i.e. out of every kvstash endpoint, and
-// the TCP receive segment (`tcp_segment_bytes`, which should come from
-// EffectiveTcpSegmentBytes; 0 leaves UCX's). The segment goes under the key spelling the
-// TCP transport of the loaded UCX accepts ("RX_SEG_SIZE" up to UCX 1.13, "TCP_RX_SEG_SIZE"
-// later; asked of the transport once per process), since UCX ignores, with a warning, a key
-// no transport takes. MM_ERROR_HANDLING is set only when `tls` allows shared memory.
-absl::Status ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes, void* ucp_config);
+// UCX_TLS from the environment) as WithConnectionTransport extends it; peer-failure
+// handling on the shared-memory transports (MM_ERROR_HANDLING, only when `tls` allows shared
+// memory), without which UCX leaves them out of endpoints that handle peer failures, i.e.
+// out of every kvstash endpoint; and the TCP receive segment, EffectiveTcpSegmentBytes of
+// `tcp_segment_bytes` (its errors included), which it returns. The segment goes under the
+// key spelling the TCP transport of the loaded UCX accepts ("RX_SEG_SIZE" up to UCX 1.13,
+// "TCP_RX_SEG_SIZE" later; asked of the transport once per process), since UCX ignores,
+// with a warning, a key no transport takes.
+absl::StatusOr<uint64_t> ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes,
+                                      void* ucp_config);
 
 // Creates a worker used by one thread at a time (UCS_THREAD_MODE_SERIALIZED) and returns it
 // with its event fd (for sleeping in poll()). UNAVAILABLE on failure, nothing left behind.

@@ -28,9 +28,12 @@ absl::StatusOr<std::unique_ptr<RawUcxClient>> RawUcxClient::Connect(const std::s
   std::unique_ptr<RawUcxClient> c(new RawUcxClient());
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return absl::InternalError("config");
-  (void)wire::ucx::ConfigureUcx(
-      tls, wire::ucx::EffectiveTcpSegmentBytes(wire::ucx::kDefaultTcpSegmentBytes).value_or(0),
-      config);
+  if (absl::Status st =
+          wire::ucx::ConfigureUcx(tls, wire::ucx::kDefaultTcpSegmentBytes, config).status();
+      !st.ok()) {
+    ucp_config_release(config);
+    return st;
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM;

@@ -13,12 +13,14 @@ absl::Status UcsError(absl::string_view what, ucs_status_t s) {
   return absl::UnavailableError(absl::StrCat(what, ": ", ucs_status_string(s)));
 }
 
-// Applies the daemon's settings to a UCX configuration read from the environment.
-absl::Status Configure(const UcxServerOptions& options, uint64_t tcp_segment_bytes, Logger* log,
-                       ucp_config_t* config) {
-  if (absl::Status c = wire::ucx::ConfigureUcx(options.tls, tcp_segment_bytes, config); !c.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("ucx: ", c.message()));
-  }
+// Applies the daemon's settings to a UCX configuration read from the environment; returns
+// the TCP segment UCX will use.
+absl::StatusOr<uint64_t> Configure(const UcxServerOptions& options, Logger* log,
+                                   ucp_config_t* config) {
+  // INVALID_ARGUMENT naming the setting; the caller prefixes "ucx: ".
+  absl::StatusOr<uint64_t> segment =
+      wire::ucx::ConfigureUcx(options.tls, options.tcp_segment_bytes, config);
+  if (!segment.ok()) return segment.status();
   if (options.rndv_thresh_bytes != 0) {
     const std::string v = absl::StrCat(options.rndv_thresh_bytes);
     if (ucs_status_t s = ucp_config_modify(config, "RNDV_THRESH", v.c_str()); s != UCS_OK) {
@@ -32,21 +34,18 @@ absl::Status Configure(const UcxServerOptions& options, uint64_t tcp_segment_byt
       log->Warn("ucx: cannot set KEEPALIVE_INTERVAL", {{"error", ucs_status_string(m)}});
     }
   }
-  return absl::OkStatus();
+  return segment;
 }
 
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const UcxServerOptions& options,
                                                                Logger* log) {
-  absl::StatusOr<uint64_t> segment = wire::ucx::EffectiveTcpSegmentBytes(options.tcp_segment_bytes);
-  if (!segment.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("ucx: ", segment.status().message()));
-  }
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return UcsError("ucp_config_read", s);
-  absl::Status c = Configure(options, *segment, log, config);
+  absl::StatusOr<uint64_t> segment = Configure(options, log, config);
+  absl::Status c = segment.status();
   ucp_context_h context = nullptr;
   if (c.ok()) {
     ucp_params_t params{};

@@ -61,7 +61,7 @@ class UcxContext : public std::enable_shared_from_this<UcxContext> {
   ~UcxContext();
 
   ucp_context_h handle() const { return context_; }
-  // The TCP segment UCX uses (wire::ucx::EffectiveTcpSegmentBytes), told to clients.
+  // The TCP segment UCX uses (as wire::ucx::ConfigureUcx returned it), told to clients.
   uint64_t tcp_segment_bytes() const { return tcp_segment_bytes_; }
   // `bytes` of memory other processes on this host can map, or null (logged) when the
   // transport list has no shared-memory transport or UCX cannot allocate it (e.g.

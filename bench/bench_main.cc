@@ -55,7 +55,7 @@ int RunNvme(const BenchOptions& o) {
   std::cout << "\n== NVMe results (median of " << o.run.rounds << " rounds) ==\n";
   PrintNvmeRows(std::cout, out->rows);
   std::cout << "\n== NVMe targets ==\n";
-  PrintNvmeTargets(std::cout, out->rows);
+  PrintNvmeTargets(std::cout, *out);
   for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
   if (o.json_path.empty()) return 0;
   absl::Status s = WriteNvmeJsonLines(o.json_path, out->rows);

@@ -42,6 +42,14 @@ void PrintRatio(std::ostream& out, const char* what, const NvmeRow* a, const Nvm
                          ratio >= min ? "MET    " : "NOT MET", a->gbps, b->gbps, ratio, min);
 }
 
+// What the transport allows without the disk, measured in the same run.
+void PrintCeiling(std::ostream& out, const char* what, const NvmeRow* measured,
+                  const NvmeRow* ceiling) {
+  if (measured == nullptr || ceiling == nullptr || ceiling->gbps <= 0) return;
+  out << absl::StrFormat("    (%s, 4 clients, same transport: %.3f GB/s; %.2fx of it)\n", what,
+                         ceiling->gbps, measured->gbps / ceiling->gbps);
+}
+
 }  // namespace
 
 void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows) {
@@ -65,12 +73,15 @@ void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows) {
   }
 }
 
-void PrintNvmeTargets(std::ostream& out, const std::vector<NvmeRow>& rows) {
+void PrintNvmeTargets(std::ostream& out, const NvmeSuiteOutput& suite) {
+  const std::vector<NvmeRow>& rows = suite.rows;
   const NvmeRow* fio_read = Find(rows, "fio", "read", "", 0);
   const NvmeRow* fio_write = Find(rows, "fio", "write", "", 0);
   for (const char* via : {"grpc", "ucx-shm"}) {
+    const NvmeRow* get = Find(rows, "kvstash", "get", "", 4, via);
     PrintRatio(out, absl::StrCat("NVMe-hit get 4MiB x4 over ", via, " >= 0.6x fio read").c_str(),
-               Find(rows, "kvstash", "get", "", 4, via), fio_read, kNvmeGetVsFioReadMin);
+               get, fio_read, kNvmeGetVsFioReadMin);
+    PrintCeiling(out, "DRAM hits", get, Find(rows, "kvstash", "get", "hot", 4, via));
     PrintRatio(out, "  same, 8 chunks per request >= 0.6x fio read",
                Find(rows, "kvstash", "get", "batch", 4, via), fio_read, kNvmeGetVsFioReadMin);
   }
@@ -80,11 +91,22 @@ void PrintNvmeTargets(std::ostream& out, const std::vector<NvmeRow>& rows) {
     out << "    (default settings: " << put->drops
         << " evictions dropped, not written to NVMe, over the rounds)\n";
   }
-  PrintRatio(out, "  same, back-pressure (no drops) >= 0.5x fio write",
-             Find(rows, "kvstash", "put", "backpressure", 4), fio_write, kPutVsFioWriteMin);
+  for (const char* via : {"grpc", "ucx-shm"}) {
+    const NvmeRow* put = Find(rows, "kvstash", "put", "backpressure", 4, via);
+    PrintRatio(out, absl::StrCat("  back-pressure over ", via, " >= 0.5x fio write").c_str(), put,
+               fio_write, kPutVsFioWriteMin);
+    PrintCeiling(out, "the same puts on a DRAM-only daemon", put,
+                 Find(rows, "kvstash", "put", "no_demotion", 4, via));
+  }
   PrintRatio(out, "DRAM-hit get with/without demotion >= 0.9x",
              Find(rows, "kvstash", "get", "with_demotion", 1),
              Find(rows, "kvstash", "get", "no_demotion", 1), 1 - kDramGetDropMax);
+  if (!suite.dram_get_round_ratios.empty()) {
+    out << "    (per round, as run:";
+    for (double r : suite.dram_get_round_ratios) out << absl::StrFormat(" %.2f", r);
+    out << "; their median " << absl::StrFormat("%.2f", Median(suite.dram_get_round_ratios))
+        << ")\n";
+  }
   const NvmeRow* churn = Find(rows, "kvstash", "churn", "disk_usage", 0);
   out << absl::StrFormat("  %-52s ", "disk usage under churn <= 1.25x budget (p50, max)");
   if (churn == nullptr) {

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "bench/kvstash_system.h"
 #include "bench/process.h"
+#include "bench/report.h"
 #include "proto/procfs.h"
 
 namespace kvstash::bench {
@@ -53,12 +54,6 @@ class Collector {
  private:
   std::map<RowKey, std::vector<NvmeRow>> samples_;
 };
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 std::vector<NvmeRow> Collector::Rows() const {
   std::vector<NvmeRow> rows;
@@ -140,10 +135,15 @@ class Suite {
   // NVMe-hit get cells over gRPC, then over UCX shared memory when the daemon has it.
   void NvmeGets(Daemon& d);
   void NvmeGetCell(Daemon& d, bool ucx, int batch, int clients);
-  void PutsWithDemotion(Daemon& d, const char* variant);
+  // 4-client gets of kHotChunks fresh chunks that stay in DRAM, on the same daemon and
+  // transport: what the transport allows, beside the NVMe hits.
+  void HotGetCell(Daemon& d, bool ucx);
+  // Fresh 4 MiB puts into a full DRAM tier, 1 and 4 clients, over gRPC or UCX shm.
+  void PutsWithDemotion(Daemon& d, const char* variant, bool ucx = false);
   // DRAM-hit gets of kHotChunks chunks while a writer puts ~200 MB/s of new chunks, which
-  // the daemon demotes to NVMe unless it runs DRAM-only (`variant` names which).
-  void DramGetsUnderDemotion(Daemon& d, const char* variant);
+  // the daemon demotes to NVMe unless it runs DRAM-only (`variant` names which). Returns
+  // the GB/s of the attempt that counts.
+  double DramGetsUnderDemotion(Daemon& d, const char* variant);
   struct DramGetCell {
     CellResult result;
     double daemon_cores = 0;  // the daemon's CPU time over the cell's wall time
@@ -272,7 +272,25 @@ void Suite::NvmeGets(Daemon& d) {
     for (int batch : {1, kNvmeGetBatch}) {
       for (int clients : {1, 4}) NvmeGetCell(d, ucx, batch, clients);
     }
+    HotGetCell(d, ucx);
   }
+}
+
+void Suite::HotGetCell(Daemon& d, bool ucx) {
+  constexpr int kClients = 4;
+  const uint64_t space = put_space_++;
+  Populate(d, space, kHotChunks, kChunk, 1);
+  AwaitDemotions(d);
+  OpPlan plan;
+  plan.op = Op::kGet;
+  plan.chunk_bytes = kChunk;
+  plan.key = [space](int t, uint64_t i) { return MakeKey(space, (i * kClients + t) % kHotChunks); };
+  CellResult c = RunCell(d.Conns(kClients, ucx), plan, config_.limits);
+  NvmeRow r = FromCell("dram", "get", "hot", kChunk, kClients, c);
+  r.transport = ucx ? kUcxShm : "grpc";
+  progress_ << absl::StrFormat("  dram get x%d over %s (same daemon): %.3f GB/s\n", kClients,
+                               r.transport, c.gbps);
+  rows_.Add(r);
 }
 
 void Suite::NvmeGetCell(Daemon& d, bool ucx, int batch, int clients) {
@@ -300,8 +318,10 @@ void Suite::NvmeGetCell(Daemon& d, bool ucx, int batch, int clients) {
   rows_.Add(r);
 }
 
-// Fresh 4 MiB puts into a full DRAM tier: each one evicts, and the eviction is demoted.
-void Suite::PutsWithDemotion(Daemon& d, const char* variant) {
+// Each put evicts, and the eviction is demoted unless the daemon runs DRAM-only.
+void Suite::PutsWithDemotion(Daemon& d, const char* variant, bool ucx) {
+  if (ucx && d.ucx_conns.empty()) return;
+  const char* tier = std::string(variant) == "no_demotion" ? "dram" : "nvme";
   for (int clients : {1, 4}) {
     OpPlan plan;
     plan.op = Op::kPut;
@@ -310,16 +330,16 @@ void Suite::PutsWithDemotion(Daemon& d, const char* variant) {
     const uint64_t space = put_space_++;
     plan.key = [space, clients](int t, uint64_t i) { return MakeKey(space, i * clients + t); };
     absl::StatusOr<KvstashTierStats> before = d.system->Stats();
-    CellResult c = RunCell(d.Conns(clients), plan, config_.limits);
+    CellResult c = RunCell(d.Conns(clients, ucx), plan, config_.limits);
     AwaitDemotions(d);
     absl::StatusOr<KvstashTierStats> after = d.system->Stats();
-    NvmeRow r = FromCell("nvme", "put", variant, kChunk, clients, c);
+    NvmeRow r = FromCell(tier, "put", variant, kChunk, clients, c);
+    r.transport = ucx ? kUcxShm : "grpc";
     if (before.ok() && after.ok()) r.drops = after->demotion_drops - before->demotion_drops;
-    progress_ << absl::StrFormat("  put x%d %s: %.3f GB/s, %d demotions, %d dropped\n",
-                                 clients, variant, c.gbps,
-                                 before.ok() && after.ok() ? after->demotions - before->demotions
-                                                           : 0,
-                                 r.drops);
+    progress_ << absl::StrFormat(
+        "  put x%d %s over %s: %.3f GB/s, %d demotions, %d dropped\n", clients, variant,
+        r.transport, c.gbps, before.ok() && after.ok() ? after->demotions - before->demotions : 0,
+        r.drops);
     rows_.Add(r);
   }
 }
@@ -328,7 +348,7 @@ void Suite::PutsWithDemotion(Daemon& d, const char* variant) {
 // NVMe daemon every such put demotes a chunk, on a DRAM-only one it just evicts. The daemon
 // first finishes what earlier cells left it (flushes, garbage collection after the put
 // cells), which is not the demotion this cell is about.
-void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
+double Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
   const uint64_t space = put_space_++;
   Populate(d, space, kHotChunks, kChunk, 1);
   // A ~10% effect is measured here, and a cell during which the hypervisor took more than
@@ -351,6 +371,7 @@ void Suite::DramGetsUnderDemotion(Daemon& d, const char* variant) {
     }
   }
   rows_.Add(FromCell("dram", "get", variant, kChunk, 1, best.result));
+  return best.result.gbps;
 }
 
 Suite::DramGetCell Suite::MeasureDramGets(Daemon& d, uint64_t space, const char* variant) {
@@ -543,7 +564,8 @@ absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
   // Default settings: a full demotion queue drops the eviction instead of blocking puts.
   absl::StatusOr<Daemon> put = StartDaemon("put", kDram, {"storage.nvme.capacity_bytes=24GiB"});
   if (!put.ok()) return put.status();
-  absl::StatusOr<Daemon> dram_only = StartDaemon("dram", kDram, {"storage.nvme.enabled=false"});
+  absl::StatusOr<Daemon> dram_only =
+      StartDaemon("dram", kDram, {"storage.nvme.enabled=false"}, /*ucx_shm=*/true);
   if (!dram_only.ok()) return dram_only.status();
   absl::StatusOr<Daemon> churn =
       StartDaemon("churn", kDram, {absl::StrCat("storage.nvme.capacity_bytes=", kChurnBudget)});
@@ -553,11 +575,18 @@ absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
     if (have_fio) Fio();
     NvmeGets(*get);
     PutsWithDemotion(*put, "with_demotion");
-    PutsWithDemotion(*get, "backpressure");  // demotion_wait_ms: puts wait for the disk
+    // demotion_wait_ms: puts wait for the disk. The DRAM-only daemon's puts (nothing to
+    // write) are what the transport and DRAM tier allow without it.
+    for (bool ucx : {false, true}) {
+      PutsWithDemotion(*get, "backpressure", ucx);
+      PutsWithDemotion(*dram_only, "no_demotion", ucx);
+    }
     // Alternating which goes first, so neither always follows the put cells.
-    if (round % 2 == 1) DramGetsUnderDemotion(*dram_only, "no_demotion");
-    DramGetsUnderDemotion(*get, "with_demotion");
-    if (round % 2 == 0) DramGetsUnderDemotion(*dram_only, "no_demotion");
+    double without = 0;
+    if (round % 2 == 1) without = DramGetsUnderDemotion(*dram_only, "no_demotion");
+    const double with = DramGetsUnderDemotion(*get, "with_demotion");
+    if (round % 2 == 0) without = DramGetsUnderDemotion(*dram_only, "no_demotion");
+    if (without > 0) out_.dram_get_round_ratios.push_back(with / without);
     Churn(*churn, absl::StrCat(scratch_->path(), "/churn/kvstash-data/nvme"));
   }
   get->system.reset();

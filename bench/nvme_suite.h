@@ -2,7 +2,9 @@
 // raw disk (fio) on the same filesystem, in one run:
 //   - get of 4 MiB chunks that hit NVMe (a small DRAM tier, promote_on_hit off), over gRPC
 //     and over UCX shared memory (the transport of an engine on the same host);
-//   - put of 4 MiB chunks into a full DRAM tier, every put demoting a chunk to NVMe;
+//   - put of 4 MiB chunks into a full DRAM tier, every put demoting a chunk to NVMe (with
+//     back-pressure also over UCX shared memory), and the same puts into a DRAM-only daemon
+//     (what the transport and DRAM tier allow when nothing is written to disk);
 //   - DRAM-hit get while a background writer keeps demotion busy, against the same load on
 //     a DRAM-only daemon (the cost of demotion to DRAM hits);
 //   - disk usage under churn: 4x the NVMe budget put through a daemon with a 1 GiB NVMe
@@ -29,7 +31,7 @@ namespace kvstash::bench {
 // One measurement, the median over rounds of each metric.
 struct NvmeRow {
   std::string system = "kvstash";  // kvstash | fio
-  std::string transport = "grpc";  // grpc | ucx-shm (NVMe-hit gets only) | disk (fio)
+  std::string transport = "grpc";  // grpc | ucx-shm (NVMe-hit gets, puts) | disk (fio)
   std::string tier;                // dram | nvme (the tier the measured ops hit or fill)
   std::string op;                  // get | put | churn | rebuild | read | write
   std::string variant;             // e.g. with_demotion, no_demotion; "" when one kind
@@ -50,6 +52,9 @@ struct NvmeRow {
 
 struct NvmeSuiteOutput {
   std::vector<NvmeRow> rows;
+  // DRAM-hit get with / without demotion, one ratio per round: the two cells of a round
+  // run back to back, so the host's drift between rounds cancels out.
+  std::vector<double> dram_get_round_ratios;
   std::vector<std::string> notes;  // skipped parts and caveats, with reasons
 };
 
@@ -58,7 +63,7 @@ struct NvmeSuiteOutput {
 absl::StatusOr<NvmeSuiteOutput> RunNvmeSuite(const RunConfig& config, std::ostream& progress);
 
 void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows);
-void PrintNvmeTargets(std::ostream& out, const std::vector<NvmeRow>& rows);
+void PrintNvmeTargets(std::ostream& out, const NvmeSuiteOutput& suite);
 absl::Status WriteNvmeJsonLines(const std::string& path, const std::vector<NvmeRow>& rows);
 
 }  // namespace kvstash::bench

@@ -37,13 +37,6 @@ CellKey KeyOf(Op op, size_t size, int clients, const std::string& system,
   return {static_cast<int>(op), size, clients, SystemOrder(system), system + "\t" + transport};
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 const Row* FindRow(const std::vector<Row>& rows, const std::string& system, Op op, size_t size,
                    int clients) {
   for (const Row& r : rows) {
@@ -89,6 +82,13 @@ void PrintRatioTarget(std::ostream& out, const std::vector<Row>& rows, Op op, do
 }
 
 }  // namespace
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 std::string FormatBytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};

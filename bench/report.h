@@ -57,6 +57,9 @@ struct RssResult {
   std::string note;  // e.g. why the values are older than the end of the run
 };
 
+// The median of `v`; 0 when empty.
+double Median(std::vector<double> v);
+
 std::vector<Row> MedianRows(const std::vector<Sample>& samples);
 
 void PrintResultTable(std::ostream& out, const std::vector<Row>& rows);

@@ -50,6 +50,26 @@ void PrintCeiling(std::ostream& out, const char* what, const NvmeRow* measured,
                          ceiling->gbps, measured->gbps / ceiling->gbps);
 }
 
+// Judged on the median of the rounds' ratios: the two cells of a round run back to back
+// (their order alternating), so the host's drift between rounds, often larger than the
+// effect, cancels out; the ratio of the cells' medians follows for reference.
+void PrintDramGetTarget(std::ostream& out, const NvmeSuiteOutput& suite) {
+  const NvmeRow* with = Find(suite.rows, "kvstash", "get", "with_demotion", 1);
+  const NvmeRow* without = Find(suite.rows, "kvstash", "get", "no_demotion", 1);
+  out << absl::StrFormat("  %-52s ", "DRAM-hit get with/without demotion >= 0.9x");
+  if (suite.dram_get_round_ratios.empty() || with == nullptr || without == nullptr ||
+      without->gbps <= 0) {
+    out << "NOT MEASURED\n";
+    return;
+  }
+  const double median = Median(suite.dram_get_round_ratios);
+  out << (median >= 1 - kDramGetDropMax ? "MET    " : "NOT MET") << "  rounds";
+  for (double r : suite.dram_get_round_ratios) out << absl::StrFormat(" %.2f", r);
+  out << absl::StrFormat(", median %.2fx (target >= %.2fx)\n", median, 1 - kDramGetDropMax);
+  out << absl::StrFormat("    (medians of the cells: %.3f / %.3f GB/s = %.2fx)\n", with->gbps,
+                         without->gbps, with->gbps / without->gbps);
+}
+
 }  // namespace
 
 void PrintNvmeRows(std::ostream& out, const std::vector<NvmeRow>& rows) {
@@ -98,15 +118,7 @@ void PrintNvmeTargets(std::ostream& out, const NvmeSuiteOutput& suite) {
     PrintCeiling(out, "the same puts on a DRAM-only daemon", put,
                  Find(rows, "kvstash", "put", "no_demotion", 4, via));
   }
-  PrintRatio(out, "DRAM-hit get with/without demotion >= 0.9x",
-             Find(rows, "kvstash", "get", "with_demotion", 1),
-             Find(rows, "kvstash", "get", "no_demotion", 1), 1 - kDramGetDropMax);
-  if (!suite.dram_get_round_ratios.empty()) {
-    out << "    (per round, as run:";
-    for (double r : suite.dram_get_round_ratios) out << absl::StrFormat(" %.2f", r);
-    out << "; their median " << absl::StrFormat("%.2f", Median(suite.dram_get_round_ratios))
-        << ")\n";
-  }
+  PrintDramGetTarget(out, suite);
   const NvmeRow* churn = Find(rows, "kvstash", "churn", "disk_usage", 0);
   out << absl::StrFormat("  %-52s ", "disk usage under churn <= 1.25x budget (p50, max)");
   if (churn == nullptr) {

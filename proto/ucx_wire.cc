@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "proto/ucx_transports.h"
 
 namespace kvstash::wire::ucx {
 
@@ -215,7 +216,12 @@ absl::StatusOr<uint64_t> ConfigureUcx(const std::string& tls, uint64_t tcp_segme
   absl::StatusOr<uint64_t> effective = EffectiveTcpSegmentBytes(tcp_segment_bytes);
   if (!effective.ok()) return effective.status();
   auto* config = static_cast<ucp_config_t*>(ucp_config);
-  const std::string all = WithConnectionTransport(EffectiveTls(tls));
+  const std::string requested = EffectiveTls(tls);
+  if (absl::Status s = CheckTransportNames(requested, HostTransportNames()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(tls.empty() ? "UCX_TLS" : "UCX transports",
+                                                   " \"", requested, "\": ", s.message()));
+  }
+  const std::string all = WithConnectionTransport(requested);
   if (!all.empty()) {
     if (ucs_status_t s = ucp_config_modify(config, "TLS", all.c_str()); s != UCS_OK) {
       return absl::InvalidArgumentError(

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "proto/ucx_transports.h"
 #include "proto/ucx_wire.h"
 #include "server/config_reader.h"
 
@@ -225,6 +226,10 @@ void ReadStorage(ConfigReader& r, StorageConfig* c) {
 absl::Status CheckCrossFields(const ServerConfig& c) {
   if (absl::Status s = CheckHostPort("metrics.listen", c.metrics.listen); !s.ok()) return s;
   if (absl::Status s = CheckHostPort("ucx.listen", c.ucx.listen); !s.ok()) return s;
+  if (c.ucx.enabled) {
+    absl::Status t = wire::ucx::CheckTransportNames(c.ucx.tls, wire::ucx::HostTransportNames());
+    if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("ucx.tls: ", t.message()));
+  }
   const GrpcConfig& s = c.server;
   if (!absl::StartsWith(s.grpc_listen, "unix:")) {
     size_t colon = s.grpc_listen.rfind(':');

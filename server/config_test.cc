@@ -335,6 +335,7 @@ ucx: { enabled: false, listen: "0.0.0.0:9072", tls: "sm,self", rndv_thresh_bytes
         {"ucx.listen", "nowhere", "ucx.listen"},
         {"ucx.tcp_segment_bytes", "8KiB", "ucx.tcp_segment_bytes"},
         {"ucx.tcp_segment_bytes", "32MiB", "ucx.tcp_segment_bytes"},
+        {"ucx.tls", "sm,bogus", "ucx.tls: \"bogus\" not available on this host"},
         {"ucx.bogus", "1", "ucx.bogus"}}) {
     absl::StatusOr<ServerConfig> bad = ParseConfig("", {{key, value}});
     ASSERT_FALSE(bad.ok()) << key;

@@ -126,6 +126,15 @@ TEST(DaemonCommandLineTest, BadConfigValueExitsTwoNamingTheField) {
   EXPECT_TRUE(absl::StrContains(result.output, "storage.dram.capacity_bytes")) << result.output;
 }
 
+// UCX itself would only warn (on stdout, seen at exit) and run on TCP alone.
+TEST(DaemonCommandLineTest, UnavailableUcxTransportExitsTwoNamingIt) {
+  const CommandResult result = RunDaemon({"--set", "ucx.tls=sm,bogus", "--listen", "127.0.0.1:0"});
+  EXPECT_EXIT_CODE(result, 2);
+  for (const char* part : {"ucx.tls", "bogus", "not available on this host"}) {
+    EXPECT_TRUE(absl::StrContains(result.output, part)) << result.output;
+  }
+}
+
 TEST(DaemonCommandLineTest, BadFlagsAndFilesExitTwo) {
   const std::string dir = ::testing::TempDir();
   const std::string bad_yaml = dir + "/kvstash-bad.yaml";

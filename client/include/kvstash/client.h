@@ -55,7 +55,8 @@ struct ClientOptions {
   bool checksum_puts = false;
   // ucx:// only: the UCX transports this client may use, as UCX_TLS takes them ("tcp",
   // "sm,self", "rc,sm,self"). Empty: the UCX_TLS environment variable, or UCX's own choice.
-  // Must leave a transport in common with the daemon's ucx.tls.
+  // Must leave a transport in common with the daemon's ucx.tls. A name UCX cannot use on
+  // this host fails Connect with INVALID_ARGUMENT, naming it and the usable ones.
   std::string ucx_tls;
   // ucx:// only: when the daemon shares its DRAM arena (ucx.direct_access) and this process
   // can map it (same host, shared memory in both transport lists), read and write chunks

@@ -226,7 +226,7 @@ void ReadStorage(ConfigReader& r, StorageConfig* c) {
 absl::Status CheckCrossFields(const ServerConfig& c) {
   if (absl::Status s = CheckHostPort("metrics.listen", c.metrics.listen); !s.ok()) return s;
   if (absl::Status s = CheckHostPort("ucx.listen", c.ucx.listen); !s.ok()) return s;
-  if (c.ucx.enabled) {
+  if (c.ucx.enabled && !c.ucx.tls.empty()) {
     absl::Status t = wire::ucx::CheckTransportNames(c.ucx.tls, wire::ucx::HostTransportNames());
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("ucx.tls: ", t.message()));
   }

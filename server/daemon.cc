@@ -183,8 +183,10 @@ int RunDaemon(int argc, char** argv) {
   if (!cl.ready_file.empty()) std::remove(cl.ready_file.c_str());
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(config, &log);
   if (!server.ok()) {
-    log.Error("cannot create the chunk store", {{"status", server.status()}});
-    return kExitFailure;
+    // The store and the UCX context; a setting they refuse (INVALID_ARGUMENT, e.g. UCX_TLS
+    // naming a transport this host lacks) is a bad configuration like any other.
+    log.Error("cannot set up the store and transports", {{"status", server.status()}});
+    return server.status().code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   if (absl::Status s = (*server)->Start(); !s.ok()) {
     log.Error("cannot start", {{"status", s}});

@@ -135,6 +135,21 @@ TEST(DaemonCommandLineTest, UnavailableUcxTransportExitsTwoNamingIt) {
   }
 }
 
+// The same through the environment, which UCX reads when the setting is empty: refused as
+// the daemon sets UCX up, and still a bad configuration.
+TEST(DaemonCommandLineTest, UnavailableUcxTransportFromTheEnvironmentExitsTwo) {
+  const std::string dir = ::testing::TempDir() + "/kvstash-bad-ucx-tls";
+  const CommandResult result =
+      RunTool({"/usr/bin/env", "UCX_TLS=bogus", KVSTASHD_PATH, "--listen", "127.0.0.1:0", "--set",
+               "data_dir=" + dir, "--set", "storage.dram.capacity_bytes=64MiB", "--set",
+               "metrics.listen=127.0.0.1:0", "--set", "ucx.listen=127.0.0.1:0"},
+              absl::Seconds(20));
+  EXPECT_EXIT_CODE(result, 2);
+  for (const char* part : {"UCX_TLS", "bogus", "not available on this host"}) {
+    EXPECT_TRUE(absl::StrContains(result.output, part)) << result.output;
+  }
+}
+
 TEST(DaemonCommandLineTest, BadFlagsAndFilesExitTwo) {
   const std::string dir = ::testing::TempDir();
   const std::string bad_yaml = dir + "/kvstash-bad.yaml";

@@ -36,8 +36,8 @@
 
 namespace kvstash::paged::internal {
 
-inline constexpr int kCtaThreads = 512;      // threads per CTA
-inline constexpr int kUnroll = 4;            // vector loads in flight per thread
+inline constexpr int kCtaThreads = 1024;     // threads per CTA
+inline constexpr int kUnroll = 8;            // vector loads in flight per thread
 inline constexpr int kMaxLaunchLayers = 64;  // layers per launch (pointers ride in params)
 
 struct CopyPlan {

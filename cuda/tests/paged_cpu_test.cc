@@ -252,12 +252,13 @@ TEST(PagedPlanTest, VectorWidthAndSplit) {
   const uintptr_t aligned = uintptr_t{1} << 24;
   internal::CopyPlan p = LlamaPlan(LayoutKind::kVllmNhd, 2, 128, aligned, 0);
   EXPECT_EQ(p.vec_bytes, 16);
-  EXPECT_EQ(p.team_threads, internal::kCtaThreads);  // a 32 KiB block: one CTA-wide tile
+  // A 32 KiB block (2048 vectors) is one tile of a team as large as it needs.
+  EXPECT_EQ(p.team_threads, std::min(internal::kCtaThreads, 2048 / internal::kUnroll));
   EXPECT_EQ(p.num_items, int64_t{32} * 2 * 16);
-  EXPECT_EQ(p.grid, 528);
+  EXPECT_EQ(p.grid, std::min<int64_t>(528, p.num_items / p.teams_per_cta));
   p = LlamaPlan(LayoutKind::kVllmHnd, 2, 128, aligned, 8);
   EXPECT_EQ(p.vec_bytes, 16);
-  EXPECT_EQ(p.team_threads, 64);  // 16 tokens x 256 B per head: 8 teams per CTA
+  EXPECT_EQ(p.team_threads, 256 / internal::kUnroll);  // 16 tokens x 256 B per head
   EXPECT_EQ(p.grid, 8);
   EXPECT_EQ(LlamaPlan(LayoutKind::kVllmNhd, 2, 128, aligned + 4, 0).vec_bytes, 4);
   EXPECT_EQ(LlamaPlan(LayoutKind::kVllmHnd, 2, 7, aligned, 0).vec_bytes, 2);

@@ -1,0 +1,214 @@
+"""ctypes access to kvstash's Client and PagedTransfer (libkvstash_paged_capi.so), and a
+kvstashd started for a test. Test-only: the GPU end-to-end test drives real torch caches
+with it."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+PUT, GET, GET_LAYERWISE = 0, 1, 2
+OK, NOT_FOUND = 0, 5  # absl::StatusCode values the tests look for
+
+LAYOUT_KINDS = {
+    "vllm_nhd": 0,
+    "vllm_hnd": 1,
+    "flashinfer_nhd": 2,
+    "flashinfer_hnd": 3,
+    "mla": 4,
+    "cross_layer": 5,
+    "sglang_pool": 6,
+}
+
+
+class CapiLayout(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_int32)
+        for name in ("kind", "num_layers", "num_blocks", "block_size", "kv_heads", "head_dim",
+                     "elem_bytes")
+    ]
+
+
+class CapiTransferOptions(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int32) for name in ("memory", "device", "chunk_tokens",
+                                                    "pipeline_depth", "max_ctas")]
+
+
+class KvstashError(RuntimeError):
+    """A failed call; the message is the absl status."""
+
+
+def _load(path: str) -> ctypes.CDLL:
+    lib = ctypes.CDLL(path)
+    vp, i, u64, cp = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_char_p
+    sigs = {
+        "kvs_client_connect": (vp, [cp, cp, i]),
+        "kvs_client_free": (None, [vp]),
+        "kvs_client_health": (i, [vp, cp, i]),
+        "kvs_client_stats": (i, [vp, ctypes.POINTER(u64), ctypes.POINTER(u64), cp, i]),
+        "kvs_transfer_create": (vp, [vp, cp, cp, ctypes.POINTER(CapiLayout),
+                                     ctypes.POINTER(u64), i, ctypes.POINTER(u64), i,
+                                     ctypes.POINTER(CapiTransferOptions), cp, i]),
+        "kvs_transfer_free": (None, [vp]),
+        "kvs_transfer_start": (vp, [vp, i, cp, i, ctypes.POINTER(ctypes.c_int32), i, i, i, u64,
+                                    cp, i]),
+        "kvs_handle_stream_wait": (i, [vp, i, u64, cp, i]),
+        "kvs_handle_wait": (i, [vp, ctypes.POINTER(ctypes.c_int32), cp, i]),
+        "kvs_handle_free": (None, [vp]),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+_lib: ctypes.CDLL | None = None
+
+
+def lib() -> ctypes.CDLL:
+    global _lib
+    if _lib is None:
+        _lib = _load(os.environ.get("KVSTASH_CAPI", "libkvstash_paged_capi.so"))
+    return _lib
+
+
+def _err() -> ctypes.Array:
+    return ctypes.create_string_buffer(1024)
+
+
+def _check(ret, err) -> None:
+    if ret is None or ret == -1:
+        raise KvstashError(err.value.decode())
+
+
+class Client:
+    """A connected kvstash client (grpc:// or ucx://)."""
+
+    def __init__(self, uri: str):
+        err = _err()
+        self._p = lib().kvs_client_connect(uri.encode(), err, len(err))
+        _check(self._p, err)
+
+    def close(self) -> None:
+        if self._p:
+            lib().kvs_client_free(self._p)
+            self._p = None
+
+    def health(self) -> None:
+        err = _err()
+        _check(lib().kvs_client_health(self._p, err, len(err)), err)
+
+    def stats(self) -> tuple[int, int]:
+        """(chunks, bytes) the daemon holds."""
+        err, chunks, nbytes = _err(), ctypes.c_uint64(), ctypes.c_uint64()
+        _check(lib().kvs_client_stats(self._p, ctypes.byref(chunks), ctypes.byref(nbytes), err,
+                                      len(err)), err)
+        return chunks.value, nbytes.value
+
+
+@dataclass
+class Layout:
+    kind: str
+    num_layers: int
+    num_blocks: int
+    block_size: int
+    kv_heads: int
+    head_dim: int
+    elem_bytes: int
+
+    def capi(self) -> CapiLayout:
+        return CapiLayout(LAYOUT_KINDS[self.kind], self.num_layers, self.num_blocks,
+                          self.block_size, self.kv_heads, self.head_dim, self.elem_bytes)
+
+
+class Handle:
+    """A running paged operation."""
+
+    def __init__(self, p, num_keys: int):
+        self._p, self._n = p, num_keys
+
+    def stream_wait(self, stream: int, layer: int = -1) -> None:
+        err = _err()
+        _check(lib().kvs_handle_stream_wait(self._p, layer, stream, err, len(err)), err)
+
+    def wait(self) -> tuple[int, list[int]]:
+        """(leading OK chunks, each chunk's absl status code)."""
+        err, codes = _err(), (ctypes.c_int32 * max(self._n, 1))()
+        ret = lib().kvs_handle_wait(self._p, codes, err, len(err))
+        _check(ret, err)
+        return ret, list(codes)[: self._n]
+
+    def __del__(self):
+        if getattr(self, "_p", None):
+            lib().kvs_handle_free(self._p)
+
+
+class Transfer:
+    """A PagedTransfer over `client` for one cache (tensor addresses as ints)."""
+
+    def __init__(self, client: Client, model: str, dtype: str, layout: Layout,
+                 layer_ptrs: Sequence[int], v_layer_ptrs: Sequence[int] = (), device: int = 0,
+                 on_device: bool = True, chunk_tokens: int = 256, depth: int = 2,
+                 max_ctas: int = 0):
+        arr = (ctypes.c_uint64 * max(len(layer_ptrs), 1))(*layer_ptrs)
+        varr = (ctypes.c_uint64 * max(len(v_layer_ptrs), 1))(*v_layer_ptrs)
+        err, cl = _err(), layout.capi()
+        opts = CapiTransferOptions(0 if on_device else 1, device, chunk_tokens, depth, max_ctas)
+        self._client = client
+        self._p = lib().kvs_transfer_create(client._p, model.encode(), dtype.encode(),
+                                            ctypes.byref(cl), arr, len(layer_ptrs), varr,
+                                            len(v_layer_ptrs), ctypes.byref(opts), err, len(err))
+        _check(self._p, err)
+
+    def start(self, op: int, keys: Sequence[bytes], block_ids: Sequence[int], num_tokens: int,
+              skip_blocks: int = 0, stream: int = 0) -> Handle:
+        err = _err()
+        ids = (ctypes.c_int32 * max(len(block_ids), 1))(*block_ids)
+        p = lib().kvs_transfer_start(self._p, op, b"".join(keys), len(keys), ids, len(block_ids),
+                                     skip_blocks, num_tokens, stream, err, len(err))
+        _check(p, err)
+        return Handle(p, len(keys))
+
+    def run(self, op: int, keys, block_ids, num_tokens, **kw) -> tuple[int, list[int]]:
+        return self.start(op, keys, block_ids, num_tokens, **kw).wait()
+
+    def close(self) -> None:
+        if self._p:
+            lib().kvs_transfer_free(self._p)
+            self._p = None
+
+
+class Daemon:
+    """kvstashd on free loopback ports (DRAM only), stopped by stop()."""
+
+    def __init__(self, kvstashd: str, capacity: str = "4GiB", extra: Sequence[str] = ()):
+        self.dir = tempfile.mkdtemp(prefix="kvstash-gpu-")
+        ready = os.path.join(self.dir, "ready")
+        args = [kvstashd, "--listen", "127.0.0.1:0", "--ready_file", ready,
+                "--set", f"data_dir={self.dir}", "--set", "storage.nvme.enabled=false",
+                "--set", f"storage.dram.capacity_bytes={capacity}",
+                "--set", "ucx.listen=127.0.0.1:0", "--set", "ucx.tls=sm,self",
+                "--set", "metrics.listen=127.0.0.1:0", *extra]
+        self.log = open(os.path.join(self.dir, "kvstashd.log"), "w")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while not os.path.exists(ready) or "grpc=" not in open(ready).read():
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise KvstashError(f"kvstashd did not start (log {self.log.name})")
+            time.sleep(0.05)
+        fields = dict(line.split("=", 1) for line in open(ready).read().split())
+        self.grpc, self.ucx = "grpc://" + fields["grpc"], "ucx://" + fields["ucx"]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        rc = self.proc.wait(timeout=60)
+        self.log.close()
+        return rc

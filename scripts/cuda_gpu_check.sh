@@ -8,8 +8,7 @@
 # BENCH_ARGS (extra kvstash_cuda_bench flags), CUDA_BIN_DIR (a directory already holding
 # paged_gpu_test and kvstash_cuda_bench, as scripts/gpu_bundle.sh packs them: nothing is
 # built), STEP_TIMEOUT_S (default 1800: a step running longer fails with rc 124). Logs and a
-# summary go to OUT_DIR; the exit status is non-zero when any step
-# failed.
+# summary go to OUT_DIR; the exit status is non-zero when any step failed.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mkdir -p "${1:-cuda-gpu-check}" && cd "${1:-cuda-gpu-check}" && pwd)

@@ -15,21 +15,10 @@ from typing import Sequence
 PUT, GET, GET_LAYERWISE = 0, 1, 2
 OK, NOT_FOUND = 0, 5  # absl::StatusCode values the tests look for
 
-LAYOUT_KINDS = {
-    "vllm_nhd": 0,
-    "vllm_hnd": 1,
-    "flashinfer_nhd": 2,
-    "flashinfer_hnd": 3,
-    "mla": 4,
-    "cross_layer": 5,
-    "sglang_pool": 6,
-}
-
-
 class CapiLayout(ctypes.Structure):
-    _fields_ = [
+    _fields_ = [("kind", ctypes.c_char_p)] + [
         (name, ctypes.c_int32)
-        for name in ("kind", "num_layers", "num_blocks", "block_size", "kv_heads", "head_dim",
+        for name in ("num_layers", "num_blocks", "block_size", "kv_heads", "head_dim",
                      "elem_bytes")
     ]
 
@@ -50,7 +39,6 @@ def _load(path: str) -> ctypes.CDLL:
         "kvs_client_connect": (vp, [cp, cp, i]),
         "kvs_client_free": (None, [vp]),
         "kvs_client_health": (i, [vp, cp, i]),
-        "kvs_client_stats": (i, [vp, ctypes.POINTER(u64), ctypes.POINTER(u64), cp, i]),
         "kvs_transfer_create": (vp, [vp, cp, cp, ctypes.POINTER(CapiLayout),
                                      ctypes.POINTER(u64), i, ctypes.POINTER(u64), i,
                                      ctypes.POINTER(CapiTransferOptions), cp, i]),
@@ -103,13 +91,6 @@ class Client:
         err = _err()
         _check(lib().kvs_client_health(self._p, err, len(err)), err)
 
-    def stats(self) -> tuple[int, int]:
-        """(chunks, bytes) the daemon holds."""
-        err, chunks, nbytes = _err(), ctypes.c_uint64(), ctypes.c_uint64()
-        _check(lib().kvs_client_stats(self._p, ctypes.byref(chunks), ctypes.byref(nbytes), err,
-                                      len(err)), err)
-        return chunks.value, nbytes.value
-
 
 @dataclass
 class Layout:
@@ -122,7 +103,7 @@ class Layout:
     elem_bytes: int
 
     def capi(self) -> CapiLayout:
-        return CapiLayout(LAYOUT_KINDS[self.kind], self.num_layers, self.num_blocks,
+        return CapiLayout(self.kind.encode(), self.num_layers, self.num_blocks,
                           self.block_size, self.kv_heads, self.head_dim, self.elem_bytes)
 
 
@@ -152,13 +133,13 @@ class Transfer:
     """A PagedTransfer over `client` for one cache (tensor addresses as ints)."""
 
     def __init__(self, client: Client, model: str, dtype: str, layout: Layout,
-                 layer_ptrs: Sequence[int], v_layer_ptrs: Sequence[int] = (), device: int = 0,
+                 layer_ptrs: Sequence[int], v_layer_ptrs: Sequence[int] = (),
                  on_device: bool = True, chunk_tokens: int = 256, depth: int = 2,
                  max_ctas: int = 0):
         arr = (ctypes.c_uint64 * max(len(layer_ptrs), 1))(*layer_ptrs)
         varr = (ctypes.c_uint64 * max(len(v_layer_ptrs), 1))(*v_layer_ptrs)
         err, cl = _err(), layout.capi()
-        opts = CapiTransferOptions(0 if on_device else 1, device, chunk_tokens, depth, max_ctas)
+        opts = CapiTransferOptions(0 if on_device else 1, 0, chunk_tokens, depth, max_ctas)
         self._client = client
         self._p = lib().kvs_transfer_create(client._p, model.encode(), dtype.encode(),
                                             ctypes.byref(cl), arr, len(layer_ptrs), varr,
@@ -186,14 +167,14 @@ class Transfer:
 class Daemon:
     """kvstashd on free loopback ports (DRAM only), stopped by stop()."""
 
-    def __init__(self, kvstashd: str, capacity: str = "4GiB", extra: Sequence[str] = ()):
+    def __init__(self, kvstashd: str, capacity: str):
         self.dir = tempfile.mkdtemp(prefix="kvstash-gpu-")
         ready = os.path.join(self.dir, "ready")
         args = [kvstashd, "--listen", "127.0.0.1:0", "--ready_file", ready,
                 "--set", f"data_dir={self.dir}", "--set", "storage.nvme.enabled=false",
                 "--set", f"storage.dram.capacity_bytes={capacity}",
                 "--set", "ucx.listen=127.0.0.1:0", "--set", "ucx.tls=sm,self",
-                "--set", "metrics.listen=127.0.0.1:0", *extra]
+                "--set", "metrics.listen=127.0.0.1:0"]
         self.log = open(os.path.join(self.dir, "kvstashd.log"), "w")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60

@@ -18,17 +18,14 @@
 
 namespace {
 
-struct CapiLayout {  // mirrors paged::PagedLayout field by field
-  int32_t kind, num_layers, num_blocks, block_size, kv_heads, head_dim, elem_bytes;
+struct CapiLayout {  // paged::PagedLayout, the kind by name (paged::ParseLayoutKind)
+  const char* kind;
+  int32_t num_layers, num_blocks, block_size, kv_heads, head_dim, elem_bytes;
 };
 
 struct CapiTransferOptions {
   int32_t memory;  // 0: device (PagedMemory::kDevice), 1: host
   int32_t device, chunk_tokens, pipeline_depth, max_ctas;
-};
-
-struct CapiTransfer {
-  std::unique_ptr<kvstash::PagedTransfer> transfer;
 };
 
 // A running operation and the request data its spans point into.
@@ -73,15 +70,6 @@ int kvs_client_health(void* client, char* err, int errlen) {
   return 0;
 }
 
-// Writes chunks and bytes held by the daemon; 0 on success.
-int kvs_client_stats(void* client, uint64_t* chunks, uint64_t* bytes, char* err, int errlen) {
-  absl::StatusOr<kvstash::ServerStats> s = static_cast<kvstash::Client*>(client)->Stats();
-  if (!s.ok()) return Fail(err, errlen, s.status());
-  *chunks = s->chunks;
-  *bytes = s->bytes;
-  return 0;
-}
-
 // A transfer for a cache of `layout` whose tensors are `layer_ptrs` (and `v_layer_ptrs` for
 // the SGLang pool). The namespace is the model's, so transfers
 // of different layouts of one model share chunks.
@@ -90,8 +78,13 @@ void* kvs_transfer_create(void* client, const char* model_id, const char* dtype,
                           const uint64_t* v_layer_ptrs, int num_v_layer_ptrs,
                           const CapiTransferOptions* opts, char* err, int errlen) {
   auto* c = static_cast<kvstash::Client*>(client);
+  kvstash::paged::LayoutKind kind;
+  if (!kvstash::paged::ParseLayoutKind(layout->kind, &kind)) {
+    Fail(err, errlen, absl::InvalidArgumentError(std::string("unknown layout ") + layout->kind));
+    return nullptr;
+  }
   kvstash::PagedCache cache;
-  cache.layout = {static_cast<kvstash::paged::LayoutKind>(layout->kind),
+  cache.layout = {kind,
                   layout->num_layers,
                   layout->num_blocks,
                   layout->block_size,
@@ -127,10 +120,10 @@ void* kvs_transfer_create(void* client, const char* model_id, const char* dtype,
     Fail(err, errlen, t.status());
     return nullptr;
   }
-  return new CapiTransfer{std::move(*t)};
+  return t->release();
 }
 
-void kvs_transfer_free(void* transfer) { delete static_cast<CapiTransfer*>(transfer); }
+void kvs_transfer_free(void* transfer) { delete static_cast<kvstash::PagedTransfer*>(transfer); }
 
 // Starts an operation: op 0 PutPagedAsync, 1 GetPagedAsync, 2 GetPagedLayerwise. `keys`
 // holds num_keys 16-byte keys; `stream` is the engine's cudaStream_t (0: legacy stream).
@@ -151,7 +144,7 @@ void* kvs_transfer_start(void* transfer, int op, const uint8_t* keys, int num_ke
   r.skip_blocks = skip_blocks;
   r.num_tokens = num_tokens;
   r.cuda_stream = reinterpret_cast<void*>(stream);
-  kvstash::PagedTransfer* t = static_cast<CapiTransfer*>(transfer)->transfer.get();
+  auto* t = static_cast<kvstash::PagedTransfer*>(transfer);
   h->handle = op == 0   ? t->PutPagedAsync(r)
               : op == 1 ? t->GetPagedAsync(r)
                         : t->GetPagedLayerwise(r);

@@ -18,6 +18,7 @@ Prints "N passed, M failed"; exit status 1 when a check failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -46,6 +47,10 @@ def check(name: str, ok: bool, detail: str = "") -> bool:
     return ok
 
 
+def scheme(uri: str) -> str:
+    return uri.split(":")[0]
+
+
 def keys_for(*parts) -> list[bytes]:
     """Distinct 16-byte keys, deterministic in `parts` (the last part is the count)."""
     *tag, n = parts
@@ -67,6 +72,10 @@ class Engine:
 
     def stream_handle(self) -> int:
         return self.stream.cuda_stream if self.cuda else 0
+
+    def stream_ctx(self):
+        """Makes torch work run on the engine's stream (no-op on the CPU)."""
+        return torch.cuda.stream(self.stream) if self.cuda else contextlib.nullcontext()
 
     def sync(self) -> None:
         if self.cuda:
@@ -110,18 +119,18 @@ def check_get(name, eng: Engine, mode: str, keys, ids, tokens, want) -> None:
     elif mode == "async":
         h = eng.start(GET, keys, ids, tokens)
         h.stream_wait(eng.stream_handle())
-        with torch.cuda.stream(eng.stream) if eng.cuda else _null():
+        with eng.stream_ctx():
             got = eng.cache.canonical(ids, tokens)  # ordered after the scatter by StreamWait
         lead, codes = h.wait()
     else:
         h = eng.start(GET_LAYERWISE, keys, ids, tokens)
         parts = []
-        with torch.cuda.stream(eng.stream) if eng.cuda else _null():
+        with eng.stream_ctx():
             for layer in range(eng.cache.layout.num_layers):
                 h.stream_wait(eng.stream_handle(), layer)
-                parts.append(eng.cache.canonical(ids, tokens)[layer].clone())
+                parts.append(eng.cache.canonical(ids, tokens, [layer]))
         lead, codes = h.wait()
-        got = torch.stack(parts)
+        got = torch.cat(parts)
     eng.sync()
     if check(f"{name} {mode}: every chunk OK", lead == len(keys), f"leading {lead}, codes {codes}"):
         check(f"{name} {mode}: bytes equal", torch.equal(got.cpu(), want),
@@ -129,18 +138,10 @@ def check_get(name, eng: Engine, mode: str, keys, ids, tokens, want) -> None:
         check(f"{name} {mode}: rest untouched", eng.cache.untouched(ids, tokens, POISON))
 
 
-class _null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False
-
-
 def test_layouts(uri: str, device: str, quick: bool, rng: random.Random) -> None:
     client = Client(uri)
     for name, src_l, dst_l, chunk, tokens in layout_pairs(quick):
-        name = f"{uri.split(':')[0]} {name}"
+        name = f"{scheme(uri)} {name}"
         src = Engine(client, src_l, device, chunk)
         dst = Engine(client, dst_l, device, chunk)
         gen = torch.Generator(device=device).manual_seed(rng.randrange(1 << 30))
@@ -176,14 +177,14 @@ def test_layerwise_overlap(uri: str, rng: random.Random, out: list) -> None:
     tokens, keys = 2048, keys_for("overlap", rng.random(), 8)
     src_ids, dst_ids = rng.sample(range(160), 128), rng.sample(range(160), 128)
     src.sync()
-    check("overlap put", src.xfer.run(PUT, keys, src_ids, tokens)[0] == 8)
+    check(f"{scheme(uri)} overlap put", src.xfer.run(PUT, keys, src_ids, tokens)[0] == 8)
     want = src.cache.canonical(src_ids, tokens).to(torch.int64).sum(dim=(1, 2, 3)).cpu()
     w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 
     def layer_work(layer: int, sums) -> None:
         for _ in range(2):
             torch.mm(w, w)
-        sums[layer] = dst.cache.canonical(dst_ids, tokens)[layer].to(torch.int64).sum()
+        sums[layer] = dst.cache.canonical(dst_ids, tokens, [layer]).to(torch.int64).sum()
 
     times = {"sequential": [], "layerwise": []}
     for rep in range(5):
@@ -192,7 +193,7 @@ def test_layerwise_overlap(uri: str, rng: random.Random, out: list) -> None:
             sums = torch.zeros(32, dtype=torch.int64, device="cuda")
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            with torch.cuda.stream(dst.stream):
+            with dst.stream_ctx():
                 if mode == "sequential":
                     h = dst.start(GET, keys, dst_ids, tokens)
                     h.stream_wait(dst.stream_handle())
@@ -207,12 +208,12 @@ def test_layerwise_overlap(uri: str, rng: random.Random, out: list) -> None:
             torch.cuda.synchronize()
             times[mode].append(time.perf_counter() - t0)
             if rep == 0:
-                check(f"overlap {mode}: every layer's compute saw its KV",
+                check(f"{scheme(uri)} overlap {mode}: every layer's compute saw its KV",
                       lead == 8 and torch.equal(sums.cpu(), want), f"leading {lead}")
     seq, lw = statistics.median(times["sequential"]), statistics.median(times["layerwise"])
     print(f"layer-wise get + compute {lw * 1e3:.1f} ms vs get then compute {seq * 1e3:.1f} ms",
           flush=True)
-    out.append({"case": "layerwise_overlap", "uri": uri.split(":")[0], "sequential_s": seq,
+    out.append({"case": "layerwise_overlap", "uri": scheme(uri), "sequential_s": seq,
                 "layerwise_s": lw, "ratio": lw / seq})
     src.close()
     dst.close()
@@ -254,8 +255,8 @@ def run_child(args, mode: str, uri: str, seed: int, rng: random.Random) -> int:
 def test_killed_clients(args, daemon: Daemon, uri: str, rng: random.Random) -> None:
     seed = rng.randrange(1 << 30)
     last = run_child(args, "put", uri, seed, rng)
-    check(f"{uri.split(':')[0]} kill mid-put: child ran", last >= 2, f"last round {last}")
-    check(f"{uri.split(':')[0]} kill mid-put: daemon alive", daemon.alive())
+    check(f"{scheme(uri)} kill mid-put: child ran", last >= 2, f"last round {last}")
+    check(f"{scheme(uri)} kill mid-put: daemon alive", daemon.alive())
     client = Client(uri)
     client.health()
     ref = llama_engine(client, "vllm_nhd", args.device, 80)
@@ -270,19 +271,19 @@ def test_killed_clients(args, daemon: Daemon, uri: str, rng: random.Random) -> N
         _, codes = dst.xfer.run(GET, keys_for("kill", seed, r, 4), ids, 1024)
         got = dst.cache.canonical(ids, 1024).cpu()
         for c, code in enumerate(codes):
-            whole = torch.equal(got[:, :, c * 256:(c + 1) * 256], want[:, :, c * 256:(c + 1) *
-                                                                          256])
+            chunk = slice(c * 256, (c + 1) * 256)  # tokens
+            whole = torch.equal(got[:, :, chunk], want[:, :, chunk])
             if (code == OK and not whole) or (code != OK and (r < last or code != NOT_FOUND)):
                 bad.append((r, c, code, whole))
-    check(f"{uri.split(':')[0]} kill mid-put: finished rounds whole, the cut one whole or "
+    check(f"{scheme(uri)} kill mid-put: finished rounds whole, the cut one whole or "
           f"absent", not bad, f"bad (round, chunk, code, bytes equal): {bad}")
     last = run_child(args, "get", uri, seed, rng)
-    check(f"{uri.split(':')[0]} kill mid-get: daemon alive", daemon.alive() and last >= 2,
+    check(f"{scheme(uri)} kill mid-get: daemon alive", daemon.alive() and last >= 2,
           f"last round {last}")
     dst.cache.fill_byte(POISON)
     dst.sync()
     lead, _ = dst.xfer.run(GET, keys_for("kill", seed, 0, 4), ids, 1024)
-    check(f"{uri.split(':')[0]} kill mid-get: chunks still served whole",
+    check(f"{scheme(uri)} kill mid-get: chunks still served whole",
           lead == 4 and torch.equal(dst.cache.canonical(ids, 1024).cpu(), want))
     ref.close()
     dst.close()
@@ -312,13 +313,12 @@ def bench(uri: str, rng: random.Random, out: list) -> None:
     ref = {"h2d": median_gbps(lambda: dev.copy_(pinned, non_blocking=True), nbytes),
            "d2h": median_gbps(lambda: pinned.copy_(dev, non_blocking=True), nbytes),
            "d2d": median_gbps(lambda: dev2.copy_(dev), nbytes)}
+    rows = {"put": (PUT, "d2h"), "get": (GET, "h2d"), "get_layerwise": (GET_LAYERWISE, "h2d")}
     for max_ctas in (0, 8):
         eng = llama_engine(client, "vllm_nhd", "cuda", 160, max_ctas=max_ctas)
         eng.cache.fill_random(torch.Generator(device="cuda").manual_seed(3))
         ids = rng.sample(range(160), 128)
         eng.xfer.run(PUT, keys, ids, tokens)  # what the gets read
-        rows = {"put": (PUT, "d2h"), "get": (GET, "h2d"), "get_layerwise": (GET_LAYERWISE,
-                                                                              "h2d")}
         for name, (op, peer) in rows.items():
             def once():  # a put of stored keys moves no bytes: each put gets fresh keys
                 k = keys_for("bench", rng.random(), 8) if op == PUT else keys
@@ -326,7 +326,7 @@ def bench(uri: str, rng: random.Random, out: list) -> None:
                 assert lead == 8, f"{name}: {lead} of 8 chunks"
 
             gbps = median_gbps(once, nbytes)
-            row = {"case": f"paged_{name}", "uri": uri.split(":")[0], "max_ctas": max_ctas,
+            row = {"case": f"paged_{name}", "uri": scheme(uri), "max_ctas": max_ctas,
                    "bytes": nbytes, "gbps": round(gbps, 2), "peer": f"torch_{peer}_pinned",
                    "peer_gbps": round(ref[peer], 2), "ratio": round(gbps / ref[peer], 3)}
             out.append(row)

@@ -4,6 +4,8 @@ plain torch indexing, independently of kvstash's kernels."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from kvstash_capi import Layout
@@ -71,27 +73,28 @@ class Cache:
             "mla": lambda: t.unsqueeze(0).unsqueeze(3),
         }[l.kind]()
 
-    def _positions(self, block_ids, num_tokens: int, skip_blocks: int):
+    def _positions(self, block_ids, num_tokens: int):
+        """(block, offset in block) of each of the request's tokens, on the cache's device."""
         bs = self.layout.block_size
         tok = torch.arange(num_tokens)
-        ids = torch.tensor(block_ids[skip_blocks:], dtype=torch.int64)
+        ids = torch.tensor(block_ids, dtype=torch.int64)
         dev = self.k[0].device
         return ids[tok // bs].to(dev), (tok % bs).to(dev)
 
-    def canonical(self, block_ids, num_tokens: int, skip_blocks: int = 0) -> torch.Tensor:
-        """The request's tokens as [layers][kv][tokens][kv_heads * head_dim] integer bits."""
-        blk, off = self._positions(block_ids, num_tokens, skip_blocks)
+    def canonical(self, block_ids, num_tokens: int, layers=None) -> torch.Tensor:
+        """The request's tokens as [layers][kv][tokens][kv_heads * head_dim] integer bits, of
+        every layer or of the given ones."""
+        blk, off = self._positions(block_ids, num_tokens)
         out = []
-        for layer in range(self.layout.num_layers):
+        for layer in range(self.layout.num_layers) if layers is None else layers:
             v = self.nhd(layer)[:, blk, off]  # [kv, tokens, heads, dim]
             out.append(v.reshape(v.shape[0], num_tokens, -1))
         return torch.stack(out).view(BITS[self.layout.elem_bytes])
 
-    def untouched(self, block_ids, num_tokens: int, value: int, skip_blocks: int = 0) -> bool:
+    def untouched(self, block_ids, num_tokens: int, value: int) -> bool:
         """Whether every byte outside the request's tokens still holds `value`."""
-        blk, off = self._positions(block_ids, num_tokens, skip_blocks)
-        rest = Cache.__new__(Cache)
-        rest.layout = self.layout
+        blk, off = self._positions(block_ids, num_tokens)
+        rest = copy.copy(self)
         rest.k = [t.clone() for t in self.k]
         rest.v = [t.clone() for t in self.v]
         if self.layout.kind == "sglang_pool":

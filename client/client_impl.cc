@@ -176,6 +176,8 @@ std::future<absl::Status> ClientImpl::GetAsync(NamespaceHandle ns, absl::Span<Ge
   return executor_.Submit([this, ns, items, lease_id] { return Get(ns, items, lease_id); });
 }
 
+void ClientImpl::RunAsync(std::function<void()> task) { executor_.Post(std::move(task)); }
+
 absl::StatusOr<std::vector<ChunkTier>> ClientImpl::Exists(NamespaceHandle ns,
                                                           absl::Span<const Key128> keys) {
   std::vector<ChunkTier> tiers;

@@ -34,6 +34,7 @@ class ClientImpl final : public Client {
   std::future<absl::Status> PutAsync(NamespaceHandle ns, absl::Span<PutItem> items) override;
   std::future<absl::Status> GetAsync(NamespaceHandle ns, absl::Span<GetItem> items,
                                      uint64_t lease_id) override;
+  void RunAsync(std::function<void()> task) override;
   absl::StatusOr<std::vector<ChunkTier>> Exists(NamespaceHandle ns,
                                                 absl::Span<const Key128> keys) override;
   absl::StatusOr<uint32_t> Delete(NamespaceHandle ns, absl::Span<const Key128> keys) override;

@@ -22,13 +22,20 @@ std::future<absl::Status> Executor::Submit(std::function<absl::Status()> fn) {
   // std::function needs a copyable callable, so the promise is shared.
   auto promise = std::make_shared<std::promise<absl::Status>>();
   std::future<absl::Status> future = promise->get_future();
-  absl::MutexLock lock(&mu_);
-  if (stopping_) {
-    promise->set_value(absl::CancelledError("client is shutting down"));
-    return future;
-  }
-  queue_.emplace_back([promise, fn = std::move(fn)] { promise->set_value(fn()); });
+  Post([promise, fn = std::move(fn)] { promise->set_value(fn()); });
   return future;
+}
+
+void Executor::Post(std::function<void()> task) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      queue_.push_back(std::move(task));
+      return;
+    }
+  }
+  // Workers may be gone; the task still runs, so whatever waits on it is answered.
+  task();
 }
 
 void Executor::WorkerLoop() {

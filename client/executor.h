@@ -26,6 +26,8 @@ class Executor {
 
   // Runs `fn` on a worker; the future holds its result.
   std::future<absl::Status> Submit(std::function<absl::Status()> fn);
+  // Runs `task` on a worker; once the destructor has begun, on the calling thread.
+  void Post(std::function<void()> task);
 
  private:
   void WorkerLoop();

@@ -51,8 +51,8 @@ struct RecvOp {
 };
 
 absl::Status ErrorOf(const ReplyHeader& h, const void* data, size_t length, bool rndv) {
-  std::string message = rndv ? "(message not received)"
-                             : std::string(static_cast<const char*>(data), length);
+  std::string message =
+      rndv ? "(message not received)" : std::string(static_cast<const char*>(data), length);
   return wire::FromCode(h.code, message);
 }
 
@@ -61,11 +61,11 @@ absl::Status ErrorOf(const ReplyHeader& h, const void* data, size_t length, bool
 struct UcxChannel::Call {
   uint8_t op = 0;
   uint64_t id = 0;
-  bool replied = false;  // unary: the reply arrived
-  uint64_t value = 0;    // unary: ReplyHeader.size_bytes (Hello's connection token)
+  bool replied = false;       // unary: the reply arrived
+  uint64_t value = 0;         // unary: ReplyHeader.size_bytes (Hello's connection token)
   uint64_t reply_offset = 0;  // unary: ReplyHeader.offset (Hello's TCP segment size)
-  absl::Status status;   // whole-request outcome
-  std::string body;      // unary reply body
+  absl::Status status;        // whole-request outcome
+  std::string body;           // unary reply body
   absl::Span<PutItem> put_items;
   size_t replies = 0;  // Put replies, one per item
   absl::Span<GetItem> get_items;
@@ -219,8 +219,8 @@ absl::Status UcxChannel::SendRequest(const void* header, size_t header_len, cons
   if (request == nullptr) return absl::OkStatus();
   if (UCS_PTR_IS_ERR(request)) {
     broken_ = true;
-    broken_reason_ = absl::StrCat("send to kvstashd failed: ",
-                                  ucs_status_string(UCS_PTR_STATUS(request)));
+    broken_reason_ =
+        absl::StrCat("send to kvstashd failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
     return absl::UnavailableError(broken_reason_);
   }
   ++outstanding_;
@@ -414,8 +414,9 @@ void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
   c.value = h.size_bytes;
   c.reply_offset = h.offset;
   c.body.resize(length);
-  ReceiveInto(data, c.body.data(), length, rndv, nullptr,
-              [this](ucs_status_t) { call_->replied = true; }, result);
+  ReceiveInto(
+      data, c.body.data(), length, rndv, nullptr, [this](ucs_status_t) { call_->replied = true; },
+      result);
 }
 
 void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
@@ -431,14 +432,17 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
   GetItem& item = c.get_items[h.index];
   if (h.code != 0 || (h.flags & wire::ucx::kFlagTooLarge) != 0) {
     item.size = h.size_bytes;
-    item.status = h.code != 0 ? ErrorOf(h, data, length, rndv)
-                              : absl::ResourceExhaustedError(absl::StrCat(
-                                    "chunk of ", h.size_bytes, " bytes exceeds the capacity of ",
-                                    item.capacity));
+    item.status =
+        h.code != 0
+            ? ErrorOf(h, data, length, rndv)
+            : absl::ResourceExhaustedError(absl::StrCat(
+                  "chunk of ", h.size_bytes, " bytes exceeds the capacity of ", item.capacity));
     ++c.items_done;
     return;
   }
-  if (h.size_bytes > item.capacity || h.offset + length > h.size_bytes) {
+  // A direct reply's body lists arena runs (ArenaSpans checks them), not payload bytes.
+  const bool direct = (h.flags & wire::ucx::kFlagDirectRuns) != 0;
+  if (h.size_bytes > item.capacity || (!direct && h.offset + length > h.size_bytes)) {
     broken_ = true;
     broken_reason_ = absl::StrCat("kvstashd sent bytes [", h.offset, ", ", h.offset + length,
                                   ") of a ", h.size_bytes, "-byte chunk into ", item.capacity);
@@ -448,23 +452,24 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
   item.tokens = h.tokens;
   item.format = h.format;
   item.checksum = h.checksum;
-  if ((h.flags & wire::ucx::kFlagDirectRuns) != 0) {
+  if (direct) {
     return WithBody(
         data, length, rndv, [this, h](absl::string_view runs) { ReadDirect(h, runs); }, result);
   }
   const uint32_t index = h.index;
   ucp_mem_h memh = *c.memh ? (*c.memh)(item.data, item.capacity) : nullptr;
-  ReceiveInto(data, static_cast<uint8_t*>(item.data) + h.offset, length, rndv, memh,
-              [this, index, length](ucs_status_t s) {
-                if (s != UCS_OK) return;  // the endpoint failed; the call ends UNAVAILABLE
-                Call& call = *call_;
-                call.received[index] += length;
-                if (call.received[index] == call.get_items[index].size) {
-                  call.get_items[index].status = absl::OkStatus();
-                  ++call.items_done;
-                }
-              },
-              result);
+  ReceiveInto(
+      data, static_cast<uint8_t*>(item.data) + h.offset, length, rndv, memh,
+      [this, index, length](ucs_status_t s) {
+        if (s != UCS_OK) return;  // the endpoint failed; the call ends UNAVAILABLE
+        Call& call = *call_;
+        call.received[index] += length;
+        if (call.received[index] == call.get_items[index].size) {
+          call.get_items[index].status = absl::OkStatus();
+          ++call.items_done;
+        }
+      },
+      result);
 }
 
 std::vector<absl::Span<uint8_t>> UcxChannel::ArenaSpans(absl::string_view body, uint64_t size) {

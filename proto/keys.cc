@@ -21,11 +21,13 @@ namespace kvstash {
 namespace {
 
 // Domain-separation prefixes (docs/keys.md, "Hash functions"). None is a prefix of another,
-// so a namespace, root, position-independent or engine-hash input never equals another kind.
+// so a namespace, root, position-independent or engine-hash input never equals another kind
+// ("kvstash.engine" is the namespace-free engine-hash form).
 constexpr absl::string_view kNamespaceMagic = "kvstash.ns.v1";
 constexpr absl::string_view kRootDomain = "kvstash.root";
 constexpr absl::string_view kChunkDomain = "kvstash.chunk";
 constexpr absl::string_view kExtDomain = "kvstash.ext";
+constexpr absl::string_view kEngineDomain = "kvstash.engine";
 
 // Longest string field a namespace may carry, in bytes.
 constexpr size_t kMaxNamespaceStringBytes = 256;
@@ -300,5 +302,12 @@ Key128 KeyChain::FromEngineHash(absl::string_view engine_hash) const {
 }
 
 Key128 KeyChain::Hash(absl::string_view data) const { return HashBytes(algo_, data); }
+
+Key128 EngineHashKey(absl::string_view engine_hash) {
+  Hasher h(HashAlgo::kXxh3_128);
+  h.Update(kEngineDomain);
+  h.Update(engine_hash);
+  return h.Finish();
+}
 
 }  // namespace kvstash

@@ -308,6 +308,15 @@ TEST_P(KeyChainTest, NamespaceSeparatesEveryKeyKind) {
   EXPECT_NE(a.FromEngineHash("h"), a.FromEngineHash("i"));
 }
 
+// docs/keys.md, "Engine-hash keys": the namespace-free form, checked with python-xxhash.
+TEST(EngineHashKeyTest, Vectors) {
+  EXPECT_EQ(KeyToHex(EngineHashKey("vllm-block-0")), "a4e1cb297b56b70fed996313242bc2eb");
+  EXPECT_EQ(KeyToHex(EngineHashKey("")), "16d7314d3a4fd1ad8ca3dde27961ba47");
+  EXPECT_EQ(KeyToHex(EngineHashKey("model@00000000@0@ab12")), "9beba73d5d5041febf33a9c41851d9d6");
+  EXPECT_NE(EngineHashKey("vllm-block-0"),
+            KeyChain(SampleNamespace(HashAlgo::kXxh3_128)).FromEngineHash("vllm-block-0"));
+}
+
 TEST_P(KeyChainTest, ConstructorsAgree) {
   const Namespace ns = SampleNamespace(GetParam());
   const KeyChain from_ns(ns);

@@ -12,6 +12,7 @@ packages=(
   libabsl-dev libyaml-cpp-dev libxxhash-dev libssl-dev librocksdb-dev
   libgtest-dev libgmock-dev
   libcivetweb-dev libsystemd-dev libucx-dev prometheus
+  python3-dev python3-venv
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(redis-server memcached fio ucx-utils)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds kvstash twice (optimised, and with AddressSanitizer +
 # UndefinedBehaviorSanitizer) and runs the whole test suite on each build.
+# Then the Python package's suite (scripts/python_test.sh) against the optimised build.
 #   scripts/test.sh            both builds
 #   scripts/test.sh --fast     the optimised build only
 set -euo pipefail
@@ -17,6 +18,7 @@ run_suite() {
 }
 
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSTASH_SANITIZE=OFF
+"$top/scripts/python_test.sh" build
 if [[ "${1:-}" != "--fast" ]]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -186,6 +187,12 @@ class Client {
   virtual std::future<absl::Status> PutAsync(NamespaceHandle ns, absl::Span<PutItem> items) = 0;
   virtual std::future<absl::Status> GetAsync(NamespaceHandle ns, absl::Span<GetItem> items,
                                              uint64_t lease_id = 0) = 0;
+
+  // Runs `task` on the threads that run the *Async calls (ClientOptions::async_threads), in
+  // submission order per thread, so a caller can build its own asynchronous form of any call
+  // (a completion queue, a language binding's futures). Every task submitted runs, also
+  // when the client is being destroyed; `task` must not throw.
+  virtual void RunAsync(std::function<void()> task) = 0;
 
   // One byte per key: the ChunkTier it is in, kNone when absent.
   virtual absl::StatusOr<std::vector<ChunkTier>> Exists(NamespaceHandle ns,

@@ -91,4 +91,10 @@ class KeyChain {
   uint32_t chunk_tokens_;
 };
 
+// An engine's block hash as a key of no particular namespace, for callers that name the
+// namespace in every call anyway (the daemon indexes chunks by namespace and key):
+//   XXH3-128("kvstash.engine" || engine_hash)
+// KeyChain::FromEngineHash is the form bound to one namespace (and its hash_algo).
+Key128 EngineHashKey(absl::string_view engine_hash);
+
 }  // namespace kvstash

@@ -1,0 +1,254 @@
+"""kvstash.Client: the Python face of libkvstash_client."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from . import _native
+from ._errors import Error
+from ._types import LookupResult, Tier
+
+Namespace = _native.Namespace
+Keys = Sequence[bytes]
+Buffers = Sequence[Any]
+
+_DEFAULT_LAYOUT = "kvstash.layer_kv_token.v1"
+
+
+def default_options() -> Dict[str, Any]:
+    """Every option ``Client`` takes, with its default (as in the C++ ``ClientOptions``)."""
+    return dict(_native.default_options())
+
+
+def key_from_engine_hash(engine_hash: "bytes | str", namespace: Optional[Namespace] = None) -> bytes:
+    """Maps an engine's own block hash (bytes or str, any length) to a 16-byte key.
+
+    Without ``namespace``: ``XXH3-128("kvstash.engine" || engine_hash)``, for calls that
+    name the namespace anyway. With it: the namespace-bound form (its hash algorithm).
+    docs/keys.md, "Engine-hash keys", has both with test vectors.
+    """
+    if namespace is not None:
+        return namespace.key_from_engine_hash(engine_hash)
+    return _native.key_from_engine_hash(engine_hash)
+
+
+class _Dispatcher:
+    """Resolves the futures of asynchronous calls from one completion queue.
+
+    Thread-safety: thread-safe. One daemon thread waits on the queue's eventfd (without
+    the GIL) and sets each future's result or exception.
+    """
+
+    def __init__(self) -> None:
+        self.completions = _native.Completions()
+        self._lock = threading.Lock()
+        self._pending: Dict[int, Future] = {}
+        self._tokens = itertools.count(1)
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="kvstash-completions", daemon=True)
+        self._thread.start()
+
+    def submit(self, start: Callable[[_native.Completions, int], None]) -> Future:
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+        with self._lock:
+            token = next(self._tokens)
+            self._pending[token] = future
+        try:
+            start(self.completions, token)
+        except BaseException:
+            with self._lock:
+                self._pending.pop(token, None)
+            raise
+        return future
+
+    def _deliver(self) -> None:
+        for token, value, error in self.completions.drain():
+            with self._lock:
+                future = self._pending.pop(token)
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+    def _run(self) -> None:
+        while not self._stop:
+            if self.completions.wait(0.5):
+                self._deliver()
+
+    def close(self) -> None:
+        """REQUIRES: every submitted call has finished (the native client was closed)."""
+        self._stop = True
+        self._thread.join()
+        self._deliver()
+
+
+class Client:
+    """A connection to kvstashd, over ``grpc://host:port`` or ``ucx://host:port``.
+
+    ``options`` are the C++ ``ClientOptions`` fields by name (``deadline_ms``,
+    ``connect_timeout_ms``, ``max_retries``, ``initial_backoff_ms``, ``max_backoff_ms``,
+    ``frame_bytes``, ``connections``, ``async_threads``, ``verify_checksums``,
+    ``checksum_puts``, ``ucx_tls``, ``ucx_direct``, ``ucx_copy_threads``,
+    ``ucx_idle_progress_ms``, ``ucx_tcp_segment_bytes``); :func:`default_options` lists
+    their defaults. Raises :class:`Unavailable` when the daemon does not answer within
+    ``connect_timeout_ms`` and :class:`InvalidArgument` for a bad URI or option.
+
+    Buffers are anything with the buffer protocol (bytes, bytearray, memoryview, numpy
+    arrays) or a CPU ``__dlpack__`` producer (torch tensors): read and written in place,
+    never copied in Python; the GIL is released while bytes move. A buffer must stay
+    untouched until its call (or future) completes.
+
+    Thread-safety: thread-safe; calls from many threads run concurrently.
+    """
+
+    def __init__(self, uri: str, **options: Any) -> None:
+        self._native = _native.Client(uri, options)
+        self._dispatcher: Optional[_Dispatcher] = None
+        self._dispatcher_lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        return self._native.uri
+
+    def close(self) -> None:
+        """Waits for asynchronous calls to finish, then closes the connections. Idempotent."""
+        self._native.close()
+        with self._dispatcher_lock:
+            dispatcher, self._dispatcher = self._dispatcher, None
+        if dispatcher is not None:
+            dispatcher.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- namespaces --------------------------------------------------------------------
+
+    def namespace(
+        self,
+        *,
+        model: str,
+        num_layers: int,
+        kv_heads: int,
+        head_dim: int,
+        dtype: str = "fp16",
+        chunk_tokens: int = 256,
+        tenant: str = "default",
+        tp_rank: int = 0,
+        tp_size: int = 1,
+        revision: str = "",
+        kv_layout: str = _DEFAULT_LAYOUT,
+        hash_algo: str = "xxh3",
+    ) -> Namespace:
+        """Registers a namespace with the daemon (idempotent) and returns it.
+
+        Two engines share chunks iff every field is equal (docs/keys.md). The client
+        registers it again by itself after a daemon restart.
+        """
+        ns = Namespace(
+            model=model, num_layers=num_layers, kv_heads=kv_heads, head_dim=head_dim,
+            dtype=dtype, chunk_tokens=chunk_tokens, tenant=tenant, tp_rank=tp_rank,
+            tp_size=tp_size, revision=revision, kv_layout=kv_layout, hash_algo=hash_algo)
+        self.open_namespace(ns)
+        return ns
+
+    def open_namespace(self, ns: Namespace) -> None:
+        """Registers a namespace built with ``kvstash.Namespace(...)``."""
+        self._native.open_namespace(ns)
+
+    # -- synchronous calls -------------------------------------------------------------
+
+    def lookup(self, ns: Namespace, keys: Keys, lease_ms: int = 0) -> LookupResult:
+        """How many leading ``keys`` are present, in one round trip. ``lease_ms > 0``
+        keeps the hits from eviction until fetched with the returned ``lease_id``."""
+        return self._native.lookup(ns, keys, lease_ms)
+
+    def put(self, ns: Namespace, keys: Keys, buffers: Buffers, *, tokens: int = 0,
+            format: int = 0) -> List[bool]:
+        """Stores one chunk per key from ``buffers``. Per key: True when stored (or
+        already present), False when the daemon declined it for space. ``tokens`` and
+        ``format`` (an opaque writer tag) are recorded with every chunk."""
+        return self._native.put(ns, keys, buffers, tokens, format)
+
+    def get_into(self, ns: Namespace, keys: Keys, buffers: Buffers,
+                 lease_id: int = 0) -> List[Optional[int]]:
+        """Fetches each key's chunk into its writable buffer. Per key: bytes written, or
+        None for a miss. A buffer smaller than its chunk raises InvalidArgument."""
+        return self._native.get_into(ns, keys, buffers, lease_id)
+
+    def exists(self, ns: Namespace, keys: Keys) -> List[Tier]:
+        """The tier of each key, ``Tier.NONE`` when absent."""
+        return self._native.exists(ns, keys)
+
+    def delete(self, ns: Namespace, keys: Keys) -> int:
+        """Deletes ``keys``; returns how many existed."""
+        return self._native.delete(ns, keys)
+
+    def stats(self, ns: Optional[Namespace] = None) -> Dict[str, int]:
+        """The daemon's counters (chunks, bytes, hits, misses, ...); with ``ns``, that
+        namespace's (capacity fields stay the tier's)."""
+        return self._native.stats(ns)
+
+    def health(self) -> Dict[str, Any]:
+        """``{"serving": bool, "version": str, "uptime_ms": int}``."""
+        return self._native.health()
+
+    # -- asynchronous calls: concurrent.futures --------------------------------------
+
+    def lookup_async(self, ns: Namespace, keys: Keys, lease_ms: int = 0) -> "Future[LookupResult]":
+        return self._submit(lambda q, t: self._native.submit_lookup(q, t, ns, keys, lease_ms))
+
+    def put_async(self, ns: Namespace, keys: Keys, buffers: Buffers, *, tokens: int = 0,
+                  format: int = 0) -> "Future[List[bool]]":
+        return self._submit(
+            lambda q, t: self._native.submit_put(q, t, ns, keys, buffers, tokens, format))
+
+    def get_into_async(self, ns: Namespace, keys: Keys, buffers: Buffers,
+                       lease_id: int = 0) -> "Future[List[Optional[int]]]":
+        return self._submit(
+            lambda q, t: self._native.submit_get_into(q, t, ns, keys, buffers, lease_id))
+
+    def exists_async(self, ns: Namespace, keys: Keys) -> "Future[List[Tier]]":
+        return self._submit(lambda q, t: self._native.submit_exists(q, t, ns, keys))
+
+    def delete_async(self, ns: Namespace, keys: Keys) -> "Future[int]":
+        return self._submit(lambda q, t: self._native.submit_delete(q, t, ns, keys))
+
+    # -- asynchronous calls: asyncio -------------------------------------------------
+
+    async def alookup(self, ns: Namespace, keys: Keys, lease_ms: int = 0) -> LookupResult:
+        return await asyncio.wrap_future(self.lookup_async(ns, keys, lease_ms))
+
+    async def aput(self, ns: Namespace, keys: Keys, buffers: Buffers, *, tokens: int = 0,
+                   format: int = 0) -> List[bool]:
+        return await asyncio.wrap_future(
+            self.put_async(ns, keys, buffers, tokens=tokens, format=format))
+
+    async def aget_into(self, ns: Namespace, keys: Keys, buffers: Buffers,
+                        lease_id: int = 0) -> List[Optional[int]]:
+        return await asyncio.wrap_future(self.get_into_async(ns, keys, buffers, lease_id))
+
+    async def aexists(self, ns: Namespace, keys: Keys) -> List[Tier]:
+        return await asyncio.wrap_future(self.exists_async(ns, keys))
+
+    async def adelete(self, ns: Namespace, keys: Keys) -> int:
+        return await asyncio.wrap_future(self.delete_async(ns, keys))
+
+    def _submit(self, start: Callable[[Any, int], None]) -> Future:
+        with self._dispatcher_lock:
+            if self._dispatcher is None:
+                self._dispatcher = _Dispatcher()
+            dispatcher = self._dispatcher
+        return dispatcher.submit(start)
+
+
+__all__ = ["Client", "Namespace", "Error", "default_options", "key_from_engine_hash"]

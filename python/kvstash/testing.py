@@ -1,0 +1,156 @@
+"""Run a real kvstashd for tests and benchmarks: free loopback ports, a private data dir.
+
+    with kvstash.testing.Daemon() as d:          # kvstashd from $KVSTASHD or PATH
+        client = kvstash.Client(d.ucx_uri)
+
+Thread-safety: a Daemon is driven by one thread.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Dict, List, Optional, Sequence
+
+
+def find_kvstashd() -> str:
+    """``$KVSTASHD``, else ``kvstashd`` on PATH. Raises FileNotFoundError."""
+    path = os.environ.get("KVSTASHD") or shutil.which("kvstashd")
+    if not path or not os.access(path, os.X_OK):
+        raise FileNotFoundError("kvstashd not found: set KVSTASHD to its path")
+    return path
+
+
+def parse_ready_file(text: str) -> Dict[str, str]:
+    """The daemon's ready file (``grpc=HOST:PORT`` lines; see README, "Running kvstashd")."""
+    return dict(line.split("=", 1) for line in text.split() if "=" in line)
+
+
+class Daemon:
+    """kvstashd on loopback with gRPC, UCX (shared memory + TCP) and metrics listeners.
+
+    ``settings`` are extra ``--set key=value`` pairs (e.g. a DRAM capacity, NVMe on). By
+    default the daemon keeps chunks in DRAM only, 1 GiB.
+    """
+
+    def __init__(self, settings: Optional[Dict[str, str]] = None, kvstashd: Optional[str] = None,
+                 start_timeout_s: float = 60.0) -> None:
+        self.kvstashd = kvstashd or find_kvstashd()
+        self.dir = tempfile.mkdtemp(prefix="kvstash-py-")
+        self.settings = {
+            "data_dir": self.dir,
+            "storage.nvme.enabled": "false",
+            "storage.dram.capacity_bytes": "1GiB",
+            "ucx.listen": "127.0.0.1:0",
+            "ucx.tls": "sm,tcp,self",
+            "metrics.listen": "127.0.0.1:0",
+        }
+        self.settings.update(settings or {})
+        self.start_timeout_s = start_timeout_s
+        self.proc: Optional[subprocess.Popen] = None
+        self.addresses: Dict[str, str] = {}
+        self._grpc_listen = "127.0.0.1:0"
+        self.start()
+
+    @property
+    def grpc_uri(self) -> str:
+        return "grpc://" + self.addresses["grpc"]
+
+    @property
+    def ucx_uri(self) -> str:
+        return "ucx://" + self.addresses["ucx"]
+
+    @property
+    def metrics_address(self) -> str:
+        return self.addresses["metrics"]
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.dir, "kvstashd.log")
+
+    def start(self) -> None:
+        """Starts the daemon (again, on the same ports once it has run)."""
+        ready = os.path.join(self.dir, "ready")
+        if os.path.exists(ready):
+            os.unlink(ready)
+        args: List[str] = [self.kvstashd, "--listen", self._grpc_listen, "--ready_file", ready]
+        for key, value in self.settings.items():
+            args += ["--set", f"{key}={value}"]
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.start_timeout_s
+        while not (os.path.exists(ready) and "grpc=" in open(ready).read()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"kvstashd did not start; log: {self.log_tail()}")
+            time.sleep(0.02)
+        self.addresses = parse_ready_file(open(ready).read())
+        # A restart binds the same ports, so clients reconnect to the URIs they hold.
+        self._grpc_listen = self.addresses["grpc"]
+        self.settings["ucx.listen"] = self.addresses["ucx"]
+        self.settings["metrics.listen"] = self.addresses["metrics"]
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout_s: float = 60.0) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout_s)
+
+    def kill(self) -> None:
+        """SIGKILL: the daemon dies without any clean-up."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self, sigkill: bool = False) -> None:
+        """Stops (or kills) and starts again on the same ports."""
+        self.kill() if sigkill else self.stop()
+        self.start()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_path) as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Stops the daemon and removes its data dir."""
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> "Daemon":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def kvstashd_rss_bytes(daemon: Daemon) -> int:
+    """Resident memory of the daemon process (Linux)."""
+    return _rss_bytes(daemon.proc.pid if daemon.proc else 0)
+
+
+def _rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def self_rss_bytes() -> int:
+    """Resident memory of this process (Linux)."""
+    return _rss_bytes(os.getpid())
+
+
+__all__: Sequence[str] = ["Daemon", "find_kvstashd", "parse_ready_file", "self_rss_bytes",
+                          "kvstashd_rss_bytes"]

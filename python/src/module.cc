@@ -1,0 +1,12 @@
+// kvstash._native: the extension module under the kvstash package (kvstash/_native.pyi).
+#include "errors.h"
+#include "nanobind/nanobind.h"
+#include "py_client.h"
+#include "py_namespace.h"
+
+NB_MODULE(_native, m) {
+  m.doc() = "Native bindings of libkvstash_client; use the kvstash package instead.";
+  kvstash::python::RegisterErrorTranslator();
+  kvstash::python::BindNamespace(m);
+  kvstash::python::BindClient(m);
+}

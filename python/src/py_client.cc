@@ -1,0 +1,304 @@
+#include "py_client.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "completions.h"
+#include "errors.h"
+#include "kvstash/client.h"
+#include "nanobind/stl/string.h"
+#include "nanobind/stl/vector.h"
+#include "ops.h"
+#include "py_namespace.h"
+
+namespace nb = nanobind;
+
+namespace kvstash::python {
+namespace {
+
+// Every ClientOptions field by name: kwargs of kvstash.Client and default_options().
+struct OptionField {
+  const char* name;
+  nb::object (*get)(const ClientOptions&);
+  void (*set)(ClientOptions&, nb::handle);
+};
+
+#define KVSTASH_OPTION(field)                                                                         \
+  OptionField {                                                                                       \
+#field,                                                                                           \
+        [](const ClientOptions&                                                                       \
+               o) { return nb::cast(o.field); },                                                      \
+                                              [](ClientOptions & o,                                   \
+                                                 nb::handle                                           \
+                                                     v) { o.field =                                   \
+                                                              nb::cast<decltype(o.field)>(v); } \
+  }
+
+const OptionField kOptionFields[] = {
+    KVSTASH_OPTION(deadline_ms),
+    KVSTASH_OPTION(connect_timeout_ms),
+    KVSTASH_OPTION(max_retries),
+    KVSTASH_OPTION(initial_backoff_ms),
+    KVSTASH_OPTION(max_backoff_ms),
+    KVSTASH_OPTION(frame_bytes),
+    KVSTASH_OPTION(connections),
+    KVSTASH_OPTION(async_threads),
+    KVSTASH_OPTION(verify_checksums),
+    KVSTASH_OPTION(checksum_puts),
+    KVSTASH_OPTION(ucx_tls),
+    KVSTASH_OPTION(ucx_direct),
+    KVSTASH_OPTION(ucx_copy_threads),
+    KVSTASH_OPTION(ucx_idle_progress_ms),
+    KVSTASH_OPTION(ucx_tcp_segment_bytes),
+};
+#undef KVSTASH_OPTION
+
+ClientOptions ParseOptions(const nb::dict& kwargs) {
+  ClientOptions options;
+  for (auto [key, value] : kwargs) {
+    std::string name = nb::cast<std::string>(key);
+    const OptionField* field = nullptr;
+    for (const OptionField& f : kOptionFields) {
+      if (name == f.name) field = &f;
+    }
+    if (field == nullptr) ThrowInvalid(absl::StrCat("unknown client option '", name, "'"));
+    if (PyBool_Check(value.ptr()) != PyBool_Check(field->get(options).ptr())) {
+      ThrowInvalid(absl::StrCat("client option ", name, ": expected ",
+                                nb::type_name(field->get(options).type()).c_str(), ", got ",
+                                nb::type_name(value.type()).c_str()));
+    }
+    try {
+      field->set(options, value);
+    } catch (const nb::cast_error&) {
+      ThrowInvalid(absl::StrCat("client option ", name, ": expected ",
+                                nb::type_name(field->get(options).type()).c_str(), ", got ",
+                                nb::repr(value).c_str()));
+    }
+  }
+  ThrowIfError(options.Validate());
+  return options;
+}
+
+nb::dict DefaultOptions() {
+  nb::dict out;
+  const ClientOptions defaults;
+  for (const OptionField& f : kOptionFields) out[f.name] = f.get(defaults);
+  return out;
+}
+
+// Every ServerStats counter by name: client.stats().
+#define KVSTASH_STAT(field) \
+  { #field, &ServerStats::field }
+const std::pair<const char*, uint64_t ServerStats::*> kStatFields[] = {
+    KVSTASH_STAT(chunks),
+    KVSTASH_STAT(bytes),
+    KVSTASH_STAT(hits),
+    KVSTASH_STAT(misses),
+    KVSTASH_STAT(puts),
+    KVSTASH_STAT(evictions),
+    KVSTASH_STAT(deletes),
+    KVSTASH_STAT(lookups),
+    KVSTASH_STAT(lookup_hit_chunks),
+    KVSTASH_STAT(dram_capacity_bytes),
+    KVSTASH_STAT(dram_used_bytes),
+    KVSTASH_STAT(nvme_capacity_bytes),
+    KVSTASH_STAT(nvme_used_bytes),
+    KVSTASH_STAT(nvme_chunks),
+    KVSTASH_STAT(nvme_hits),
+    KVSTASH_STAT(nvme_misses),
+    KVSTASH_STAT(nvme_evictions),
+    KVSTASH_STAT(demotions),
+    KVSTASH_STAT(demotion_drops),
+    KVSTASH_STAT(demotion_failures),
+    KVSTASH_STAT(demotions_pending),
+    KVSTASH_STAT(promotions),
+    KVSTASH_STAT(write_throughs),
+    KVSTASH_STAT(checksum_failures),
+    KVSTASH_STAT(nvme_io_errors),
+    KVSTASH_STAT(recovered_chunks),
+    KVSTASH_STAT(nvme_gc_runs),
+    KVSTASH_STAT(nvme_gc_waits),
+};
+#undef KVSTASH_STAT
+
+class PyCompletions {
+ public:
+  PyCompletions() : queue_(std::make_shared<CompletionQueue>()) {}
+  const std::shared_ptr<CompletionQueue>& queue() const { return queue_; }
+  int fileno() const { return queue_->fd(); }
+  bool Wait(double timeout_s) const {
+    int ms = timeout_s < 0 ? -1 : static_cast<int>(timeout_s * 1000);
+    nb::gil_scoped_release release;
+    return queue_->Wait(ms);
+  }
+  // [(token, value, None) or (token, None, kvstash.Error)] for every finished call.
+  nb::list Drain() {
+    nb::list out;
+    for (auto& [token, op] : queue_->TakeAll()) {
+      try {
+        out.append(nb::make_tuple(token, op->Result(), nb::none()));
+      } catch (const StatusError& e) {
+        out.append(nb::make_tuple(token, nb::none(), ErrorObject(e.status())));
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<CompletionQueue> queue_;
+};
+
+class PyClient {
+ public:
+  PyClient(const std::string& uri, const nb::dict& kwargs) : uri_(uri) {
+    ClientOptions options = ParseOptions(kwargs);
+    absl::StatusOr<std::unique_ptr<Client>> client;
+    {
+      nb::gil_scoped_release release;
+      client = Client::Connect(uri, options);
+    }
+    ThrowIfError(client.status());
+    client_ = std::shared_ptr<Client>(std::move(*client));
+  }
+
+  // Waits for every asynchronous call to finish, then drops the connections (once the
+  // synchronous calls still running on other threads have returned).
+  void Close() {
+    std::shared_ptr<Client> client = std::move(client_);
+    nb::gil_scoped_release release;
+    client.reset();
+  }
+
+  NamespaceHandle OpenNamespace(const PyNamespace& ns) {
+    std::shared_ptr<Client> client = this->client();
+    absl::StatusOr<NamespaceHandle> handle;
+    {
+      nb::gil_scoped_release release;
+      handle = client->OpenNamespace(ns.spec());
+    }
+    ThrowIfError(handle.status());
+    return *handle;
+  }
+
+  nb::object Call(const OpPtr& op) {
+    std::shared_ptr<Client> c = client();
+    {
+      nb::gil_scoped_release release;
+      op->Run(*c);
+    }
+    return op->Result();
+  }
+
+  // The task holds the Client by reference: the Client's destructor runs every task
+  // before it tears anything down.
+  void Submit(PyCompletions& completions, uint64_t token, OpPtr op) {
+    std::shared_ptr<Client> client = this->client();
+    Client* c = client.get();
+    std::shared_ptr<CompletionQueue> queue = completions.queue();
+    c->RunAsync([c, queue, token, op = std::move(op)]() mutable {
+      op->Run(*c);
+      queue->Push(token, std::move(op));
+    });
+  }
+
+  nb::dict Stats(const PyNamespace* ns) {
+    std::shared_ptr<Client> client = this->client();
+    absl::StatusOr<ServerStats> stats;
+    NamespaceHandle handle{ns != nullptr ? ns->id() : Key128{}};
+    {
+      nb::gil_scoped_release release;
+      stats = client->Stats(ns != nullptr ? &handle : nullptr);
+    }
+    ThrowIfError(stats.status());
+    nb::dict out;
+    for (const auto& [name, member] : kStatFields) out[name] = (*stats).*member;
+    return out;
+  }
+
+  nb::dict Health() {
+    std::shared_ptr<Client> client = this->client();
+    absl::StatusOr<HealthInfo> health;
+    {
+      nb::gil_scoped_release release;
+      health = client->Health();
+    }
+    ThrowIfError(health.status());
+    nb::dict out;
+    out["serving"] = health->serving;
+    out["version"] = health->version;
+    out["uptime_ms"] = health->uptime_ms;
+    return out;
+  }
+
+  const std::string& uri() const { return uri_; }
+
+ private:
+  std::shared_ptr<Client> client() const {
+    if (client_ == nullptr) throw StatusError(absl::FailedPreconditionError("client is closed"));
+    return client_;
+  }
+
+  std::string uri_;
+  std::shared_ptr<Client> client_;  // touched only with the GIL held
+};
+
+NamespaceHandle Handle(const PyNamespace& ns) { return NamespaceHandle{ns.id()}; }
+
+}  // namespace
+
+void BindClient(nb::module_& m) {
+  m.def("default_options", &DefaultOptions);
+
+  nb::class_<PyCompletions>(m, "Completions")
+      .def(nb::init<>())
+      .def("fileno", &PyCompletions::fileno)
+      .def("wait", &PyCompletions::Wait, nb::arg("timeout_s") = -1.0)
+      .def("drain", &PyCompletions::Drain);
+
+  nb::class_<PyClient>(m, "Client")
+      .def(nb::init<const std::string&, const nb::dict&>(), nb::arg("uri"), nb::arg("options"))
+      .def_prop_ro("uri", &PyClient::uri)
+      .def("close", &PyClient::Close)
+      .def("open_namespace", [](PyClient& c, const PyNamespace& ns) { c.OpenNamespace(ns); })
+      .def("put",
+           [](PyClient& c, const PyNamespace& ns, nb::handle keys, nb::handle buffers,
+              uint32_t tokens, uint32_t format) {
+             return c.Call(MakePutOp(Handle(ns), keys, buffers, tokens, format));
+           })
+      .def("get_into",
+           [](PyClient& c, const PyNamespace& ns, nb::handle keys, nb::handle buffers,
+              uint64_t lease_id) { return c.Call(MakeGetOp(Handle(ns), keys, buffers, lease_id)); })
+      .def("lookup",
+           [](PyClient& c, const PyNamespace& ns, nb::handle keys, uint32_t lease_ms) {
+             return c.Call(MakeLookupOp(Handle(ns), keys, lease_ms));
+           })
+      .def("exists", [](PyClient& c, const PyNamespace& ns,
+                        nb::handle keys) { return c.Call(MakeExistsOp(Handle(ns), keys)); })
+      .def("delete", [](PyClient& c, const PyNamespace& ns,
+                        nb::handle keys) { return c.Call(MakeDeleteOp(Handle(ns), keys)); })
+      .def("submit_put",
+           [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns, nb::handle keys,
+              nb::handle buffers, uint32_t tokens, uint32_t format) {
+             c.Submit(q, token, MakePutOp(Handle(ns), keys, buffers, tokens, format));
+           })
+      .def("submit_get_into",
+           [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns, nb::handle keys,
+              nb::handle buffers, uint64_t lease_id) {
+             c.Submit(q, token, MakeGetOp(Handle(ns), keys, buffers, lease_id));
+           })
+      .def("submit_lookup",
+           [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns, nb::handle keys,
+              uint32_t lease_ms) { c.Submit(q, token, MakeLookupOp(Handle(ns), keys, lease_ms)); })
+      .def("submit_exists",
+           [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns,
+              nb::handle keys) { c.Submit(q, token, MakeExistsOp(Handle(ns), keys)); })
+      .def("submit_delete",
+           [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns,
+              nb::handle keys) { c.Submit(q, token, MakeDeleteOp(Handle(ns), keys)); })
+      .def("stats", &PyClient::Stats, nb::arg("ns").none() = nb::none())
+      .def("health", &PyClient::Health);
+}
+
+}  // namespace kvstash::python

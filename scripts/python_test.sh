@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds and installs the Python package (python/) into a virtualenv and runs its pytest
+# suite against the kvstashd of a build directory.
+#   scripts/python_test.sh [BUILD_DIR]     (default: build; kvstashd must be built there)
+# Environment: KVSTASH_PY_VENV (default .venv-py) picks the virtualenv, PYTHON the
+# interpreter that creates it (default python3), PYTEST_ARGS extra pytest arguments.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+[[ "$build" = /* ]] || build="$top/$build"
+venv=${KVSTASH_PY_VENV:-$top/.venv-py}
+[[ "$venv" = /* ]] || venv="$top/$venv"
+
+if [[ ! -x "$build/server/kvstashd" ]]; then
+  echo "python_test: $build/server/kvstashd is missing; build first (scripts/build.sh)" >&2
+  exit 1
+fi
+if [[ ! -x "$venv/bin/python" ]]; then
+  "${PYTHON:-python3}" -m venv "$venv"
+fi
+echo "== python package into $venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q "$top/python[test]"
+echo "== pytest (python/tests)"
+cd "$top/python/tests"
+KVSTASHD="$build/server/kvstashd" "$venv/bin/python" -m pytest -q -m "not engine" ${PYTEST_ARGS:-}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
 import threading
+import weakref
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -110,6 +112,7 @@ class Client:
         self._native = _native.Client(uri, options)
         self._dispatcher: Optional[_Dispatcher] = None
         self._dispatcher_lock = threading.Lock()
+        _open_clients.add(self)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -249,6 +252,17 @@ class Client:
                 self._dispatcher = _Dispatcher()
             dispatcher = self._dispatcher
         return dispatcher.submit(start)
+
+
+# Clients still open when the interpreter exits are closed first: their threads must not
+# be inside native code when Python stops daemon threads.
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_clients() -> None:
+    for client in list(_open_clients):
+        client.close()
 
 
 __all__ = ["Client", "Namespace", "Error", "default_options", "key_from_engine_hash"]

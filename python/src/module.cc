@@ -6,6 +6,8 @@
 
 NB_MODULE(_native, m) {
   m.doc() = "Native bindings of libkvstash_client; use the kvstash package instead.";
+  // Objects alive at interpreter exit (a client the program never closed) are not bugs.
+  nanobind::set_leak_warnings(false);
   kvstash::python::RegisterErrorTranslator();
   kvstash::python::BindNamespace(m);
   kvstash::python::BindClient(m);

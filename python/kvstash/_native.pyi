@@ -7,6 +7,8 @@ from ._types import LookupResult, Tier
 
 def default_options() -> Dict[str, Any]: ...
 def key_from_engine_hash(engine_hash: "bytes | str") -> bytes: ...
+def memory_at(address: int, size: int) -> memoryview:
+    """A writable memoryview of ``size`` bytes at ``address`` (the caller vouches for it)."""
 
 class Namespace:
     """A namespace spec (docs/keys.md): what a chunk's bytes mean. Immutable."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import kvstash
 
@@ -23,16 +23,16 @@ NAMESPACE_FIELDS = ("tenant", "revision", "hash_algo")
 
 
 class Connection:
-    """A kvstash.Client plus the namespace an adapter writes in, made on first use.
+    """A kvstash.Client plus the namespaces an adapter writes in, made on first use.
 
-    ``make_namespace`` builds the namespace (it may depend on what the engine tells the
-    adapter after construction). When the daemon cannot be reached, the failure is logged
+    ``make_namespaces`` builds them (they may depend on what the engine tells the adapter
+    after construction). When the daemon cannot be reached, the failure is logged
     once per outage and retried at most every ``retry_interval_s``; meanwhile ``get()``
     returns None at once, so the engine treats every lookup as a miss.
     """
 
     def __init__(self, uri: str, client_options: Dict[str, Any],
-                 make_namespace: Callable[[], kvstash.Namespace],
+                 make_namespaces: Callable[[], List[kvstash.Namespace]],
                  retry_interval_s: float = 5.0, what: str = "kvstash") -> None:
         if not uri.startswith(("grpc://", "ucx://")):
             raise kvstash.InvalidArgument(
@@ -46,19 +46,19 @@ class Connection:
                 f"{', '.join(NAMESPACE_FIELDS)}, {', '.join(kvstash.default_options())}")
         self.uri = uri
         self._options = dict(client_options)
-        self._make_namespace = make_namespace
+        self._make_namespaces = make_namespaces
         self._retry_interval_s = retry_interval_s
         self._what = what
         self._lock = threading.Lock()
         self._client: Optional[kvstash.Client] = None
-        self._ns: Optional[kvstash.Namespace] = None
+        self._ns: List[kvstash.Namespace] = []
         self._next_try = 0.0
         self._down_logged = False
         self._connecting = False
         self._closed = False
 
-    def get(self) -> Optional[Tuple[kvstash.Client, kvstash.Namespace]]:
-        """The connected client and namespace, or None at once while kvstashd has not been
+    def get(self) -> Optional[Tuple[kvstash.Client, List[kvstash.Namespace]]]:
+        """The connected client and namespaces, or None at once while kvstashd has not been
         reached (a background attempt is started when the retry interval has passed)."""
         with self._lock:
             if self._client is not None:
@@ -84,8 +84,9 @@ class Connection:
         client: Optional[kvstash.Client] = None
         try:
             client = kvstash.Client(self.uri, **self._options)
-            ns = self._make_namespace()
-            client.open_namespace(ns)
+            ns = self._make_namespaces()
+            for n in ns:
+                client.open_namespace(n)
         except kvstash.InvalidArgument:
             # A bad option or namespace is the operator's to fix, not an outage.
             with self._lock:

@@ -44,7 +44,7 @@ class KvstashL2Adapter:
         namespace = kvstash.Namespace(model=model, num_layers=0, kv_heads=0, head_dim=0,
                                       dtype="opaque", chunk_tokens=1,
                                       kv_layout="lmcache.l2.object.v1", **ns_fields)
-        self._conn = Connection(uri, client_options, lambda: namespace,
+        self._conn = Connection(uri, client_options, lambda: [namespace],
                                 retry_interval_s=retry_interval_s, what="LMCache KvstashL2Adapter")
         self._completions = _native.Completions()
         self._ids = itertools.count(1)
@@ -96,7 +96,7 @@ class KvstashL2Adapter:
         conn = self._conn.get()
         if conn is None:
             return self._fail(fid, "kvstashd unreachable")
-        client, ns = conn
+        client, (ns,) = conn
         kv_keys = [kvstash.key_from_engine_hash(k) for k in keys]
         # Per key: the buffer's size (set, get) or 0 (exists, delete).
         sizes = [memoryview(v).nbytes for v in views] if views is not None else [0] * len(keys)

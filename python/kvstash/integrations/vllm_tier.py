@@ -64,7 +64,7 @@ class KvstashTier(SecondaryTierManager):
         ns_fields, client_options = split_options(params)
         self._rows = np.asarray(primary_kv_view).view(np.uint8)  # [num_chunks, row_bytes]
         self._namespace = _namespace_for(offloading_spec, self._rows.shape[1], ns_fields)
-        self._conn = Connection(uri, client_options, lambda: self._namespace,
+        self._conn = Connection(uri, client_options, lambda: [self._namespace],
                                 retry_interval_s=retry_interval_s, what="vLLM KvstashTier")
         self._lock = threading.Lock()
         self._finished: List[JobResult] = []
@@ -84,7 +84,7 @@ class KvstashTier(SecondaryTierManager):
         conn = self._conn.get()
         if conn is None:
             return [False] * len(keys)
-        client, ns = conn
+        client, (ns,) = conn
         try:
             tiers = client.exists(ns, [kvstash.key_from_engine_hash(bytes(k)) for k in keys])
         except kvstash.Error as e:
@@ -106,7 +106,7 @@ class KvstashTier(SecondaryTierManager):
         if conn is None:
             self._finish(JobResult(job_id=job.job_id, success=False))
             return
-        client, ns = conn
+        client, (ns,) = conn
         kv_keys = [kvstash.key_from_engine_hash(bytes(k)) for k in keys]
         rows = [self._rows[int(c)] for c in np.asarray(job.chunk_ids)]
         try:

@@ -86,30 +86,26 @@ class KvstashHiCacheStorage(HiCacheStorage):
         return per, chunk_keys, views, [int(s) for s in sizes]
 
     def batch_set_v1(self, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:
-        conn = self._conn.get()
-        if conn is None or not keys:
-            return [False] * len(keys)
-        client, (ns, _) = conn
-        try:
-            per, chunk_keys, views, _ = self._page_views(keys, host_indices)
-            stored = client.put(ns, chunk_keys, views)
-        except kvstash.Error as e:
-            logger.warning("KvstashHiCacheStorage: set of %d pages failed: %s", len(keys), e)
-            return [False] * len(keys)
-        return [all(stored[i * per:(i + 1) * per]) for i in range(len(keys))]
+        return self._v1("set", keys, host_indices)
 
     def batch_get_v1(self, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:
+        return self._v1("get", keys, host_indices)
+
+    def _v1(self, op: str, keys: List[str], host_indices: Any) -> List[bool]:
+        """Per key: all of its page buffers stored (set) or filled whole (get)."""
         conn = self._conn.get()
         if conn is None or not keys:
             return [False] * len(keys)
         client, (ns, _) = conn
         try:
             per, chunk_keys, views, sizes = self._page_views(keys, host_indices)
-            got = client.get_into(ns, chunk_keys, views)
+            if op == "set":
+                ok = client.put(ns, chunk_keys, views)
+            else:
+                ok = [g == s for g, s in zip(client.get_into(ns, chunk_keys, views), sizes)]
         except kvstash.Error as e:
-            logger.warning("KvstashHiCacheStorage: get of %d pages failed: %s", len(keys), e)
+            logger.warning("KvstashHiCacheStorage: %s of %d pages failed: %s", op, len(keys), e)
             return [False] * len(keys)
-        ok = [g == s for g, s in zip(got, sizes)]
         return [all(ok[i * per:(i + 1) * per]) for i in range(len(keys))]
 
     # -- legacy flat pages -------------------------------------------------------------

@@ -62,6 +62,7 @@ def main() -> None:
     ap.add_argument("--redis-server", default=shutil.which("redis-server"))
     ap.add_argument("--sizes-mib", default="1,4,32")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--adapters", default=None, help="comma-separated subset to run")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
@@ -73,8 +74,10 @@ def main() -> None:
                               "--save", "", "--appendonly", "no", "--protected-mode", "no"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     dram = Daemon({"storage.dram.capacity_bytes": "4GiB"}, kvstashd=args.kvstashd)
+    # Puts wait for demotion rather than drop evicted chunks, so every chunk reaches NVMe.
     nvme = Daemon({"storage.dram.capacity_bytes": "256MiB", "storage.nvme.enabled": "true",
-                   "storage.nvme.capacity_bytes": "16GiB"}, kvstashd=args.kvstashd)
+                   "storage.nvme.capacity_bytes": "16GiB", "storage.nvme.demotion_wait_ms": "5000"},
+                  kvstashd=args.kvstashd)
     time.sleep(0.5)
     try:
         def plugin(uri: str) -> Dict:
@@ -89,6 +92,8 @@ def main() -> None:
             "fs": {"type": "fs", "base_path": os.path.join(scratch, "fs")},
             "mock": {"type": "mock", "max_size_gb": 8, "mock_bandwidth_gb": 1000},
         }
+        if args.adapters:
+            adapters = {k: v for k, v in adapters.items() if k in args.adapters.split(",")}
         samples: Dict[tuple, List[Dict]] = {}
         for rep in range(args.reps):
             for size in (int(s) for s in args.sizes_mib.split(",")):

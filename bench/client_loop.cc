@@ -119,9 +119,10 @@ int main(int argc, char** argv) {
   for (std::thread& w : workers) w.join();
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
   if (failed) return Fail("a call failed");
-  std::printf("{\"op\":\"%s\",\"threads\":%d,\"size\":%zu,\"calls\":%ld,\"seconds\":%.3f,"
-              "\"gbps\":%.4f}\n",
-              op.c_str(), threads, size, calls.load(), elapsed,
-              static_cast<double>(calls.load()) * size / elapsed / 1e9);
+  std::printf(
+      "{\"op\":\"%s\",\"threads\":%d,\"size\":%zu,\"calls\":%ld,\"seconds\":%.3f,"
+      "\"gbps\":%.4f}\n",
+      op.c_str(), threads, size, calls.load(), elapsed,
+      static_cast<double>(calls.load()) * size / elapsed / 1e9);
   return 0;
 }

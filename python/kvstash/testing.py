@@ -137,20 +137,4 @@ class Daemon:
         self.close()
 
 
-def kvstashd_rss_bytes(daemon: Daemon) -> int:
-    """Resident memory of the daemon process (Linux)."""
-    return _rss_bytes(daemon.proc.pid if daemon.proc else 0)
-
-
-def _rss_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def self_rss_bytes() -> int:
-    """Resident memory of this process (Linux)."""
-    return _rss_bytes(os.getpid())
-
-
-__all__: Sequence[str] = ["Daemon", "find_kvstashd", "parse_ready_file", "self_rss_bytes",
-                          "kvstashd_rss_bytes"]
+__all__: Sequence[str] = ["Daemon", "find_kvstashd", "parse_ready_file"]

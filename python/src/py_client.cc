@@ -63,7 +63,12 @@ ClientOptions ParseOptions(const nb::dict& kwargs) {
     for (const OptionField& f : kOptionFields) {
       if (name == f.name) field = &f;
     }
-    if (field == nullptr) ThrowInvalid(absl::StrCat("unknown client option '", name, "'"));
+    if (field == nullptr) {
+      std::string known;
+      for (const OptionField& f : kOptionFields)
+        absl::StrAppend(&known, known.empty() ? "" : ", ", f.name);
+      ThrowInvalid(absl::StrCat("unknown client option '", name, "' (known: ", known, ")"));
+    }
     if (PyBool_Check(value.ptr()) != PyBool_Check(field->get(options).ptr())) {
       ThrowInvalid(absl::StrCat("client option ", name, ": expected ",
                                 nb::type_name(field->get(options).type()).c_str(), ", got ",

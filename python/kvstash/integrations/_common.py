@@ -34,16 +34,6 @@ class Connection:
     def __init__(self, uri: str, client_options: Dict[str, Any],
                  make_namespaces: Callable[[], List[kvstash.Namespace]],
                  retry_interval_s: float = 5.0, what: str = "kvstash") -> None:
-        if not uri.startswith(("grpc://", "ucx://")):
-            raise kvstash.InvalidArgument(
-                kvstash.StatusCode.INVALID_ARGUMENT,
-                f"{what}: uri must be grpc://HOST:PORT or ucx://HOST:PORT, got {uri!r}")
-        unknown = set(client_options) - set(kvstash.default_options())
-        if unknown:
-            raise kvstash.InvalidArgument(
-                kvstash.StatusCode.INVALID_ARGUMENT,
-                f"{what}: unknown option(s) {sorted(unknown)}; known: uri, "
-                f"{', '.join(NAMESPACE_FIELDS)}, {', '.join(kvstash.default_options())}")
         self.uri = uri
         self._options = dict(client_options)
         self._make_namespaces = make_namespaces
@@ -87,11 +77,14 @@ class Connection:
             ns = self._make_namespaces()
             for n in ns:
                 client.open_namespace(n)
-        except kvstash.InvalidArgument:
-            # A bad option or namespace is the operator's to fix, not an outage.
+        except kvstash.InvalidArgument as e:
+            # A bad URI, option or namespace is the operator's to fix, not an outage; the
+            # client checks them before it connects, so this comes from connect_now().
             with self._lock:
                 self._connecting = False
-            raise
+            raise kvstash.InvalidArgument(
+                e.code, f"{self._what} (uri {self.uri!r}): {e.message}; adapter parameters "
+                f"besides client options: uri, {', '.join(NAMESPACE_FIELDS)}") from e
         except kvstash.Error as e:
             if client is not None:
                 client.close()

@@ -44,12 +44,18 @@ class KvstashHiCacheStorage(HiCacheStorage):
         self._ns_fields, client_options = split_options(params)
         self.storage_config = storage_config
         self.mem_pool_host = None
+        self._zero_copy = bool(extra.get("interface_v1", 0))
+        self._buffers_per_page = 0  # page buffers per key on the zero-copy path
         self._conn = Connection(uri, client_options, self._namespaces,
                                 retry_interval_s=retry_interval_s,
                                 what="SGLang KvstashHiCacheStorage")
 
     def register_mem_pool_host(self, mem_pool_host: Any) -> None:
         super().register_mem_pool_host(mem_pool_host)
+        if self._zero_copy:
+            import torch
+            first_page = torch.arange(mem_pool_host.page_size, dtype=torch.int64)
+            self._buffers_per_page = len(mem_pool_host.get_page_buffer_meta(first_page)[0])
         self._conn.connect_now()
 
     def _namespaces(self) -> List[kvstash.Namespace]:
@@ -81,7 +87,7 @@ class KvstashHiCacheStorage(HiCacheStorage):
                 kvstash.StatusCode.INVALID_ARGUMENT,
                 f"{len(ptrs)} page buffers do not split over {len(keys)} keys")
         per = len(ptrs) // len(keys)
-        chunk_keys = [kvstash.key_from_engine_hash(f"{k}#{j}") for k in keys for j in range(per)]
+        chunk_keys = _chunk_keys(keys, per)
         views = [_native.memory_at(int(p), int(s)) for p, s in zip(ptrs, sizes)]
         return per, chunk_keys, views, [int(s) for s in sizes]
 
@@ -157,25 +163,17 @@ class KvstashHiCacheStorage(HiCacheStorage):
         if conn is None or not keys:
             return 0
         client, (ns, flat) = conn
-        v1 = bool((self.storage_config.extra_config or {}).get("interface_v1", 0))
         try:
-            if not v1:
+            if not self._zero_copy:
                 return client.lookup(flat, [kvstash.key_from_engine_hash(k) for k in keys]).hit_count
-            per = self._buffers_per_page()
-            chunk_keys = [kvstash.key_from_engine_hash(f"{k}#{j}") for k in keys for j in range(per)]
-            return client.lookup(ns, chunk_keys).hit_count // per
+            per = self._buffers_per_page
+            return client.lookup(ns, _chunk_keys(keys, per)).hit_count // per
         except kvstash.Error as e:
             logger.warning("KvstashHiCacheStorage: exists failed, treated as a miss: %s", e)
             return 0
 
     def exists(self, key: str) -> bool:
         return self.batch_exists([key]) == 1
-
-    def _buffers_per_page(self) -> int:
-        pool = self.mem_pool_host
-        page = pool.page_size
-        ptrs, _ = pool.get_page_buffer_meta(_first_page(page))
-        return len(ptrs)
 
     def clear(self) -> None:
         """Nothing to do: chunks age out of kvstashd by its own eviction, shared with
@@ -185,6 +183,6 @@ class KvstashHiCacheStorage(HiCacheStorage):
         self._conn.close()
 
 
-def _first_page(page_size: int) -> Any:
-    import torch
-    return torch.arange(page_size, dtype=torch.int64)
+def _chunk_keys(keys: Sequence[str], per: int) -> List[bytes]:
+    """Keys of each page's `per` buffers, page-major."""
+    return [kvstash.key_from_engine_hash(f"{k}#{j}") for k in keys for j in range(per)]

@@ -83,7 +83,8 @@ class KvstashConnector(KVConnectorBase_V1):
                                 retry_interval_s=retry_interval_s, what="vLLM KvstashConnector")
         self._conn.connect_now()
         self._requests: Dict[str, _Request] = {}  # scheduler side
-        self._claims: Dict[str, Tuple[int, int]] = {}  # request -> (first, end) loaded tokens
+        # request -> (first, end) tokens to load, and the prompt's chunk keys
+        self._claims: Dict[str, Tuple[int, int, List[bytes]]] = {}
         self._caches: List[Any] = []  # worker side: per layer, in layer order
         self._load_errors: set = set()
 
@@ -108,15 +109,15 @@ class KvstashConnector(KVConnectorBase_V1):
             return 0, False
         client, (ns,) = conn
         try:
-            keys = ns.prefix_keys(prompt)[:usable]
-            hit = client.lookup(ns, self._object_keys(keys)).hit_count // self._layers_n
+            keys = ns.prefix_keys(prompt)
+            hit = client.lookup(ns, self._object_keys(keys[:usable])).hit_count // self._layers_n
         except kvstash.Error as e:
             logger.warning("KvstashConnector: lookup failed, recomputing: %s", e)
             return 0, False
         end = hit * chunk_tokens
         if end <= num_computed_tokens:
             return 0, False
-        self._claims[request.request_id] = (num_computed_tokens, end)
+        self._claims[request.request_id] = (num_computed_tokens, end, keys)
         return end - num_computed_tokens, False
 
     def update_state_after_alloc(self, request: Any, blocks: Any, num_external_tokens: int):
@@ -128,12 +129,13 @@ class KvstashConnector(KVConnectorBase_V1):
         out = scheduler_output
         for new in out.scheduled_new_reqs:
             prompt = list(new.prompt_token_ids or [])
-            req = _Request(keys=self._namespace.prefix_keys(prompt), prompt_tokens=len(prompt),
-                           block_ids=list(new.block_ids[0]), stored=0)
-            self._requests[new.req_id] = req
             claim = self._claims.pop(new.req_id, None)
+            keys = claim[2] if claim is not None else self._namespace.prefix_keys(prompt)
+            req = _Request(keys=keys, prompt_tokens=len(prompt), block_ids=list(new.block_ids[0]),
+                           stored=0)
+            self._requests[new.req_id] = req
             if claim is not None:
-                first, end = (t // self._namespace.chunk_tokens for t in claim)
+                first, end = (t // self._namespace.chunk_tokens for t in claim[:2])
                 meta.loads += [self._op(req, c) for c in range(first, end)]
                 req.stored = end
             self._plan_stores(meta, req, new.num_computed_tokens + out.num_scheduled_tokens[new.req_id])

@@ -1,0 +1,46 @@
+// UcxChannel's state of the call in progress, shared by ucx_channel.cc (requests and
+// replies) and ucx_direct.cc (reads and writes in the daemon's arena).
+//
+// Thread-safety: owned by the channel's one caller at a time, as UcxChannel is.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "client/ucx_channel.h"
+
+namespace kvstash::client_internal {
+
+constexpr size_t kPutHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::PutFields);
+constexpr size_t kGetHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::GetFields);
+constexpr size_t kCommitHeaderBytes =
+    sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::CommitFields);
+
+struct UcxChannel::Call {
+  uint8_t op = 0;
+  uint64_t id = 0;
+  bool replied = false;       // unary: the reply arrived
+  uint64_t value = 0;         // unary: ReplyHeader.size_bytes (Hello's connection token)
+  uint64_t reply_offset = 0;  // unary: ReplyHeader.offset (Hello's TCP segment size)
+  absl::Status status;        // whole-request outcome
+  std::string body;           // unary reply body
+  absl::Span<PutItem> put_items;
+  size_t replies = 0;  // Put replies, one per item
+  absl::Span<GetItem> get_items;
+  std::vector<uint64_t> received;  // Get: bytes in so far, per item
+  size_t items_done = 0;
+  const MemhLookup* memh = nullptr;
+  std::vector<std::array<uint8_t, kPutHeaderBytes>> put_headers;
+  std::array<uint8_t, kGetHeaderBytes> get_header{};
+  std::vector<wire::ucx::GetItemRecord> get_records;
+  std::vector<std::array<uint8_t, kCommitHeaderBytes>> commit_headers;  // direct Put
+  bool direct_reads = false;  // Get: some chunks were read from the arena (Release them)
+  wire::ucx::RequestHeader release_header{};
+};
+
+}  // namespace kvstash::client_internal

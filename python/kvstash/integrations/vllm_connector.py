@@ -4,23 +4,27 @@ loaded by any engine of the same model, instead of recomputed.
     LLM(model=..., kv_transfer_config=KVTransferConfig(
         kv_connector="KvstashConnector",
         kv_connector_module_path="kvstash.integrations.vllm_connector",
-        kv_role="kv_both",
+        kv_role="kv_both", kv_load_failure_policy="recompute",
         kv_connector_extra_config={"uri": "ucx://127.0.0.1:7071"}))
 
 ``kv_connector_extra_config``: ``uri`` (required), ``chunk_blocks`` (vLLM blocks per kvstash
-chunk, default 1), ``tenant``, ``revision``, ``hash_algo``, ``retry_interval_s`` and any
+chunk, default 1), ``load_mode`` (``"layerwise"``, the default: loads overlap the forward
+layer by layer; ``"async"``: the request waits, out of the batch, until its chunks arrived),
+``lease_ms`` (how long looked-up chunks are kept from eviction for the load, default 30000),
+``tenant``, ``revision``, ``hash_algo``, ``retry_interval_s`` and any
 :func:`kvstash.default_options` field; anything else is refused at start.
 
 What this version does: vLLM's CPU backend (each layer's cache one tensor of pages,
 ``[num_blocks, kv_heads, block_size, 2 * head_dim]``, packed by the backend: a (layer,
 block) page is stored as opaque bytes under a format tag, in a namespace that pins the
 layout, so no other layout misreads it), one KV cache group, no tensor parallelism.
-Chunk keys are kvstash prefix keys over the prompt's token ids (``KeyChain``), one chunk
-object per (chunk, layer), read and written in place in vLLM's cache. The scheduler claims
-the longest prefix of whole chunks present (one ``Lookup``), leaving at least one prompt
-token to compute; the worker loads them before the forward (synchronously) and stores each
-prompt chunk once the step that computed it has run. A daemon that is down or a failed
-lookup means no claim: vLLM recomputes.
+Chunk keys are kvstash prefix keys over the prompt's token ids (``KeyChain``), one object
+per (chunk, layer), read and written in place in vLLM's cache. The scheduler claims the
+longest prefix of whole chunks present (one leased ``Lookup``), leaving at least one
+prompt token to compute; only whole prompt chunks, once computed, are stored. The worker
+side (``_vllm_worker``) moves the bytes; counters go to vLLM's stats and ``/metrics``
+(``_vllm_stats``). A daemon that is down, a failed lookup or a failed load means vLLM
+recomputes.
 
 Thread-safety: vLLM calls each side (scheduler, worker) from one thread.
 """
@@ -28,41 +32,46 @@ Thread-safety: vLLM calls each side (scheduler, worker) from one thread.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import kvstash
 from kvstash.integrations._common import Connection, logger, split_options
+from kvstash.integrations._vllm_stats import KvstashConnectorStats, KvstashPromMetrics
+from kvstash.integrations._vllm_worker import ChunkOp, Worker
 
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (KVConnectorBase_V1,
                                                                KVConnectorMetadata,
                                                                KVConnectorRole)
 
-# Recorded with every object: one (chunk, layer) run of vLLM CPU-backend pages.
-PAGE_FORMAT = 0x564C4350  # "VLCP"
-
-
-@dataclass
-class _ChunkOp:
-    """One chunk to load or store: its prefix key and vLLM block ids."""
-
-    key: bytes
-    block_ids: List[int]
+LOAD_MODES = ("layerwise", "async")
 
 
 @dataclass
 class KvstashConnectorMetadata(KVConnectorMetadata):
     """What the scheduler side tells the workers for one step."""
 
-    loads: List[_ChunkOp] = field(default_factory=list)
-    stores: List[_ChunkOp] = field(default_factory=list)
+    loads: List[ChunkOp] = field(default_factory=list)  # layer-wise, before this forward
+    async_loads: List[ChunkOp] = field(default_factory=list)
+    stores: List[ChunkOp] = field(default_factory=list)
+    preempted: Set[str] = field(default_factory=set)
 
 
 @dataclass
 class _Request:
+    req_id: str
     keys: List[bytes]  # one per full prompt chunk
     prompt_tokens: int
     block_ids: List[int]
     stored: int  # chunks already stored or known present
+    owes_save: bool = False  # stores were sent to the workers
+
+
+@dataclass
+class _Claim:
+    first: int  # tokens
+    end: int
+    keys: List[bytes]
+    lease_id: int
 
 
 class KvstashConnector(KVConnectorBase_V1):
@@ -74,27 +83,28 @@ class KvstashConnector(KVConnectorBase_V1):
         uri = params.pop("uri", "")
         chunk_blocks = int(params.pop("chunk_blocks", 1))
         retry_interval_s = float(params.pop("retry_interval_s", 5.0))
+        self._load_async = _load_mode(params.pop("load_mode", "layerwise")) == "async"
+        self._lease_ms = int(params.pop("lease_ms", 30000))
         ns_fields, client_options = split_options(params)
         self._namespace, self._layers_n = _namespace(vllm_config, kv_cache_config, chunk_blocks,
                                                      ns_fields)
-        self._block_size = self._namespace.chunk_tokens // chunk_blocks
         self._chunk_blocks = chunk_blocks
         self._conn = Connection(uri, client_options, lambda: [self._namespace],
                                 retry_interval_s=retry_interval_s, what="vLLM KvstashConnector")
         self._conn.connect_now()
         self._requests: Dict[str, _Request] = {}  # scheduler side
-        # request -> (first, end) tokens to load, and the prompt's chunk keys
-        self._claims: Dict[str, Tuple[int, int, List[bytes]]] = {}
-        self._caches: List[Any] = []  # worker side: per layer, in layer order
-        self._load_errors: set = set()
+        self._claims: Dict[str, _Claim] = {}
+        self._pending_async: List[ChunkOp] = []
+        self._stats = KvstashConnectorStats()  # scheduler side
+        self._worker = Worker(self._conn, self._layers_n, self._namespace.chunk_tokens,
+                              self._object_key)
 
-    # -- keys ------------------------------------------------------------------------
+    def _object_key(self, chunk_key: bytes, layer: int) -> bytes:
+        return self._namespace.key_from_engine_hash(chunk_key + layer.to_bytes(2, "little"))
 
     def _object_keys(self, chunk_keys: List[bytes]) -> List[bytes]:
         """Keys of every (chunk, layer) object, chunk-major."""
-        ns = self._namespace
-        return [ns.key_from_engine_hash(k + layer.to_bytes(2, "little"))
-                for k in chunk_keys for layer in range(self._layers_n)]
+        return [self._object_key(k, layer) for k in chunk_keys for layer in range(self._layers_n)]
 
     # -- scheduler side --------------------------------------------------------------
 
@@ -105,40 +115,45 @@ class KvstashConnector(KVConnectorBase_V1):
         # At least one prompt token is left to compute: vLLM needs its logits.
         usable = (len(prompt) - 1) // chunk_tokens
         conn = self._conn.get()
-        if usable <= 0 or conn is None:
+        if usable <= num_computed_tokens // chunk_tokens or conn is None:
             return 0, False
         client, (ns,) = conn
+        self._stats.add(lookups=1)
         try:
             keys = ns.prefix_keys(prompt)
-            hit = client.lookup(ns, self._object_keys(keys[:usable])).hit_count // self._layers_n
+            found = client.lookup(ns, self._object_keys(keys[:usable]), self._lease_ms)
         except kvstash.Error as e:
+            self._stats.add(lookup_failures=1)
             logger.warning("KvstashConnector: lookup failed, recomputing: %s", e)
             return 0, False
-        end = hit * chunk_tokens
+        end = found.hit_count // self._layers_n * chunk_tokens
         if end <= num_computed_tokens:
             return 0, False
-        self._claims[request.request_id] = (num_computed_tokens, end, keys)
-        return end - num_computed_tokens, False
+        self._claims[request.request_id] = _Claim(num_computed_tokens, end, keys,
+                                                  found.lease_id)
+        return end - num_computed_tokens, self._load_async
 
     def update_state_after_alloc(self, request: Any, blocks: Any, num_external_tokens: int):
         if num_external_tokens == 0:
             self._claims.pop(request.request_id, None)
+            return
+        if self._load_async:
+            # The request waits for its loads out of the batch, so they go out this step.
+            claim = self._claims.pop(request.request_id)
+            req = self._request(request.request_id, request.prompt_token_ids, claim.keys)
+            req.block_ids = list(blocks.get_block_ids()[0])
+            self._pending_async += self._claim_ops(req, claim)
 
     def build_connector_meta(self, scheduler_output: Any) -> KVConnectorMetadata:
-        meta = KvstashConnectorMetadata()
         out = scheduler_output
+        meta = KvstashConnectorMetadata(async_loads=self._pending_async,
+                                        preempted=set(out.preempted_req_ids or ()))
+        self._pending_async = []
         for new in out.scheduled_new_reqs:
-            prompt = list(new.prompt_token_ids or [])
-            claim = self._claims.pop(new.req_id, None)
-            keys = claim[2] if claim is not None else self._namespace.prefix_keys(prompt)
-            req = _Request(keys=keys, prompt_tokens=len(prompt), block_ids=list(new.block_ids[0]),
-                           stored=0)
-            self._requests[new.req_id] = req
-            if claim is not None:
-                first, end = (t // self._namespace.chunk_tokens for t in claim[:2])
-                meta.loads += [self._op(req, c) for c in range(first, end)]
-                req.stored = end
-            self._plan_stores(meta, req, new.num_computed_tokens + out.num_scheduled_tokens[new.req_id])
+            claim = self._claims.get(new.req_id)
+            req = self._request(new.req_id, new.prompt_token_ids, claim and claim.keys)
+            req.block_ids = list(new.block_ids[0])
+            self._plan_step(meta, req, new.num_computed_tokens, out.num_scheduled_tokens)
         cached = out.scheduled_cached_reqs
         for i, req_id in enumerate(cached.req_ids):
             req = self._requests.get(req_id)
@@ -150,24 +165,69 @@ class KvstashConnector(KVConnectorBase_V1):
                     req.block_ids = list(new_blocks[0])
                 else:
                     req.block_ids.extend(new_blocks[0])
-            self._plan_stores(meta, req,
-                              cached.num_computed_tokens[i] + out.num_scheduled_tokens[req_id])
+            self._plan_step(meta, req, cached.num_computed_tokens[i], out.num_scheduled_tokens)
         return meta
 
-    def _op(self, req: _Request, chunk: int) -> _ChunkOp:
+    def _plan_step(self, meta: KvstashConnectorMetadata, req: _Request, computed: int,
+                   scheduled: Dict[str, int]) -> None:
+        """Loads claimed before this step (a new or a resumed request), then stores."""
+        claim = self._claims.pop(req.req_id, None)
+        if claim is not None:
+            meta.loads += self._claim_ops(req, claim)
+        self._plan_stores(meta, req, computed + scheduled[req.req_id])
+
+    def _request(self, req_id: str, prompt: Any, keys: Optional[List[bytes]]) -> _Request:
+        """The request's state, kept across preemptions (it may still owe saves)."""
+        req = self._requests.get(req_id)
+        if req is None:
+            prompt = list(prompt or [])
+            keys = keys if keys is not None else self._namespace.prefix_keys(prompt)
+            req = self._requests[req_id] = _Request(req_id, keys, len(prompt), [], stored=0)
+        return req
+
+    def _claim_ops(self, req: _Request, claim: _Claim) -> List[ChunkOp]:
+        first, end = (t // self._namespace.chunk_tokens for t in (claim.first, claim.end))
+        req.stored = max(req.stored, end)  # already in kvstash
+        return [self._op(req, c, claim.lease_id) for c in range(first, end)]
+
+    def _op(self, req: _Request, chunk: int, lease_id: int = 0) -> ChunkOp:
         n = self._chunk_blocks
-        return _ChunkOp(req.keys[chunk], req.block_ids[chunk * n:(chunk + 1) * n])
+        return ChunkOp(req.req_id, req.keys[chunk], req.block_ids[chunk * n:(chunk + 1) * n],
+                       lease_id)
 
     def _plan_stores(self, meta: KvstashConnectorMetadata, req: _Request, computed: int) -> None:
         """Stores every prompt chunk whose tokens are all computed once this step ran."""
         done = min(min(computed, req.prompt_tokens) // self._namespace.chunk_tokens, len(req.keys))
-        meta.stores += [self._op(req, c) for c in range(req.stored, done)]
+        ops = [self._op(req, c) for c in range(req.stored, done)]
+        meta.stores += ops
         req.stored = max(req.stored, done)
+        req.owes_save = req.owes_save or bool(ops)
 
     def request_finished(self, request: Any, block_ids: List[int]) -> Tuple[bool, Optional[dict]]:
-        self._requests.pop(request.request_id, None)
+        """Keeps the blocks of a request with stores until the workers report them done."""
+        req = self._requests.pop(request.request_id, None)
         self._claims.pop(request.request_id, None)
-        return False, None
+        return req is not None and req.owes_save, None
+
+    def get_kv_connector_stats(self) -> Optional[KvstashConnectorStats]:
+        """This side's counters since the last call (vLLM aggregates both sides)."""
+        stats = self._stats if self._role == KVConnectorRole.SCHEDULER else self._worker.stats
+        if stats.is_empty():
+            return None
+        out = KvstashConnectorStats(data=dict(stats.data))
+        stats.reset()
+        return out
+
+    @classmethod
+    def build_kv_connector_stats(cls, data: Optional[Dict[str, Any]] = None
+                                 ) -> KvstashConnectorStats:
+        return KvstashConnectorStats(data=dict(data or {}))
+
+    @classmethod
+    def build_prom_metrics(cls, vllm_config: Any, metric_types: Dict[type, type],
+                           labelnames: List[str],
+                           per_engine_labelvalues: Dict[int, List[object]]) -> KvstashPromMetrics:
+        return KvstashPromMetrics(vllm_config, metric_types, labelnames, per_engine_labelvalues)
 
     # -- worker side -----------------------------------------------------------------
 
@@ -178,71 +238,55 @@ class KvstashConnector(KVConnectorBase_V1):
             raise kvstash.InvalidArgument(
                 kvstash.StatusCode.INVALID_ARGUMENT,
                 f"KvstashConnector: {len(layers)} KV caches for {self._layers_n} layers")
-        self._caches = [cache for _, cache in layers]
+        self._worker.register(layers)
 
-    def _views(self, op: _ChunkOp) -> List[Any]:
-        """Per layer, the chunk's pages: in place for one block, else a staging copy."""
-        if len(op.block_ids) == 1:
-            return [cache[op.block_ids[0]] for cache in self._caches]
-        import torch
-        index = torch.tensor(op.block_ids)
-        return [cache.index_select(0, index) for cache in self._caches]
+    def handle_preemptions(self, kv_connector_metadata: KVConnectorMetadata) -> None:
+        if isinstance(kv_connector_metadata, KvstashConnectorMetadata) and \
+                kv_connector_metadata.preempted:
+            self._worker.wait_saves(kv_connector_metadata.preempted)
+
+    def bind_connector_metadata(self, connector_metadata: KVConnectorMetadata) -> None:
+        super().bind_connector_metadata(connector_metadata)
+        if isinstance(connector_metadata, KvstashConnectorMetadata):
+            self._worker.begin_step(connector_metadata.stores)
 
     def start_load_kv(self, forward_context: Any, **kwargs: Any) -> None:
         meta = self._get_connector_metadata()
-        if not isinstance(meta, KvstashConnectorMetadata) or not meta.loads:
-            return
-        views = [self._views(op) for op in meta.loads]
-        got = self._transfer(meta.loads, views, load=True)
-        for i, op in enumerate(meta.loads):
-            layers = got[i * self._layers_n:(i + 1) * self._layers_n]
-            if not all(n == v.nbytes for n, v in zip(layers, views[i])):
-                self._load_errors.update(op.block_ids)
-            elif len(op.block_ids) > 1:
-                import torch
-                index = torch.tensor(op.block_ids)
-                for cache, staged in zip(self._caches, views[i]):
-                    cache.index_copy_(0, index, staged)
+        if isinstance(meta, KvstashConnectorMetadata):
+            self._worker.start_load(meta.loads, asynchronous=False)
+            self._worker.start_load(meta.async_loads, asynchronous=True)
 
     def wait_for_layer_load(self, layer_name: str) -> None:
-        return  # loads are synchronous, done before the forward
+        self._worker.wait_layer(layer_name)
 
     def save_kv_layer(self, layer_name: str, kv_layer: Any, attn_metadata: Any,
                       **kwargs: Any) -> None:
-        return  # chunks are stored in wait_for_save, after the step computed every layer
+        self._worker.save_layer(layer_name)
 
     def wait_for_save(self) -> None:
-        if not self.has_connector_metadata():
-            return
-        meta = self._get_connector_metadata()
-        if isinstance(meta, KvstashConnectorMetadata) and meta.stores:
-            self._transfer(meta.stores, [self._views(op) for op in meta.stores], load=False)
+        # Puts keep running; only loads of this step must be in the cache before it ends.
+        self._worker.wait_all_layers()
 
-    def _transfer(self, ops: List[_ChunkOp], views: List[List[Any]], load: bool) -> List[Any]:
-        """Gets (sizes, None = miss) or puts every (chunk, layer) object of `ops`."""
-        flat = [v for per_chunk in views for v in per_chunk]
-        conn = self._conn.get()
-        if conn is None:
-            return [None] * len(flat)
-        client, (ns,) = conn
-        keys = self._object_keys([op.key for op in ops])
-        try:
-            if load:
-                return client.get_into(ns, keys, flat)
-            return client.put(ns, keys, flat, tokens=self._namespace.chunk_tokens,
-                              format=PAGE_FORMAT)
-        except kvstash.Error as e:
-            logger.warning("KvstashConnector: %s of %d chunks failed: %s",
-                           "load" if load else "store", len(ops), e)
-            return [None] * len(flat)
+    def get_finished(self, finished_req_ids: Set[str]
+                     ) -> Tuple[Optional[Set[str]], Optional[Set[str]]]:
+        sending = self._worker.finished_saves(set(finished_req_ids))
+        recving = self._worker.finished_loads()
+        return sending or None, recving or None
 
-    def get_block_ids_with_load_errors(self) -> set:
-        errors, self._load_errors = self._load_errors, set()
-        return errors
+    def get_block_ids_with_load_errors(self) -> Set[int]:
+        return self._worker.load_errors()
 
     def shutdown(self) -> None:
+        self._worker.wait_saves()
         self._conn.close()
 
+
+def _load_mode(mode: Any) -> str:
+    if mode not in LOAD_MODES:
+        raise kvstash.InvalidArgument(
+            kvstash.StatusCode.INVALID_ARGUMENT,
+            f"KvstashConnector: load_mode {mode!r} is not one of {', '.join(LOAD_MODES)}")
+    return mode
 
 def _namespace(vllm_config: Any, kv_cache_config: Any, chunk_blocks: int,
                fields: Dict[str, Any]) -> Tuple[kvstash.Namespace, int]:

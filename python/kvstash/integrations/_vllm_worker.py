@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import kvstash
@@ -38,7 +38,7 @@ class ChunkOp:
     req_id: str
     key: bytes
     block_ids: List[int]
-    lease_id: int = 0
+    lease_ids: List[int] = field(default_factory=list)  # per tensor-parallel rank
 
 
 @dataclass
@@ -56,8 +56,9 @@ class Worker:
     """Loads and stores of one vLLM worker (see the module docstring)."""
 
     def __init__(self, conn: Connection, layers_n: int, chunk_tokens: int,
-                 object_key: Callable[[bytes, int], bytes]) -> None:
+                 object_key: Callable[[bytes, int], bytes], rank: int = 0) -> None:
         self._conn = conn
+        self._rank = rank
         self._layers_n = layers_n
         self._chunk_tokens = chunk_tokens
         self._object_key = object_key
@@ -115,7 +116,8 @@ class Worker:
             client, (ns,) = conn
             keys = [self._object_key(op.key, layer) for layer in layers for op in ops]
             try:
-                load.future = client.get_into_async(ns, keys, views, ops[0].lease_id)
+                lease = ops[0].lease_ids[self._rank] if ops[0].lease_ids else 0
+                load.future = client.get_into_async(ns, keys, views, lease)
             except kvstash.Error as e:
                 logger.warning("KvstashConnector: load of %d chunks not started: %s",
                                len(ops), e)

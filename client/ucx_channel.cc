@@ -32,8 +32,8 @@ struct RecvOp {
 };
 
 absl::Status ErrorOf(const ReplyHeader& h, const void* data, size_t length, bool rndv) {
-  std::string message = rndv ? "(message not received)"
-                             : std::string(static_cast<const char*>(data), length);
+  std::string message =
+      rndv ? "(message not received)" : std::string(static_cast<const char*>(data), length);
   return wire::FromCode(h.code, message);
 }
 
@@ -160,8 +160,8 @@ absl::Status UcxChannel::SendRequest(const void* header, size_t header_len, cons
   if (request == nullptr) return absl::OkStatus();
   if (UCS_PTR_IS_ERR(request)) {
     broken_ = true;
-    broken_reason_ = absl::StrCat("send to kvstashd failed: ",
-                                  ucs_status_string(UCS_PTR_STATUS(request)));
+    broken_reason_ =
+        absl::StrCat("send to kvstashd failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
     return absl::UnavailableError(broken_reason_);
   }
   ++outstanding_;
@@ -355,8 +355,9 @@ void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
   c.value = h.size_bytes;
   c.reply_offset = h.offset;
   c.body.resize(length);
-  ReceiveInto(data, c.body.data(), length, rndv, nullptr,
-              [this](ucs_status_t) { call_->replied = true; }, result);
+  ReceiveInto(
+      data, c.body.data(), length, rndv, nullptr, [this](ucs_status_t) { call_->replied = true; },
+      result);
 }
 
 void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
@@ -372,10 +373,11 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
   GetItem& item = c.get_items[h.index];
   if (h.code != 0 || (h.flags & wire::ucx::kFlagTooLarge) != 0) {
     item.size = h.size_bytes;
-    item.status = h.code != 0 ? ErrorOf(h, data, length, rndv)
-                              : absl::ResourceExhaustedError(absl::StrCat(
-                                    "chunk of ", h.size_bytes, " bytes exceeds the capacity of ",
-                                    item.capacity));
+    item.status =
+        h.code != 0
+            ? ErrorOf(h, data, length, rndv)
+            : absl::ResourceExhaustedError(absl::StrCat(
+                  "chunk of ", h.size_bytes, " bytes exceeds the capacity of ", item.capacity));
     ++c.items_done;
     return;
   }
@@ -397,17 +399,18 @@ void UcxChannel::OnGetReply(const ReplyHeader& h, void* data, size_t length,
   }
   const uint32_t index = h.index;
   ucp_mem_h memh = *c.memh ? (*c.memh)(item.data, item.capacity) : nullptr;
-  ReceiveInto(data, static_cast<uint8_t*>(item.data) + h.offset, length, rndv, memh,
-              [this, index, length](ucs_status_t s) {
-                if (s != UCS_OK) return;  // the endpoint failed; the call ends UNAVAILABLE
-                Call& call = *call_;
-                call.received[index] += length;
-                if (call.received[index] == call.get_items[index].size) {
-                  call.get_items[index].status = absl::OkStatus();
-                  ++call.items_done;
-                }
-              },
-              result);
+  ReceiveInto(
+      data, static_cast<uint8_t*>(item.data) + h.offset, length, rndv, memh,
+      [this, index, length](ucs_status_t s) {
+        if (s != UCS_OK) return;  // the endpoint failed; the call ends UNAVAILABLE
+        Call& call = *call_;
+        call.received[index] += length;
+        if (call.received[index] == call.get_items[index].size) {
+          call.get_items[index].status = absl::OkStatus();
+          ++call.items_done;
+        }
+      },
+      result);
 }
 
 void UcxChannel::WithBody(void* data, size_t length, bool rndv,

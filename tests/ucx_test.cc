@@ -112,8 +112,8 @@ class UcxTest : public ::testing::TestWithParam<UcxCase> {
 };
 
 TEST_P(UcxTest, ByteExactFrom1KiBTo256MiB) {
-  const std::vector<size_t> sizes = {1 * kKiB,     4 * kKiB + 3, 64 * kKiB, 1 * kMiB + 1,
-                                     4 * kMiB,     32 * kMiB,    256 * kMiB};
+  const std::vector<size_t> sizes = {1 * kKiB, 4 * kKiB + 3, 64 * kKiB, 1 * kMiB + 1,
+                                     4 * kMiB, 32 * kMiB,    256 * kMiB};
   for (size_t i = 0; i < sizes.size(); ++i) {
     Payload p = MakePayload(sizes[i], static_cast<uint32_t>(i + 1));
     ASSERT_TRUE(PutAll(*client_, ns_, {p}).ok()) << sizes[i];
@@ -308,8 +308,8 @@ TEST_P(UcxTest, MalformedMessagesAnsweredOnAUsableConnection) {
   std::memcpy(put, &h, sizeof(h));
   std::memcpy(put + sizeof(h), &f, sizeof(f));
   const std::vector<uint8_t> payload(1000, 7);
-  expect_error(put, sizeof(put), payload.data(), payload.size(),
-               absl::StatusCode::kInvalidArgument, "size_bytes is 4096");
+  expect_error(put, sizeof(put), payload.data(), payload.size(), absl::StatusCode::kInvalidArgument,
+               "size_bytes is 4096");
   // A Get whose count disagrees with its body.
   uint8_t get[sizeof(ucx::RequestHeader) + sizeof(ucx::GetFields)] = {};
   h = ucx::MakeRequestHeader(ucx::Op::kGet, 11, reinterpret_cast<const uint8_t*>(ns->data()));
@@ -324,8 +324,8 @@ TEST_P(UcxTest, MalformedMessagesAnsweredOnAUsableConnection) {
   expect_error(&h, sizeof(h), payload.data(), 100, absl::StatusCode::kInvalidArgument,
                "not a valid");
 
-  auto health = raw->Call(ucx::Op::kHealth, v1::HealthRequest().SerializeAsString(),
-                          absl::Seconds(30));
+  auto health =
+      raw->Call(ucx::Op::kHealth, v1::HealthRequest().SerializeAsString(), absl::Seconds(30));
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(health->header.code, 0) << health->body;
   v1::HealthResponse resp;

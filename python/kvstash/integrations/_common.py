@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import kvstash
 
@@ -33,8 +33,11 @@ class Connection:
 
     def __init__(self, uri: str, client_options: Dict[str, Any],
                  make_namespaces: Callable[[], List[kvstash.Namespace]],
-                 retry_interval_s: float = 5.0, what: str = "kvstash") -> None:
+                 retry_interval_s: float = 5.0, what: str = "kvstash",
+                 own_params: Sequence[str] = ()) -> None:
         self.uri = uri
+        # Named in errors about unknown parameters, beside the client options.
+        self._params = ("uri", "retry_interval_s", *own_params, *NAMESPACE_FIELDS)
         self._options = dict(client_options)
         self._make_namespaces = make_namespaces
         self._retry_interval_s = retry_interval_s
@@ -84,7 +87,7 @@ class Connection:
                 self._connecting = False
             raise kvstash.InvalidArgument(
                 e.code, f"{self._what} (uri {self.uri!r}): {e.message}; adapter parameters "
-                f"besides client options: uri, {', '.join(NAMESPACE_FIELDS)}") from e
+                f"besides client options: {', '.join(self._params)}") from e
         except kvstash.Error as e:
             if client is not None:
                 client.close()

@@ -52,6 +52,15 @@ class _Load:
     future: Optional[Future]
 
 
+@dataclass
+class _Save:
+    """One layer's puts in flight, and the pages they read (kept alive until done)."""
+
+    future: Future
+    req_ids: Set[str]
+    views: List[Any]
+
+
 class Worker:
     """Loads and stores of one vLLM worker (see the module docstring)."""
 
@@ -69,8 +78,7 @@ class Worker:
         self._failed_reqs: Set[str] = set()  # requests whose load failed this step
         self._load_errors: Set[int] = set()
         self._stores: List[ChunkOp] = []  # this step's
-        # (put, requests, objects, page views it reads)
-        self._saves: List[Tuple[Future, Set[str], int, List[Any]]] = []
+        self._saves: List[_Save] = []
         self._owed: Set[str] = set()  # requests with stores, reported once finished and saved
         self._finishing: Set[str] = set()
         self.stats = KvstashConnectorStats()
@@ -184,35 +192,34 @@ class Worker:
             logger.warning("KvstashConnector: store of %d chunks not started: %s", len(ops), e)
             self.stats.add(store_failed_objects=len(ops))
             return
-        self._saves.append((future, {op.req_id for op in ops}, len(ops), views))
+        self._saves.append(_Save(future, {op.req_id for op in ops}, views))
 
     def wait_saves(self, req_ids: Optional[Set[str]] = None) -> None:
         """Waits for the puts of ``req_ids`` (all when None), e.g. before their blocks are
         reused after a preemption."""
-        for future, reqs, _, _ in self._saves:
-            if req_ids is None or reqs & req_ids:
-                future.exception()
+        for save in self._saves:
+            if req_ids is None or save.req_ids & req_ids:
+                save.future.exception()  # waits; errors are counted when reaped
         self._reap_saves()
 
     def _reap_saves(self) -> None:
         running = []
         for save in self._saves:
-            future, _, n, _ = save
-            if not future.done():
+            if not save.future.done():
                 running.append(save)
                 continue
-            stored = self._result(future, "store", n)
+            stored = self._result(save.future, "store", len(save.views))
             self.stats.add(stored_objects=sum(s is True for s in stored),
                            store_declined_objects=sum(s is False for s in stored),
                            store_failed_objects=sum(s is None for s in stored),
-                           stored_bytes=sum(v.nbytes for s, v in zip(stored, save[3]) if s))
+                           stored_bytes=sum(v.nbytes for s, v in zip(stored, save.views) if s))
         self._saves = running
 
     def finished_saves(self, finished_req_ids: Set[str]) -> Set[str]:
         """Finished requests (ever named in ``finished_req_ids``) whose puts all completed."""
         self._finishing.update(finished_req_ids & self._owed)
         self._reap_saves()
-        busy = set().union(*(reqs for _, reqs, _, _ in self._saves)) if self._saves else set()
+        busy = set().union(*(save.req_ids for save in self._saves))
         done = self._finishing - busy
         self._finishing -= done
         self._owed -= done

@@ -45,7 +45,8 @@ class KvstashL2Adapter:
                                       dtype="opaque", chunk_tokens=1,
                                       kv_layout="lmcache.l2.object.v1", **ns_fields)
         self._conn = Connection(uri, client_options, lambda: [namespace],
-                                retry_interval_s=retry_interval_s, what="LMCache KvstashL2Adapter")
+                                retry_interval_s=retry_interval_s, what="LMCache KvstashL2Adapter",
+                                own_params=("model",))
         self._completions = _native.Completions()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()

@@ -48,7 +48,8 @@ class KvstashHiCacheStorage(HiCacheStorage):
         self._buffers_per_page = 0  # page buffers per key on the zero-copy path
         self._conn = Connection(uri, client_options, self._namespaces,
                                 retry_interval_s=retry_interval_s,
-                                what="SGLang KvstashHiCacheStorage")
+                                what="SGLang KvstashHiCacheStorage",
+                                own_params=("interface_v1",))
 
     def register_mem_pool_host(self, mem_pool_host: Any) -> None:
         super().register_mem_pool_host(mem_pool_host)

@@ -71,7 +71,6 @@ class _Request:
 class _Claim:
     first: int  # tokens
     end: int
-    keys: List[bytes]
     lease_ids: List[int]  # per rank
 
 
@@ -100,7 +99,8 @@ class KvstashConnector(KVConnectorBase_V1):
             self._ranks = [self._namespace]
         self._chunk_blocks = chunk_blocks
         self._conn = Connection(uri, client_options, lambda: self._ranks,
-                                retry_interval_s=retry_interval_s, what="vLLM KvstashConnector")
+                                retry_interval_s=retry_interval_s, what="vLLM KvstashConnector",
+                                own_params=("chunk_blocks", "load_mode", "lease_ms"))
         self._conn.connect_now()
         self._requests: Dict[str, _Request] = {}  # scheduler side
         self._claims: Dict[str, _Claim] = {}
@@ -131,9 +131,10 @@ class KvstashConnector(KVConnectorBase_V1):
         if usable <= num_computed_tokens // chunk_tokens or conn is None:
             return 0, False
         client, ranks = conn
+        req = self._request(request.request_id, prompt)
+        keys = req.keys
         self._stats.add(lookups=1)
         try:
-            keys = self._namespace.prefix_keys(prompt)
             # Every rank must hold a chunk for it to be claimed; the lookups run together.
             found = [f.result() for f in [
                 client.lookup_async(ns, self._object_keys(keys[:usable], ns), self._lease_ms)
@@ -145,9 +146,9 @@ class KvstashConnector(KVConnectorBase_V1):
         end = min(f.hit_count for f in found) // self._layers_n * chunk_tokens
         if end <= num_computed_tokens:
             # vLLM's own cache covers them; they need no store either.
-            self._request(request.request_id, prompt, keys).stored = end // chunk_tokens
+            req.stored = max(req.stored, end // chunk_tokens)
             return 0, False
-        self._claims[request.request_id] = _Claim(num_computed_tokens, end, keys,
+        self._claims[request.request_id] = _Claim(num_computed_tokens, end,
                                                   [f.lease_id for f in found])
         return end - num_computed_tokens, self._load_async
 
@@ -158,7 +159,7 @@ class KvstashConnector(KVConnectorBase_V1):
         if self._load_async:
             # The request waits for its loads out of the batch, so they go out this step.
             claim = self._claims.pop(request.request_id)
-            req = self._request(request.request_id, request.prompt_token_ids, claim.keys)
+            req = self._request(request.request_id, request.prompt_token_ids)
             req.block_ids = list(blocks.get_block_ids()[0])
             self._pending_async += self._claim_ops(req, claim)
 
@@ -168,8 +169,7 @@ class KvstashConnector(KVConnectorBase_V1):
                                         preempted=set(out.preempted_req_ids or ()))
         self._pending_async = []
         for new in out.scheduled_new_reqs:
-            claim = self._claims.get(new.req_id)
-            req = self._request(new.req_id, new.prompt_token_ids, claim and claim.keys)
+            req = self._request(new.req_id, new.prompt_token_ids)
             req.block_ids = list(new.block_ids[0])
             self._plan_step(meta, req, new.num_computed_tokens, out.num_scheduled_tokens)
         cached = out.scheduled_cached_reqs
@@ -194,13 +194,14 @@ class KvstashConnector(KVConnectorBase_V1):
             meta.loads += self._claim_ops(req, claim)
         self._plan_stores(meta, req, computed + scheduled[req.req_id])
 
-    def _request(self, req_id: str, prompt: Any, keys: Optional[List[bytes]]) -> _Request:
-        """The request's state, kept across preemptions (it may still owe saves)."""
+    def _request(self, req_id: str, prompt: Any) -> _Request:
+        """The request's state from its first lookup on, kept across preemptions (it may
+        still owe saves)."""
         req = self._requests.get(req_id)
         if req is None:
             prompt = list(prompt or [])
-            keys = keys if keys is not None else self._namespace.prefix_keys(prompt)
-            req = self._requests[req_id] = _Request(req_id, keys, len(prompt), [], stored=0)
+            req = self._requests[req_id] = _Request(req_id, self._namespace.prefix_keys(prompt),
+                                                    len(prompt), [], stored=0)
         return req
 
     def _claim_ops(self, req: _Request, claim: _Claim) -> List[ChunkOp]:

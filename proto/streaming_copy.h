@@ -6,7 +6,7 @@
 // size (tens of MiB on server parts), so a 4 MiB copy into cold memory reads every
 // destination line before overwriting it and leaves the cache full of lines nobody reads
 // again: ~8 GB/s on the build hosts. Non-temporal stores skip both (~15 GB/s there).
-// bench/README.md has the numbers.
+// bench/results/2026-11-21-ucx-runs has the numbers.
 //
 // Thread-safety: a function of its arguments.
 #pragma once

@@ -181,7 +181,7 @@ bool AllowsSharedMemory(const std::string& tls);
 // received and copied on its own, and fewer, larger ones cost the receiver less. Measured
 // on 2-core hosts over loopback, one client, 4 MiB chunks: on one, puts 2.10 GB/s at 64 KiB
 // against 2.87 at 256 KiB (medians of 5; 128 KiB ~2.0, 512 KiB ~2.9, 1 MiB ~2.6), gets
-// unchanged; on another, gets 3.1 against 4.3 GB/s, puts unchanged (bench/README). Costs
+// unchanged; on another, gets 3.1 against 4.3 GB/s, puts unchanged (bench/results). Costs
 // ~256 KiB of receive buffer per busy TCP connection.
 inline constexpr uint64_t kDefaultTcpSegmentBytes = 256 << 10;
 inline constexpr uint64_t kMinTcpSegmentBytes = 16 << 10;

@@ -20,7 +20,7 @@
 #include "bench/kvstash_system.h"
 #include "bench/process.h"
 #include "bench/report.h"
-#include "proto/procfs.h"
+#include "common/procfs.h"
 
 namespace kvstash::bench {
 namespace {

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/byte_size.h"
 #include "absl/strings/strip.h"
 
 namespace kvstash::bench {
@@ -167,34 +168,6 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
 
 }  // namespace
 
-absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
-  static const std::pair<const char*, uint64_t> kSuffixes[] = {{"kib", 1ull << 10},
-                                                               {"mib", 1ull << 20},
-                                                               {"gib", 1ull << 30},
-                                                               {"tib", 1ull << 40},
-                                                               {"kb", 1000},
-                                                               {"mb", 1000000},
-                                                               {"gb", 1000000000},
-                                                               {"k", 1ull << 10},
-                                                               {"m", 1ull << 20},
-                                                               {"g", 1ull << 30},
-                                                               {"b", 1}};
-  std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
-  absl::string_view number = lower;
-  uint64_t unit = 1;
-  for (const auto& [suffix, mult] : kSuffixes) {
-    if (absl::ConsumeSuffix(&number, suffix)) {
-      unit = mult;
-      break;
-    }
-  }
-  double v = 0;
-  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(number), &v) || v < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected a byte size like 4GiB or 256KiB, got '", text, "'"));
-  }
-  return static_cast<uint64_t>(v * static_cast<double>(unit));
-}
 
 absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
                                           const std::string& default_kvstashd) {

@@ -32,7 +32,5 @@ absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
 
 std::string UsageText();
 
-// "4GiB", "256KiB", "1MB", "1048576".
-absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
 
 }  // namespace kvstash::bench

@@ -26,7 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "proto/procfs.h"
+#include "common/procfs.h"
 
 namespace kvstash::bench {
 namespace {

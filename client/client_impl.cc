@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "proto/xxh3_dispatch.h"
+#include "common/xxh3_dispatch.h"
 
 namespace kvstash::client_internal {
 namespace {

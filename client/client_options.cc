@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "common/ucx_setup.h"
 #include "kvstash/client.h"
 #include "proto/ucx_wire.h"
 
@@ -16,8 +17,8 @@ constexpr int64_t kMaxThreadsOrConnections = 256;
 // Well under UCX's keepalive interval (20 s), which sets how fast an idle queue fills.
 constexpr int64_t kMaxIdleProgressMs = 10000;
 constexpr int64_t kMaxCopyThreads = 16;
-constexpr int64_t kMinTcpSegmentBytes = wire::ucx::kMinTcpSegmentBytes;
-constexpr int64_t kMaxTcpSegmentBytes = wire::ucx::kMaxTcpSegmentBytes;
+constexpr int64_t kMinTcpSegmentBytes = ucx_setup::kMinTcpSegmentBytes;
+constexpr int64_t kMaxTcpSegmentBytes = ucx_setup::kMaxTcpSegmentBytes;
 
 absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return absl::OkStatus();

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "common/ucx_setup.h"
 #include "kvstash/client.h"
 #include "proto/ucx_wire.h"
 
@@ -11,7 +12,7 @@ TEST(ClientOptionsTest, DefaultsAreValid) { EXPECT_TRUE(ClientOptions().Validate
 // A default client and a default daemon must agree on the TCP segment (see ucx_wire.h).
 TEST(ClientOptionsTest, TcpSegmentDefaultIsTheDaemons) {
   EXPECT_EQ(static_cast<uint64_t>(ClientOptions().ucx_tcp_segment_bytes),
-            wire::ucx::kDefaultTcpSegmentBytes);
+            ucx_setup::kDefaultTcpSegmentBytes);
 }
 
 // Each case breaks one field; the error must name that field.

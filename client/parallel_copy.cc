@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "proto/streaming_copy.h"
+#include "common/streaming_copy.h"
 
 namespace kvstash::client_internal {
 

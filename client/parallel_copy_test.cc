@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "proto/random_bytes.h"
+#include "common/random_bytes.h"
 
 namespace kvstash::client_internal {
 namespace {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/ucx_call.h"
+#include "common/ucx_setup.h"
 #include "proto/status_map.h"
 
 namespace kvstash::client_internal {
@@ -44,9 +45,9 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(
     uint64_t tcp_segment_bytes, ParallelCopier* copier, absl::Time deadline) {
   ucp_worker_h worker = nullptr;  // one caller at a time, any thread
   int efd = -1;
-  if (absl::Status s = wire::ucx::CreateWorker(context, &worker, &efd); !s.ok()) return s;
+  if (absl::Status s = ucx_setup::CreateWorker(context, &worker, &efd); !s.ok()) return s;
   std::unique_ptr<UcxChannel> ch(new UcxChannel(worker, efd, copier));
-  if (absl::Status s = wire::ucx::SetWholeMessageHandler(worker, wire::ucx::kReplyAmId,
+  if (absl::Status s = ucx_setup::SetWholeMessageHandler(worker, wire::ucx::kReplyAmId,
                                                          &OnReplyMessage, ch.get());
       !s.ok()) {
     return s;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/wire_convert.h"
+#include "common/ucx_setup.h"
 #include "proto/namespace_spec.h"
 
 namespace kvstash::client_internal {
@@ -46,7 +47,7 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_config_read: ", ucs_status_string(s)));
   absl::StatusOr<uint64_t> segment =
-      wire::ucx::ConfigureUcx(options.ucx_tls, options.ucx_tcp_segment_bytes, config);
+      ucx_setup::ConfigureUcx(options.ucx_tls, options.ucx_tcp_segment_bytes, config);
   if (!segment.ok()) {
     ucp_config_release(config);
     return absl::InvalidArgumentError(segment.status().message());

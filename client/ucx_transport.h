@@ -29,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/transport.h"
 #include "client/ucx_channel.h"
+#include "common/ucx_setup.h"
 
 namespace kvstash::client_internal {
 
@@ -81,7 +82,7 @@ class UcxTransport final : public Transport {
   const std::string address_;  // "host:port", for messages
   ucp_context_h context_;
   const bool direct_;                   // ClientOptions::ucx_direct
-  const uint64_t tcp_segment_bytes_;    // as wire::ucx::ConfigureUcx returned it
+  const uint64_t tcp_segment_bytes_;    // as ucx_setup::ConfigureUcx returned it
   const absl::Duration idle_progress_;  // ClientOptions::ucx_idle_progress_ms
   ParallelCopier copier_;               // direct-access copies of every channel
   sockaddr_storage addr_{};

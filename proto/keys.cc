@@ -15,7 +15,7 @@
 
 // XXH3_state_t lives on the stack (no malloc per key). Header and library come from the
 // same distro package.
-#include "proto/xxh3_dispatch.h"
+#include "common/xxh3_dispatch.h"
 
 namespace kvstash {
 namespace {

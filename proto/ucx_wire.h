@@ -162,57 +162,6 @@ absl::Status ParseReplyHeader(const void* header, size_t length, ReplyHeader* ou
 // Size of the AM header for `op`: RequestHeader plus its op-specific block.
 size_t RequestHeaderLength(Op op);
 
-// UCX's sockaddr connection setup needs a network transport in the list, while the data
-// endpoint (created from the worker address) may use any, shared memory included. Returns
-// `tls` with ",tcp" appended when it names transports but none a connection can be set up
-// over; "" (UCX's default) and exclusion lists ("^...") come back unchanged.
-std::string WithConnectionTransport(const std::string& tls);
-
-// Whether the transport list `tls` (empty: UCX_TLS from the environment, else UCX's
-// default, all) lets UCX use shared memory between processes (sm, posix or sysv).
-bool AllowsSharedMemory(const std::string& tls);
-
-// UCX's TCP transport sends rendezvous data in fragments as large as the sender's receive
-// segment (UCX_TCP_RX_SEG_SIZE) and aborts the receiving process, on an assertion, when a
-// fragment exceeds its own segment. So the daemon reports its segment in the Hello reply
-// and a client whose own differs refuses to go on (FAILED_PRECONDITION) before it sends or
-// asks for any payload. Default 256 KiB, four times UCX's own: rendezvous data over TCP
-// (with peer-failure handling) arrives as active-message fragments of this size, each
-// received and copied on its own, and fewer, larger ones cost the receiver less. Measured
-// on 2-core hosts over loopback, one client, 4 MiB chunks: on one, puts 2.10 GB/s at 64 KiB
-// against 2.87 at 256 KiB (medians of 5; 128 KiB ~2.0, 512 KiB ~2.9, 1 MiB ~2.6), gets
-// unchanged; on another, gets 3.1 against 4.3 GB/s, puts unchanged (bench/results). Costs
-// ~256 KiB of receive buffer per busy TCP connection.
-inline constexpr uint64_t kDefaultTcpSegmentBytes = 256 << 10;
-inline constexpr uint64_t kMinTcpSegmentBytes = 16 << 10;
-inline constexpr uint64_t kMaxTcpSegmentBytes = 16 << 20;
-
-// The TCP segment UCX will use: UCX_TCP_RX_SEG_SIZE from the environment when set (an
-// operator's UCX settings win over the configured ones, and UCX reads that variable
-// whatever ConfigureUcx asks), else `configured`. INVALID_ARGUMENT for a value UCX would
-// not take, or one outside [kMinTcpSegmentBytes, kMaxTcpSegmentBytes].
-absl::StatusOr<uint64_t> EffectiveTcpSegmentBytes(uint64_t configured);
-
-// Applies the UCX options both sides need to `config`: the transport list `tls` (empty:
-// UCX_TLS from the environment) as WithConnectionTransport extends it; peer-failure
-// handling on the shared-memory transports (MM_ERROR_HANDLING, only when `tls` allows shared
-// memory), without which UCX leaves them out of endpoints that handle peer failures, i.e.
-// out of every kvstash endpoint; and the TCP receive segment, EffectiveTcpSegmentBytes of
-// `tcp_segment_bytes` (its errors included), which it returns. The segment goes under the
-// key spelling the TCP transport of the loaded UCX accepts ("RX_SEG_SIZE" up to UCX 1.13,
-// "TCP_RX_SEG_SIZE" later; asked of the transport once per process), since UCX ignores,
-// with a warning, a key no transport takes.
-absl::StatusOr<uint64_t> ConfigureUcx(const std::string& tls, uint64_t tcp_segment_bytes,
-                                      void* ucp_config);
-
-// Creates a worker used by one thread at a time (UCS_THREAD_MODE_SERIALIZED) and returns it
-// with its event fd (for sleeping in poll()). UNAVAILABLE on failure, nothing left behind.
-absl::Status CreateWorker(ucp_context_h context, ucp_worker_h* worker, int* efd);
-
-// Registers `cb(arg, ...)` for whole (not fragmented) active messages with id `am_id`.
-absl::Status SetWholeMessageHandler(ucp_worker_h worker, unsigned am_id,
-                                    ucp_am_recv_callback_t cb, void* arg);
-
 // Copies a trailing struct that follows RequestHeader in an AM header.
 template <typename T>
 T ReadFields(const void* header) {

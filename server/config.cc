@@ -11,7 +11,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "proto/ucx_transports.h"
+#include "common/bits.h"
+#include "common/byte_size.h"
+#include "common/ucx_setup.h"
 #include "proto/ucx_wire.h"
 #include "server/config_reader.h"
 
@@ -76,17 +78,7 @@ constexpr uint64_t kKiB = 1ull << 10;
 constexpr uint64_t kGiB = 1ull << 30;
 constexpr int64_t kDayMs = 24ll * 3600 * 1000;
 
-struct Suffix {
-  const char* name;
-  uint64_t factor;
-};
-constexpr Suffix kSuffixes[] = {
-    {"KiB", 1ull << 10},   {"MiB", 1ull << 20},      {"GiB", 1ull << 30},
-    {"TiB", 1ull << 40},   {"KB", 1000ull},          {"MB", 1000000ull},
-    {"GB", 1000000000ull}, {"TB", 1000000000000ull}, {"B", 1},
-};
 
-bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 // Applies one --set override to the document tree, creating sections as needed. Unknown
 // keys created here are reported later by the schema walk, with their full dotted name.
@@ -169,7 +161,7 @@ void ReadUcx(ConfigReader& r, UcxConfig* c) {
   r.String("listen", &c->listen);
   r.String("tls", &c->tls);
   r.Size("rndv_thresh_bytes", 0, kGiB, &c->rndv_thresh_bytes);
-  r.Size("tcp_segment_bytes", wire::ucx::kMinTcpSegmentBytes, wire::ucx::kMaxTcpSegmentBytes,
+  r.Size("tcp_segment_bytes", ucx_setup::kMinTcpSegmentBytes, ucx_setup::kMaxTcpSegmentBytes,
          &c->tcp_segment_bytes);
   r.Int("worker_threads", 1, 64, &c->worker_threads);
   r.Choice("direct_access", {{"true", true}, {"false", false}}, &c->direct_access);
@@ -227,7 +219,7 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
   if (absl::Status s = CheckHostPort("metrics.listen", c.metrics.listen); !s.ok()) return s;
   if (absl::Status s = CheckHostPort("ucx.listen", c.ucx.listen); !s.ok()) return s;
   if (c.ucx.enabled && !c.ucx.tls.empty()) {
-    absl::Status t = wire::ucx::CheckTransportNames(c.ucx.tls, wire::ucx::HostTransportNames());
+    absl::Status t = ucx_setup::CheckTransportNames(c.ucx.tls, ucx_setup::HostTransportNames());
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("ucx.tls: ", t.message()));
   }
   const GrpcConfig& s = c.server;
@@ -430,34 +422,7 @@ std::string EmitConfig(const ServerConfig& c) {
   return std::string(out.c_str()) + "\n";
 }
 
-absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
-  absl::string_view t = absl::StripAsciiWhitespace(text);
-  size_t digits = 0;
-  while (digits < t.size() && absl::ascii_isdigit(t[digits])) ++digits;
-  uint64_t number = 0;
-  if (digits == 0 || !absl::SimpleAtoi(t.substr(0, digits), &number)) {
-    return absl::InvalidArgumentError("not a byte size");
-  }
-  absl::string_view suffix = absl::StripLeadingAsciiWhitespace(t.substr(digits));
-  if (suffix.empty()) return number;
-  for (const Suffix& s : kSuffixes) {
-    if (suffix != s.name) continue;
-    if (number > std::numeric_limits<uint64_t>::max() / s.factor) {
-      return absl::OutOfRangeError("byte size overflows 64 bits");
-    }
-    return number * s.factor;
-  }
-  return absl::InvalidArgumentError("unknown size suffix");
-}
 
-std::string FormatByteSize(uint64_t bytes) {
-  static constexpr const char* kNames[] = {"TiB", "GiB", "MiB", "KiB"};
-  for (int i = 0; i < 4; ++i) {
-    const uint64_t factor = 1ull << (10 * (4 - i));
-    if (bytes != 0 && bytes % factor == 0) return absl::StrCat(bytes / factor, kNames[i]);
-  }
-  return absl::StrCat(bytes);
-}
 
 absl::string_view LogLevelName(LogLevel level) {
   switch (level) {

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/ucx_setup.h"
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
@@ -148,7 +149,7 @@ struct UcxConfig {
   // largest fragment a peer may send over TCP. UCX aborts a process that receives a larger
   // one, so clients must use the same value (ClientOptions::ucx_tcp_segment_bytes); one
   // that does not is refused at connection setup. 16 KiB to 16 MiB; default 256 KiB
-  // (wire::ucx::kDefaultTcpSegmentBytes says why).
+  // (ucx_setup::kDefaultTcpSegmentBytes says why).
   uint64_t tcp_segment_bytes = 256 << 10;
   // Threads, each progressing its own UCX worker; connections are spread over them. One
   // is enough for a few clients on a small host; add threads for many busy clients.
@@ -199,11 +200,6 @@ absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
 
 // The effective configuration as YAML; ParseConfig(EmitConfig(c), {}) yields `c` again.
 std::string EmitConfig(const ServerConfig& config);
-
-// "4MiB", "1GiB", "4096", "2 KB" -> bytes. Binary suffixes KiB..TiB, decimal KB..TB.
-absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
-// Bytes as the largest binary suffix that divides them exactly ("4MiB", "1536KiB", "100").
-std::string FormatByteSize(uint64_t bytes);
 
 absl::string_view LogLevelName(LogLevel level);
 absl::string_view LogFormatName(LogFormat format);

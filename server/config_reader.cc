@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/byte_size.h"
 #include "server/config.h"
 
 namespace kvstash::server {

@@ -1,3 +1,4 @@
+#include "common/ucx_setup.h"
 #include "server/config.h"
 
 #include <cstdio>
@@ -272,39 +273,6 @@ TEST(ConfigTest, ReadsTheMetricsSection) {
   EXPECT_THAT(ErrorOf("metrics: {port: 1}"), HasSubstr("metrics.port"));
 }
 
-TEST(ByteSizeTest, ParsesSuffixes) {
-  EXPECT_EQ(*ParseByteSize("4096"), 4096u);
-  EXPECT_EQ(*ParseByteSize("4KiB"), 4096u);
-  EXPECT_EQ(*ParseByteSize("4 MiB"), 4u << 20);
-  EXPECT_EQ(*ParseByteSize("3GiB"), 3ull << 30);
-  EXPECT_EQ(*ParseByteSize("2TiB"), 2ull << 40);
-  EXPECT_EQ(*ParseByteSize("5KB"), 5000u);
-  EXPECT_EQ(*ParseByteSize("5MB"), 5000000u);
-  EXPECT_EQ(*ParseByteSize("5GB"), 5000000000u);
-  EXPECT_EQ(*ParseByteSize("7B"), 7u);
-  EXPECT_EQ(*ParseByteSize("0"), 0u);
-}
-
-TEST(ByteSizeTest, RejectsGarbage) {
-  for (const char* bad : {"", "lots", "4XB", "-4KiB", "1.5GiB", "GiB", "4 GiB x", "4gib"}) {
-    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
-  }
-  EXPECT_FALSE(ParseByteSize("20000000TiB").ok());
-  EXPECT_FALSE(ParseByteSize("99999999999999999999").ok());
-}
-
-TEST(ByteSizeTest, FormatsWithTheLargestExactSuffix) {
-  EXPECT_EQ(FormatByteSize(0), "0");
-  EXPECT_EQ(FormatByteSize(100), "100");
-  EXPECT_EQ(FormatByteSize(4096), "4KiB");
-  EXPECT_EQ(FormatByteSize(1536ull << 20), "1536MiB");
-  EXPECT_EQ(FormatByteSize(1ull << 30), "1GiB");
-  EXPECT_EQ(FormatByteSize(3ull << 40), "3TiB");
-  for (uint64_t v : {1ull, 1000ull, 12345ull << 10, 7ull << 40}) {
-    EXPECT_EQ(*ParseByteSize(FormatByteSize(v)), v);
-  }
-}
-
 }  // namespace
 }  // namespace kvstash::server
 
@@ -328,7 +296,7 @@ ucx: { enabled: false, listen: "0.0.0.0:9072", tls: "sm,self", rndv_thresh_bytes
   EXPECT_EQ(again->ucx.tls, "sm,self");
   EXPECT_EQ(again->ucx.tcp_segment_bytes, 256u << 10);
   EXPECT_EQ(ServerConfig().ucx.tcp_segment_bytes, 256u << 10);
-  EXPECT_EQ(ServerConfig().ucx.tcp_segment_bytes, wire::ucx::kDefaultTcpSegmentBytes);
+  EXPECT_EQ(ServerConfig().ucx.tcp_segment_bytes, ucx_setup::kDefaultTcpSegmentBytes);
   for (const auto& [key, value, field] :
        {std::tuple<const char*, const char*, const char*>{"ucx.worker_threads", "0",
                                                           "ucx.worker_threads"},

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/byte_size.h"
 #include "server/store_metrics.h"
 #include "storage/rocksdb_crc32c.h"
 

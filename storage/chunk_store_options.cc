@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/bits.h"
 #include "storage/chunk_store.h"
 #include "storage/cleaner.h"
 #include "storage/eviction_policy.h"
@@ -11,7 +12,6 @@
 namespace kvstash::storage {
 namespace {
 
-bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 constexpr uint64_t kMinPageBytes = 4096;
 constexpr uint64_t kMaxPageBytes = 1ull << 30;

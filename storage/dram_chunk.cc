@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "proto/streaming_copy.h"
+#include "common/streaming_copy.h"
 
 namespace kvstash::storage {
 namespace {
@@ -99,7 +99,7 @@ absl::Status DramPendingChunk::Append(const void* data, size_t n) {
   }
   // Hash each block of the source just before copying it, so the copy reads it from cache:
   // a separate hashing pass over the chunk costs about as much as the copy itself. The
-  // copy streams past the cache (proto/streaming_copy.h): the destination is cold arena
+  // copy streams past the cache (common/streaming_copy.h): the destination is cold arena
   // memory nobody reads soon, and ordinary stores would first pull every line of it into
   // the cache, evicting the received bytes still to be hashed (measured: copy + hash of
   // 4 MiB into a 1 GiB arena 3.6 -> 5.2 GB/s with SSE2 streaming stores).

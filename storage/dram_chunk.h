@@ -15,7 +15,7 @@
 #include "absl/base/call_once.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
-#include "proto/xxh3_dispatch.h"
+#include "common/xxh3_dispatch.h"
 #include "storage/chunk.h"
 #include "storage/dram_allocator.h"
 

@@ -22,7 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
-#include "proto/procfs.h"
+#include "common/procfs.h"
 
 extern char** environ;
 

@@ -1,3 +1,4 @@
+#include "common/ucx_setup.h"
 #include "tests/ucx_raw_client.h"
 
 #include <netdb.h>
@@ -29,7 +30,7 @@ absl::StatusOr<std::unique_ptr<RawUcxClient>> RawUcxClient::Connect(const std::s
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return absl::InternalError("config");
   if (absl::Status st =
-          wire::ucx::ConfigureUcx(tls, wire::ucx::kDefaultTcpSegmentBytes, config).status();
+          ucx_setup::ConfigureUcx(tls, ucx_setup::kDefaultTcpSegmentBytes, config).status();
       !st.ok()) {
     ucp_config_release(config);
     return st;

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/byte_size.h"
 #include "client/cli/token_spec.h"
 
 namespace kvstash::cli {
@@ -277,34 +278,6 @@ absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
   return args;
 }
 
-absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
-  static constexpr std::pair<const char*, uint64_t> kSuffixes[] = {
-      {"kib", uint64_t{1} << 10},
-      {"mib", uint64_t{1} << 20},
-      {"gib", uint64_t{1} << 30},
-      {"tib", uint64_t{1} << 40},
-      {"kb", 1000},
-      {"mb", 1000 * 1000},
-      {"gb", 1000 * 1000 * 1000},
-      {"tb", uint64_t{1000} * 1000 * 1000 * 1000},
-      {"b", 1}};
-  std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
-  uint64_t unit = 1;
-  absl::string_view digits = lower;
-  for (const auto& [suffix, mult] : kSuffixes) {
-    if (absl::ConsumeSuffix(&digits, suffix)) {
-      unit = mult;
-      break;
-    }
-  }
-  uint64_t n = 0;
-  if (digits.empty() || digits.find_first_not_of("0123456789") != digits.npos ||
-      !absl::SimpleAtoi(digits, &n) || (n != 0 && unit > UINT64_MAX / n)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected a byte size like 4096, 64KiB or 32MiB, got \"", text, "\""));
-  }
-  return n * unit;
-}
 
 std::string UsageText() {
   return R"(usage: kvstash [GLOBAL FLAGS] [NAMESPACE FLAGS] COMMAND [COMMAND FLAGS]

@@ -45,8 +45,6 @@ struct CliArgs {
 // further checks.
 absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv);
 
-// Byte counts: "4096", "64KiB", "1MiB", "2GiB", "1MB" (decimal), "512B".
-absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
 
 std::string UsageText();
 

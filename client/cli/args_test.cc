@@ -82,20 +82,6 @@ TEST(ArgsTest, ExistsTakesSeveralKeysOrAllChunks) {
   EXPECT_TRUE(a->all_chunks);
 }
 
-TEST(ByteSizeTest, Suffixes) {
-  EXPECT_EQ(*ParseByteSize("4096"), 4096u);
-  EXPECT_EQ(*ParseByteSize("1KiB"), 1024u);
-  EXPECT_EQ(*ParseByteSize("64mib"), 64u << 20);
-  EXPECT_EQ(*ParseByteSize("2GiB"), 2ull << 30);
-  EXPECT_EQ(*ParseByteSize("1MB"), 1000000u);
-  EXPECT_EQ(*ParseByteSize("7B"), 7u);
-  EXPECT_FALSE(ParseByteSize("").ok());
-  EXPECT_FALSE(ParseByteSize("MiB").ok());
-  EXPECT_FALSE(ParseByteSize("1.5MiB").ok());
-  EXPECT_FALSE(ParseByteSize("-1").ok());
-  EXPECT_FALSE(ParseByteSize("99999999999TiB").ok());
-}
-
 TEST(OutputTest, LookupSummaryAndTiers) {
   EXPECT_EQ(LookupSummary(2, 4, 256, 1024), "hit 2/4 chunks (512 of 1024 tokens)");
   EXPECT_EQ(TierList({ChunkTier::kDram, ChunkTier::kNvme}), "dram nvme");

@@ -1,3 +1,4 @@
+#include "common/ucx_setup.h"
 #include "server/ucx/ucx_context.h"
 
 #include <cstdlib>
@@ -19,7 +20,7 @@ absl::StatusOr<uint64_t> Configure(const UcxServerOptions& options, Logger* log,
                                    ucp_config_t* config) {
   // INVALID_ARGUMENT naming the setting; the caller prefixes "ucx: ".
   absl::StatusOr<uint64_t> segment =
-      wire::ucx::ConfigureUcx(options.tls, options.tcp_segment_bytes, config);
+      ucx_setup::ConfigureUcx(options.tls, options.tcp_segment_bytes, config);
   if (!segment.ok()) return segment.status();
   if (options.rndv_thresh_bytes != 0) {
     const std::string v = absl::StrCat(options.rndv_thresh_bytes);
@@ -58,7 +59,7 @@ absl::StatusOr<std::shared_ptr<UcxContext>> UcxContext::Create(const UcxServerOp
   ucp_config_release(config);
   if (!c.ok()) return c;
   return std::shared_ptr<UcxContext>(
-      new UcxContext(context, log, wire::ucx::AllowsSharedMemory(options.tls), *segment));
+      new UcxContext(context, log, ucx_setup::AllowsSharedMemory(options.tls), *segment));
 }
 
 UcxContext::~UcxContext() { ucp_cleanup(context_); }

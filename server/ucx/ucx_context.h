@@ -20,6 +20,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/ucx_setup.h"
 #include "server/log.h"
 #include "storage/chunk_store.h"
 
@@ -55,13 +56,13 @@ class SharedRegion final : public storage::ArenaMemory {
 class UcxContext : public std::enable_shared_from_this<UcxContext> {
  public:
   // Reads UCX's configuration, applies options.tls / rndv_thresh_bytes and the settings
-  // every kvstash endpoint needs (wire::ucx::ConfigureUcx), and creates the context.
+  // every kvstash endpoint needs (ucx_setup::ConfigureUcx), and creates the context.
   static absl::StatusOr<std::shared_ptr<UcxContext>> Create(const UcxServerOptions& options,
                                                             Logger* log);
   ~UcxContext();
 
   ucp_context_h handle() const { return context_; }
-  // The TCP segment UCX uses (as wire::ucx::ConfigureUcx returned it), told to clients.
+  // The TCP segment UCX uses (as ucx_setup::ConfigureUcx returned it), told to clients.
   uint64_t tcp_segment_bytes() const { return tcp_segment_bytes_; }
   // `bytes` of memory other processes on this host can map, or null (logged) when the
   // transport list has no shared-memory transport or UCX cannot allocate it (e.g.

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/ucx_setup.h"
 #include "server/ucx/ucx_context.h"
 #include "server/ucx/ucx_worker.h"
 
@@ -31,8 +32,8 @@ struct UcxServerOptions {
   // UCX_RNDV_THRESH in bytes; 0 = UCX's default.
   uint64_t rndv_thresh_bytes = 0;
   // UCX_TCP_RX_SEG_SIZE unless the environment sets it; UcxContext::Create checks the range
-  // (in wire::ucx::ConfigureUcx) and the effective value goes to clients in the Hello reply.
-  uint64_t tcp_segment_bytes = wire::ucx::kDefaultTcpSegmentBytes;
+  // (in ucx_setup::ConfigureUcx) and the effective value goes to clients in the Hello reply.
+  uint64_t tcp_segment_bytes = ucx_setup::kDefaultTcpSegmentBytes;
   // Worker threads, 1..64.
   int worker_threads = 1;
 

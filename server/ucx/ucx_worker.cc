@@ -1,3 +1,4 @@
+#include "common/ucx_setup.h"
 #include "server/ucx/ucx_worker.h"
 
 #include <poll.h>
@@ -56,7 +57,7 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(ucp_context_h conte
   // controlling thread: serialized access.
   ucp_worker_h worker = nullptr;
   int efd = -1;
-  if (absl::Status st = wire::ucx::CreateWorker(context, &worker, &efd); !st.ok()) return st;
+  if (absl::Status st = ucx_setup::CreateWorker(context, &worker, &efd); !st.ok()) return st;
   std::unique_ptr<UcxWorker> w(new UcxWorker(env, worker, efd));
   ucp_address_t* address = nullptr;
   size_t address_len = 0;
@@ -65,7 +66,7 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(ucp_context_h conte
   }
   w->address_.assign(reinterpret_cast<const char*>(address), address_len);
   ucp_worker_release_address(worker, address);
-  if (absl::Status st = wire::ucx::SetWholeMessageHandler(worker, wire::ucx::kRequestAmId,
+  if (absl::Status st = ucx_setup::SetWholeMessageHandler(worker, wire::ucx::kRequestAmId,
                                                           &OnRequestMessage, w.get());
       !st.ok()) {
     return st;

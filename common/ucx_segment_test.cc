@@ -1,12 +1,12 @@
-// wire::ucx::EffectiveTcpSegmentBytes: the configured TCP segment, or UCX_TCP_RX_SEG_SIZE
+// EffectiveTcpSegmentBytes: the configured TCP segment, or UCX_TCP_RX_SEG_SIZE
 // in UCX's memory units when the environment sets it.
-#include "proto/ucx_wire.h"
+#include "common/ucx_setup.h"
 
 #include <cstdlib>
 
 #include "gtest/gtest.h"
 
-namespace kvstash::wire::ucx {
+namespace kvstash::ucx_setup {
 namespace {
 
 class TcpSegmentTest : public ::testing::Test {
@@ -49,4 +49,4 @@ TEST_F(TcpSegmentTest, UnreadableOrOutOfRangeEnvironmentIsAnError) {
 }
 
 }  // namespace
-}  // namespace kvstash::wire::ucx
+}  // namespace kvstash::ucx_setup

@@ -1,4 +1,4 @@
-#include "proto/procfs.h"
+#include "common/procfs.h"
 
 #include <unistd.h>
 

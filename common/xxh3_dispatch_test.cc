@@ -1,4 +1,4 @@
-// The run-time dispatched XXH3 (proto/xxh3_dispatch.h) must give the values of the
+// The run-time dispatched XXH3 (common/xxh3_dispatch.h) must give the values of the
 // library's baseline build: stored checksums and chunk keys depend on it.
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "proto/random_bytes.h"
+#include "common/random_bytes.h"
 
 namespace kvstash {
 namespace {

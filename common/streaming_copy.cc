@@ -1,4 +1,4 @@
-#include "proto/streaming_copy.h"
+#include "common/streaming_copy.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,6 +1,6 @@
-// wire::ucx::CheckTransportNames and HostTransportNames: a transport list with a name UCX
+// ucx_setup::CheckTransportNames and HostTransportNames: a transport list with a name UCX
 // cannot use on this host is refused, naming it, before UCX quietly drops it.
-#include "proto/ucx_transports.h"
+#include "common/ucx_setup.h"
 
 #include <stdlib.h>
 #include <ucp/api/ucp.h>
@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "proto/ucx_wire.h"
 
-namespace kvstash::wire::ucx {
+namespace kvstash::ucx_setup {
 namespace {
 
 const std::vector<std::string> kShmAndTcp = {"cma", "mm", "posix", "self",
@@ -71,4 +71,4 @@ TEST(HostTransportNamesTest, ConfigureUcxRefusesAnUnavailableTransport) {
 }
 
 }  // namespace
-}  // namespace kvstash::wire::ucx
+}  // namespace kvstash::ucx_setup

@@ -120,15 +120,11 @@ absl::Status KvstashSystem::Launch() {
   auto child = ChildProcess::Spawn("kvstashd", argv, dir + "/kvstashd.log");
   if (!child.ok()) return child.status();
   child_ = *std::move(child);
-  absl::StatusOr<std::string> address =
-      WaitForReadyFile(ready, "grpc", *child_, options_.ready_timeout_ms);
-  if (!address.ok()) return address.status();
-  address_ = *address;
-  // The ready file is written whole, so a missing metrics line means metrics are off.
-  absl::StatusOr<std::string> metrics = WaitForReadyFile(ready, "metrics", *child_, 100);
-  metrics_address_ = metrics.ok() ? *metrics : "";
-  absl::StatusOr<std::string> ucx = WaitForReadyFile(ready, "ucx", *child_, 100);
-  ucx_address_ = ucx.ok() ? *ucx : "";
+  absl::StatusOr<ReadyInfo> info = WaitForKvstashdReady(ready, *child_, options_.ready_timeout_ms);
+  if (!info.ok()) return info.status();
+  address_ = info->grpc;
+  metrics_address_ = info->metrics;
+  ucx_address_ = info->ucx;
   auto admin = ConnectClient(ClientUri(), options_);
   if (!admin.ok()) return admin.status();
   admin_ = *std::move(admin);

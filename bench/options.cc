@@ -4,29 +4,41 @@
 #include <set>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/byte_size.h"
 #include "absl/strings/strip.h"
+#include "common/byte_size.h"
+#include "common/flags.h"
+
+ABSL_FLAG(bool, quick, false, "short run; explicit flags still win");
+ABSL_FLAG(bool, keep_scratch, false, "keep the scratch directory with server logs");
+ABSL_FLAG(bool, no_fill, false, "do not fill kvstash's DRAM tier first");
+ABSL_FLAG(bool, nvme, false, "the NVMe suite instead of the sweep");
+ABSL_FLAG(bool, scrape, false, "the scrape suite instead of the sweep");
+ABSL_FLAG(bool, ucx, false, "the UCX suite instead of the sweep");
+// Valued flags are read as written, in command-line order, by Apply below; their absl
+// values only check that they were given a value.
+ABSL_FLAG(std::string, sizes, "", "chunk sizes");
+ABSL_FLAG(std::string, clients, "", "concurrent clients per cell");
+ABSL_FLAG(std::string, rounds, "", "rounds");
+ABSL_FLAG(std::string, seconds, "", "measured seconds per cell");
+ABSL_FLAG(std::string, budget, "", "kvstashd storage.dram.capacity_bytes");
+ABSL_FLAG(std::string, json, "", "one JSON object per line per measurement");
+ABSL_FLAG(std::string, systems, "", "any of kvstash,redis,memcached");
+ABSL_FLAG(std::string, kvstashd, "", "daemon binary");
+ABSL_FLAG(std::string, redis_server, "", "redis-server binary");
+ABSL_FLAG(std::string, memcached, "", "memcached binary");
+ABSL_FLAG(std::string, working_set, "", "bytes per system per size read by get cells");
+ABSL_FLAG(std::string, lookup_keys, "", "chunks per lookup prompt");
+ABSL_FLAG(std::string, kvstash_set, "", "extra daemon config override K=V (repeatable)");
+ABSL_FLAG(std::string, frame_bytes, "", "client frame size");
+ABSL_FLAG(std::string, scrape_ms, "", "the scraper's interval");
+ABSL_FLAG(std::string, transport, "", "with --ucx: ucx-tcp and/or ucx-shm");
 
 namespace kvstash::bench {
 namespace {
-
-const std::set<std::string>& BoolFlags() {
-  static const auto* flags = new std::set<std::string>{"quick", "keep_scratch", "no_fill", "nvme", "scrape", "ucx", "help"};
-  return *flags;
-}
-
-const std::set<std::string>& ValueFlags() {
-  static const auto* flags = new std::set<std::string>{
-      "sizes",       "clients",     "rounds",      "seconds",      "budget",
-      "json",        "systems",     "kvstashd",    "redis_server", "memcached",
-      "working_set", "lookup_keys", "kvstash_set", "frame_bytes", "scrape_ms", "transport"};
-  return *flags;
-}
 
 // Defaults of a full run and of --quick, applied before the explicit flags.
 std::map<std::string, std::string> Defaults(bool quick) {
@@ -44,32 +56,6 @@ std::map<std::string, std::string> Defaults(bool quick) {
           {"seconds", "1.5"},
           {"budget", "4GiB"},
           {"working_set", "512MiB"}};
-}
-
-// Splits argv into flag -> values (kvstash_set may repeat; others keep the last value).
-absl::StatusOr<std::multimap<std::string, std::string>> SplitArgs(int argc, char** argv) {
-  std::multimap<std::string, std::string> flags;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (!absl::ConsumePrefix(&arg, "--")) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
-    }
-    std::pair<std::string, std::string> kv = absl::StrSplit(arg, absl::MaxSplits('=', 1));
-    bool has_value = absl::StrContains(arg, '=');
-    if (BoolFlags().count(kv.first) > 0) {
-      if (has_value && kv.second != "true" && kv.second != "1") continue;  // --flag=false
-      flags.emplace(kv.first, "true");
-    } else if (ValueFlags().count(kv.first) > 0) {
-      if (!has_value) {
-        if (i + 1 >= argc) return absl::InvalidArgumentError("--" + kv.first + " needs a value");
-        kv.second = argv[++i];
-      }
-      flags.emplace(kv.first, kv.second);
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", kv.first));
-    }
-  }
-  return flags;
 }
 
 template <typename T, typename Parse>
@@ -146,11 +132,6 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
   if (flag == "redis_server") r.redis_path = value;
   if (flag == "memcached") r.memcached_path = value;
   if (flag == "kvstash_set") r.kvstash_sets.push_back(value);
-  if (flag == "keep_scratch") r.keep_scratch = true;
-  if (flag == "no_fill") r.fill_tier = false;
-  if (flag == "nvme") o.nvme = true;
-  if (flag == "scrape") o.scrape = true;
-  if (flag == "ucx") o.ucx = true;
   if (flag == "transport") {
     o.transports = absl::StrSplit(value, ',', absl::SkipWhitespace());
     for (const std::string& t : o.transports) {
@@ -162,7 +143,6 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
   if (flag == "scrape_ms" && (!absl::SimpleAtoi(value, &o.scrape_ms) || o.scrape_ms <= 0)) {
     return absl::InvalidArgumentError("--scrape_ms: expected a positive integer, got " + value);
   }
-  if (flag == "help") o.help = true;
   return absl::OkStatus();
 }
 
@@ -171,19 +151,28 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
 
 absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
                                           const std::string& default_kvstashd) {
-  auto flags = SplitArgs(argc, argv);
+  FlagParseOptions parse;
+  parse.defined_in = "bench/options.cc";
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(argc, argv, parse);
   if (!flags.ok()) return flags.status();
   BenchOptions o;
+  o.help = flags->help;
+  if (o.help) return o;
   o.run.kvstashd_path = default_kvstashd;
-  for (const auto& [flag, value] : Defaults(flags->count("quick") > 0)) {
+  o.run.keep_scratch = absl::GetFlag(FLAGS_keep_scratch);
+  o.run.fill_tier = !absl::GetFlag(FLAGS_no_fill);
+  o.nvme = absl::GetFlag(FLAGS_nvme);
+  o.scrape = absl::GetFlag(FLAGS_scrape);
+  o.ucx = absl::GetFlag(FLAGS_ucx);
+  for (const auto& [flag, value] : Defaults(absl::GetFlag(FLAGS_quick))) {
     absl::Status s = Apply(flag, value, o);
     if (!s.ok()) return s;
   }
-  if (flags->count("ucx") > 0) {  // the UCX targets' sizes and client counts
-    if (flags->count("sizes") == 0) (void)Apply("sizes", "64KiB,4MiB,32MiB", o);
-    if (flags->count("clients") == 0) (void)Apply("clients", "1,4", o);
+  if (o.ucx) {  // the UCX targets' sizes and client counts
+    if (!flags->Given("sizes")) (void)Apply("sizes", "64KiB,4MiB,32MiB", o);
+    if (!flags->Given("clients")) (void)Apply("clients", "1,4", o);
   }
-  for (const auto& [flag, value] : *flags) {
+  for (const auto& [flag, value] : flags->uses) {
     absl::Status s = Apply(flag, value, o);
     if (!s.ok()) return s;
   }

@@ -1,6 +1,6 @@
 // Command-line flags of kvstash_bench (see bench/README.md for the full list).
 //
-// Thread-safety: plain functions.
+// Thread-safety: ParseOptions uses process-wide flags; call it from one thread (main).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,8 @@ struct BenchOptions {
   bool help = false;
 };
 
-// Parses argv (`--flag=value` or `--flag value`; booleans as `--flag`). --quick changes
+// Parses argv: absl flags read with common/flags.h's grammar (`--flag=value` or `--flag
+// value`; booleans as `--flag` or `--flag=false`). --quick changes
 // the defaults of the flags that are not given explicitly. default_kvstashd is the daemon
 // built alongside the benchmark.
 absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,

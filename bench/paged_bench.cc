@@ -74,16 +74,9 @@ absl::StatusOr<std::string> StartDaemon(const Flags& f, const ScratchDir& dir, i
       dir.path() + "/kvstashd.log");
   if (!c.ok()) return c.status();
   *child = std::move(*c);
-  for (int i = 0; i < 400; ++i) {
-    std::ifstream in(ready);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("grpc=", 0) == 0) return "grpc://" + line.substr(5);
-    }
-    if (!(*child)->Alive()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return absl::UnavailableError("kvstashd did not start; log: " + (*child)->log_path());
+  absl::StatusOr<ReadyInfo> info = WaitForKvstashdReady(ready, **child, 20000);
+  if (!info.ok()) return info.status();
+  return "grpc://" + info->grpc;
 }
 
 double Seconds(const std::function<absl::Status()>& fn, absl::Status* status) {

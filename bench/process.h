@@ -18,25 +18,17 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/ready_file.h"
+#include "common/subprocess.h"
+#include "common/temp_dir.h"
 
 namespace kvstash::bench {
 
 // A directory under $TMPDIR (or /tmp) for logs, ready files and daemon data. Removed by
 // the destructor unless Keep() was called (e.g. so the user can read logs after a failure).
-class ScratchDir {
- public:
-  static absl::StatusOr<std::unique_ptr<ScratchDir>> Create(const std::string& prefix);
-  ~ScratchDir();
+using ScratchDir = ::kvstash::TempDir;
 
-  const std::string& path() const { return path_; }
-  void Keep() { keep_ = true; }
-
- private:
-  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-  bool keep_ = false;
-};
-
+// A named child process (common/subprocess.h) logging into a file.
 class ChildProcess {
  public:
   // Starts argv[0] (searched in PATH when it has no '/') with stdout and stderr appended
@@ -49,40 +41,36 @@ class ChildProcess {
   // Stop(2000).
   ~ChildProcess();
 
-  pid_t pid() const { return pid_; }
+  // The child's id; -1 once it was reaped.
+  pid_t pid() const { return process_->pid(); }
   const std::string& name() const { return name_; }
   const std::string& log_path() const { return log_path_; }
 
   // True while the child has not exited (reaps it if it has).
-  bool Alive();
+  bool Alive() { return process_->Running(); }
   // SIGTERM, wait up to grace_ms, then SIGKILL; always reaps. Idempotent.
-  void Stop(int64_t grace_ms);
-  // "running", "exited with code N" or "killed by signal N" (reaps an exited child).
+  void Stop(int64_t grace_ms) { process_->Stop(absl::Milliseconds(grace_ms)); }
+  // "running", "exited with code N" or "killed by signal N (NAME)" (reaps an exited child).
   std::string ExitDescription();
   // The last `lines` lines of the child's log, for error messages.
   std::string LogTail(int lines) const;
 
  private:
-  ChildProcess(std::string name, pid_t pid, std::string log_path)
-      : name_(std::move(name)), pid_(pid), log_path_(std::move(log_path)) {}
+  ChildProcess(std::string name, std::unique_ptr<Subprocess> process, std::string log_path)
+      : name_(std::move(name)), process_(std::move(process)), log_path_(std::move(log_path)) {}
 
   std::string name_;
-  pid_t pid_;
+  std::unique_ptr<Subprocess> process_;
   std::string log_path_;
-  bool reaped_ = false;
-  int wait_status_ = 0;  // valid once reaped_ (0 when another waiter reaped it)
 };
-
-// Full path of `name` found in PATH, or "" when absent. A name with '/' is checked as is.
-std::string FindExecutable(const std::string& name);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, close).
 absl::StatusOr<int> PickFreePort();
 
-// Polls `path` until it holds a line `key=value`, then returns value. Fails early when
-// `child` exits, or after timeout_ms.
-absl::StatusOr<std::string> WaitForReadyFile(const std::string& path, const std::string& key,
-                                             ChildProcess& child, int64_t timeout_ms);
+// Waits for kvstashd's ready file at `path` (common/ready_file.h). Fails early, with the
+// log's tail, when `child` exits, or after timeout_ms.
+absl::StatusOr<ReadyInfo> WaitForKvstashdReady(const std::string& path, ChildProcess& child,
+                                               int64_t timeout_ms);
 
 // Connects to 127.0.0.1:port until it accepts or timeout_ms passes (or `child` exits).
 absl::Status WaitForPort(int port, ChildProcess& child, int64_t timeout_ms);

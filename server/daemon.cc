@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/ready_file.h"
 #include "server/flags.h"
 #include "server/server.h"
 #include "server/systemd_notify.h"
@@ -114,17 +115,14 @@ int HandleCommandLine(int argc, char** argv, CommandLine* cl, ServerConfig* conf
   return -1;
 }
 
-// `key=value` lines: grpc=HOST:PORT, pid=N and, when served, metrics=HOST:PORT and
-// ucx=HOST:PORT.
+// The ready file (common/ready_file.h) for whoever started the daemon.
 absl::Status WriteReadyFile(const std::string& path, const Server& server) {
-  std::string lines = absl::StrCat("grpc=", server.connect_address(), "\npid=", getpid(), "\n");
-  if (const std::string m = server.metrics_address(); !m.empty()) {
-    absl::StrAppend(&lines, "metrics=", m, "\n");
-  }
-  if (const std::string u = server.ucx_address(); !u.empty()) {
-    absl::StrAppend(&lines, "ucx=", u, "\n");
-  }
-  return WriteFileAtomically(path, lines);
+  ReadyInfo info;
+  info.grpc = server.connect_address();
+  info.pid = getpid();
+  info.metrics = server.metrics_address();
+  info.ucx = server.ucx_address();
+  return WriteFileAtomically(path, FormatReadyFile(info));
 }
 
 // gRPC's TCP experiments that size socket reads to whole HTTP/2 frames: fewer, larger

@@ -1,82 +1,37 @@
 #include "server/flags.h"
 
-#include "absl/strings/match.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
-#include "absl/strings/strip.h"
+#include "common/flags.h"
+
+ABSL_FLAG(std::string, config, "", "YAML configuration (default: the built-in one)");
+ABSL_FLAG(std::string, set, "", "override one config field, KEY=VALUE (repeatable)");
+ABSL_FLAG(std::string, listen, "", "same as --set server.grpc_listen=HOST:PORT");
+ABSL_FLAG(std::string, ready_file, "", "once serving, write grpc=HOST:PORT lines here");
+ABSL_FLAG(bool, print_config, false, "print the effective configuration as YAML and exit");
 
 namespace kvstash::server {
-namespace {
 
-// Flags that take a value.
-constexpr absl::string_view kValueFlags[] = {"config", "set", "listen", "ready_file"};
-
-bool TakesValue(absl::string_view name) {
-  for (absl::string_view f : kValueFlags) {
-    if (f == name) return true;
-  }
-  return false;
-}
-
-absl::Status ApplyFlag(absl::string_view name, const std::string& value, CommandLine* cl) {
-  if (name == "config") {
-    cl->config_path = value;
-  } else if (name == "ready_file") {
-    cl->ready_file = value;
-  } else if (name == "listen") {
-    cl->listen = value;
-  } else if (name == "set") {
-    size_t eq = value.find('=');
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
+  FlagParseOptions options;
+  options.defined_in = "server/flags.cc";
+  options.version_flag = true;
+  absl::StatusOr<ParsedFlags> parsed = ParseFlags(argc, argv, options);
+  if (!parsed.ok()) return parsed.status();
+  CommandLine cl;
+  cl.help = parsed->help;
+  cl.version = parsed->version;
+  cl.config_path = absl::GetFlag(FLAGS_config);
+  cl.listen = absl::GetFlag(FLAGS_listen);
+  cl.ready_file = absl::GetFlag(FLAGS_ready_file);
+  cl.print_config = absl::GetFlag(FLAGS_print_config);
+  for (const std::string& value : parsed->Values("set")) {
+    const size_t eq = value.find('=');
     if (eq == std::string::npos || eq == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--set expects dotted.key=value, got \"", value, "\""));
     }
-    cl->overrides.push_back({value.substr(0, eq), value.substr(eq + 1)});
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ApplySwitch(absl::string_view name, CommandLine* cl) {
-  if (name == "print_config") {
-    cl->print_config = true;
-  } else if (name == "help" || name == "h") {
-    cl->help = true;
-  } else if (name == "version") {
-    cl->version = true;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv) {
-  CommandLine cl;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (arg == "-h") arg = "--help";
-    if (!absl::ConsumePrefix(&arg, "--") || arg.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", argv[i], "\""));
-    }
-    size_t eq = arg.find('=');
-    absl::string_view name = arg.substr(0, eq);
-    if (!TakesValue(name)) {
-      if (eq != absl::string_view::npos) {
-        return absl::InvalidArgumentError(absl::StrCat("flag --", name, " takes no value"));
-      }
-      if (absl::Status s = ApplySwitch(name, &cl); !s.ok()) return s;
-      continue;
-    }
-    std::string value;
-    if (eq != absl::string_view::npos) {
-      value = std::string(arg.substr(eq + 1));
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("flag --", name, " needs a value"));
-    }
-    if (absl::Status s = ApplyFlag(name, value, &cl); !s.ok()) return s;
+    cl.overrides.push_back({value.substr(0, eq), value.substr(eq + 1)});
   }
   return cl;
 }

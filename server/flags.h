@@ -1,9 +1,11 @@
 // kvstashd's command line:
 //   kvstashd [--config FILE] [--set dotted.key=value ...] [--listen HOST:PORT]
 //            [--ready_file PATH] [--print_config] [--help] [--version]
-// Flags take their value as the next argument or after '=' (--listen=127.0.0.1:0).
+// The flags are absl flags read with common/flags.h's grammar: a value as the next
+// argument or after '=' (--listen=127.0.0.1:0).
 //
-// Thread-safety: stateless functions; safe from any thread.
+// Thread-safety: ParseCommandLine uses process-wide flags; call it from one thread at a
+// time (main). LoadConfig and Usage are safe from any thread.
 #pragma once
 
 #include <string>
@@ -24,7 +26,8 @@ struct CommandLine {
   bool version = false;
 };
 
-// INVALID_ARGUMENT for an unknown flag, a missing value or a malformed --set.
+// INVALID_ARGUMENT for an unknown flag, a missing value, a bool flag's malformed value or
+// a malformed --set.
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv);
 
 // The configuration the command line asks for: --config FILE (or the embedded default)

@@ -65,9 +65,25 @@ TEST(FlagsTest, UsageErrors) {
   EXPECT_THAT(std::string(Parse({"--set", "=x"}).status().message()),
               HasSubstr("dotted.key=value"));
   EXPECT_THAT(std::string(Parse({"stray"}).status().message()), HasSubstr("stray"));
-  EXPECT_THAT(std::string(Parse({"--print_config=yes"}).status().message()),
-              HasSubstr("takes no value"));
+  EXPECT_THAT(std::string(Parse({"--print_config=maybe"}).status().message()),
+              HasSubstr("--print_config"));
+  EXPECT_THAT(std::string(Parse({"--help=yes"}).status().message()), HasSubstr("takes no value"));
   EXPECT_FALSE(Parse({"--"}).ok());
+}
+
+TEST(FlagsTest, EachParseStartsFromTheDefaults) {
+  ASSERT_TRUE(Parse({"--listen", "127.0.0.1:1", "--print_config"}).ok());
+  absl::StatusOr<CommandLine> cl = Parse({});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->listen, "");
+  EXPECT_FALSE(cl->print_config);
+}
+
+TEST(FlagsTest, DashesReadAsUnderscoresAndBoolsTakeAbslValues) {
+  absl::StatusOr<CommandLine> cl = Parse({"--ready-file", "/tmp/r", "--print_config=false"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->ready_file, "/tmp/r");
+  EXPECT_FALSE(cl->print_config);
 }
 
 TEST(FlagsTest, HelpAndVersion) {

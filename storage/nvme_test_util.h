@@ -4,32 +4,28 @@
 // Thread-safety: ScratchDir is owned by one test; the functions touch only their arguments.
 #pragma once
 
-#include <stdlib.h>
 #include <xxhash.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "storage/chunk.h"
 
 namespace kvstash::storage::testing {
 
-// A fresh directory under $TEST_TMPDIR (or /tmp), removed with everything in it.
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
 class ScratchDir {
  public:
-  ScratchDir() {
-    const char* base = getenv("TEST_TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/kvstash_nvme_XXXXXX";
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+  ScratchDir() : dir_(TempDir::Create("kvstash_nvme").value()) {}
+  const std::string& path() const { return dir_->path(); }
+  std::string Sub(const std::string& name) const { return dir_->Sub(name); }
 
  private:
-  std::string path_;
+  std::unique_ptr<TempDir> dir_;
 };
 
 // A chunk over its own copy of `bytes`, its checksum filled in like a committed put's.

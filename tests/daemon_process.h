@@ -28,6 +28,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/ready_file.h"
+#include "common/subprocess.h"
+#include "common/temp_dir.h"
 
 namespace kvstash::testing {
 
@@ -56,19 +59,6 @@ struct DaemonOptions {
   int log_tail_lines = 40;
 };
 
-// Decoded waitpid() status.
-struct ExitInfo {
-  bool exited = false;  // normal exit; `code` is valid
-  int code = -1;
-  bool signaled = false;  // killed by `signal`
-  int signal = 0;
-
-  std::string ToString() const;
-};
-
-// Decodes a waitpid() status.
-ExitInfo DecodeWaitStatus(int wait_status);
-
 class DaemonProcess {
  public:
   // Starts the daemon and waits until it reports its port. Errors: the daemon exited
@@ -79,19 +69,22 @@ class DaemonProcess {
   DaemonProcess& operator=(const DaemonProcess&) = delete;
   ~DaemonProcess();
 
-  pid_t pid() const { return pid_; }
+  // -1 once the daemon was reaped.
+  pid_t pid() const { return process_ == nullptr ? -1 : process_->pid(); }
   int port() const { return port_; }
   // "127.0.0.1:PORT" as reported by the ready file.
-  const std::string& address() const { return address_; }
+  const std::string& address() const { return ready_.grpc; }
   // "grpc://127.0.0.1:PORT".
-  std::string uri() const { return "grpc://" + address_; }
+  std::string uri() const { return "grpc://" + ready_.grpc; }
   // The UCX listener as reported by the ready file (`ucx=HOST:PORT`); empty / 0 when the
   // daemon runs without UCX.
-  const std::string& ucx_address() const { return ucx_address_; }
+  const std::string& ucx_address() const { return ready_.ucx; }
   int ucx_port() const { return ucx_port_; }
   // "ucx://127.0.0.1:PORT".
-  std::string ucx_uri() const { return "ucx://" + ucx_address_; }
-  const std::string& dir() const { return dir_; }
+  std::string ucx_uri() const { return "ucx://" + ready_.ucx; }
+  // Everything the ready file reported (metrics= included).
+  const ReadyInfo& ready() const { return ready_; }
+  const std::string& dir() const { return dir_->path(); }
   const std::string& log_path() const { return log_path_; }
   // The --ready_file: `key=value` lines (grpc=, pid=, metrics=) while the daemon serves.
   const std::string& ready_path() const { return ready_path_; }
@@ -122,19 +115,15 @@ class DaemonProcess {
   absl::Status Spawn(const DaemonOptions& options);
   absl::Status AwaitReady(absl::Duration timeout);
   absl::StatusOr<uint64_t> ProcStatusBytes(const char* field) const;
-  // Records a reaped child's status.
-  void Reaped(int wait_status);
 
   DaemonOptions options_;
-  std::string dir_;
+  std::unique_ptr<TempDir> dir_;
   std::string log_path_;
   std::string ready_path_;
-  pid_t pid_ = -1;  // -1 once reaped
-  ExitInfo exit_info_;
+  std::unique_ptr<Subprocess> process_;
+  ReadyInfo ready_;
   int port_ = 0;
-  std::string address_;
   int ucx_port_ = 0;
-  std::string ucx_address_;
 };
 
 // Reads a whole file; empty string when it cannot be read.

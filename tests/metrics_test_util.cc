@@ -19,11 +19,8 @@
 namespace kvstash::testing {
 
 absl::StatusOr<std::string> MetricsAddress(const DaemonProcess& daemon) {
-  const std::string text = ReadFile(daemon.ready_path());
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
-    if (absl::ConsumePrefix(&line, "metrics=")) return std::string(line);
-  }
-  return absl::NotFoundError(absl::StrCat("no metrics= line in ready file: ", text));
+  if (!daemon.ready().metrics.empty()) return daemon.ready().metrics;
+  return absl::NotFoundError("no metrics= line in the ready file");
 }
 
 absl::StatusOr<std::string> Scrape(const std::string& address) {

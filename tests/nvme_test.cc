@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
@@ -35,18 +36,16 @@ namespace fs = std::filesystem;
 class NvmeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl =
-        absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/kvstash-nvme-XXXXXX");
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    data_dir_ = tmpl;
+    absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("kvstash-nvme");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    temp_dir_ = *std::move(dir);
+    data_dir_ = temp_dir_->path();
   }
   void TearDown() override {
     client_.reset();
     daemon_.reset();
     if (!mount_point_.empty()) umount2(mount_point_.c_str(), MNT_DETACH);
-    std::error_code ec;
-    fs::remove_all(data_dir_, ec);
+    temp_dir_.reset();
   }
 
   // Starts (or restarts) the daemon on data_dir_ with the NVMe tier on and `sets` on top.
@@ -133,6 +132,7 @@ class NvmeTest : public ::testing::Test {
   }
 
   std::mt19937_64 rng_{4242};
+  std::unique_ptr<TempDir> temp_dir_;
   std::string data_dir_;
   std::string mount_point_;  // a tmpfs this test mounted, unmounted in TearDown
   std::unique_ptr<DaemonProcess> daemon_;

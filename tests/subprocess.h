@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/subprocess.h"
 #include "tests/daemon_process.h"
 
 namespace kvstash::testing {
@@ -25,9 +26,9 @@ class Subprocess {
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
   // Kills (SIGKILL) and reaps a child that is still running.
-  ~Subprocess();
+  ~Subprocess() = default;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
   // Reads output until a line equal to `line` arrived. DEADLINE_EXCEEDED after `timeout`,
   // UNAVAILABLE when the output ended first.
   absl::Status WaitForLine(const std::string& line, absl::Duration timeout);
@@ -43,14 +44,10 @@ class Subprocess {
   Subprocess() = default;
   // Appends available output, waiting at most `timeout`. False at end of output.
   bool ReadSome(absl::Duration timeout);
-  // Reaps the child; with `block` false only when it has already exited.
-  bool Reap(bool block);
 
-  pid_t pid_ = -1;
-  int fd_ = -1;
+  std::unique_ptr<::kvstash::Subprocess> process_;
   std::string output_;
   size_t scanned_ = 0;  // bytes of output_ already searched for complete lines
-  ExitInfo exit_;
 };
 
 struct CommandResult {

@@ -3,13 +3,44 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "common/byte_size.h"
 #include "client/cli/token_spec.h"
+#include "common/byte_size.h"
+#include "common/flags.h"
+
+// The tool's flags as absl flags; names are written with '-' on the command line
+// (--deadline-ms), which common/flags.h reads as '_'. Values are read as written, in
+// command-line order, by kFlags below, because which flags apply depends on the command.
+ABSL_FLAG(std::string, server, "", "daemon address");
+ABSL_FLAG(std::string, deadline_ms, "", "per-call deadline");
+ABSL_FLAG(std::string, connect_timeout_ms, "", "how long to wait for the daemon");
+ABSL_FLAG(std::string, frame_bytes, "", "payload bytes per wire frame");
+ABSL_FLAG(std::string, tenant, "", "namespace tenant");
+ABSL_FLAG(std::string, model, "", "namespace model");
+ABSL_FLAG(std::string, revision, "", "namespace revision");
+ABSL_FLAG(std::string, dtype, "", "namespace dtype");
+ABSL_FLAG(std::string, chunk_tokens, "", "namespace chunk tokens");
+ABSL_FLAG(std::string, layers, "", "namespace layers");
+ABSL_FLAG(std::string, kv_heads, "", "namespace kv heads");
+ABSL_FLAG(std::string, head_dim, "", "namespace head dim");
+ABSL_FLAG(std::string, hash, "", "xxh3 or sha256");
+ABSL_FLAG(std::string, key, "", "chunk keys, HEX[,HEX...]");
+ABSL_FLAG(std::string, tokens, "", "token SPEC");
+ABSL_FLAG(bool, all_chunks, false, "every full chunk of --tokens");
+ABSL_FLAG(std::string, file, "", "payload file");
+ABSL_FLAG(std::string, size, "", "pattern payload bytes");
+ABSL_FLAG(std::string, pattern_seed, "", "pattern seed");
+ABSL_FLAG(std::string, format, "", "chunk format");
+ABSL_FLAG(std::string, out, "", "where get writes the bytes");
+ABSL_FLAG(std::string, capacity, "", "get's first buffer");
+ABSL_FLAG(std::string, lease_ms, "", "lookup lease");
+ABSL_FLAG(bool, namespace, false, "stats of this namespace only");
 
 namespace kvstash::cli {
 namespace {
@@ -23,8 +54,7 @@ constexpr uint32_t kKeyed =
 constexpr uint32_t kNamespaced = kKeyed | Bit(Command::kLookup) | Bit(Command::kStats);
 
 struct FlagDef {
-  const char* name;
-  bool takes_value;
+  const char* name;   // as users write it
   uint32_t commands;  // Bit() of each command it applies to
   Apply apply;
 };
@@ -61,9 +91,12 @@ template <uint32_t Namespace::*kField>
 absl::Status SetNsNumber(absl::string_view v, CliArgs* a) {
   return ParseNumber(v, &(a->ns.*kField));
 }
+// common/flags.h has checked the value with absl's bool grammar.
 template <bool CliArgs::*kField>
-absl::Status SetTrue(absl::string_view, CliArgs* a) {
-  a->*kField = true;
+absl::Status SetBool(absl::string_view v, CliArgs* a) {
+  bool value = false;
+  if (!absl::SimpleAtob(v, &value)) return Usage(absl::StrCat("not a bool: \"", v, "\""));
+  a->*kField = value;
   return absl::OkStatus();
 }
 
@@ -107,51 +140,50 @@ constexpr uint32_t kPut = Bit(Command::kPut);
 constexpr uint32_t kGet = Bit(Command::kGet);
 
 const FlagDef kFlags[] = {
-    {"help", false, kGlobal, SetTrue<&CliArgs::help>},
-    {"server", true, kGlobal, SetString<&CliArgs::server>},
-    {"deadline-ms", true, kGlobal,
+    {"server", kGlobal, SetString<&CliArgs::server>},
+    {"deadline-ms", kGlobal,
      [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->options.deadline_ms); }},
-    {"connect-timeout-ms", true, kGlobal,
+    {"connect-timeout-ms", kGlobal,
      [](absl::string_view v, CliArgs* a) {
        return ParseNumber(v, &a->options.connect_timeout_ms);
      }},
-    {"frame-bytes", true, kGlobal, ParseFrameBytes},
-    {"tenant", true, kNamespaced, SetNsString<&Namespace::tenant>},
-    {"model", true, kNamespaced, SetNsString<&Namespace::model_id>},
-    {"revision", true, kNamespaced, SetNsString<&Namespace::revision>},
-    {"dtype", true, kNamespaced, SetNsString<&Namespace::dtype>},
-    {"chunk-tokens", true, kNamespaced, SetNsNumber<&Namespace::chunk_tokens>},
-    {"layers", true, kNamespaced, SetNsNumber<&Namespace::num_layers>},
-    {"kv-heads", true, kNamespaced, SetNsNumber<&Namespace::kv_heads>},
-    {"head-dim", true, kNamespaced, SetNsNumber<&Namespace::head_dim>},
-    {"hash", true, kNamespaced, ParseHash},
-    {"key", true, kKeyed, ParseKeys},
-    {"tokens", true, kKeyed | Bit(Command::kLookup), ParseTokens},
-    {"all-chunks", false, kPut | Bit(Command::kExists) | Bit(Command::kDelete),
-     SetTrue<&CliArgs::all_chunks>},
-    {"file", true, kPut, SetString<&CliArgs::file>},
-    {"size", true, kPut,
+    {"frame-bytes", kGlobal, ParseFrameBytes},
+    {"tenant", kNamespaced, SetNsString<&Namespace::tenant>},
+    {"model", kNamespaced, SetNsString<&Namespace::model_id>},
+    {"revision", kNamespaced, SetNsString<&Namespace::revision>},
+    {"dtype", kNamespaced, SetNsString<&Namespace::dtype>},
+    {"chunk-tokens", kNamespaced, SetNsNumber<&Namespace::chunk_tokens>},
+    {"layers", kNamespaced, SetNsNumber<&Namespace::num_layers>},
+    {"kv-heads", kNamespaced, SetNsNumber<&Namespace::kv_heads>},
+    {"head-dim", kNamespaced, SetNsNumber<&Namespace::head_dim>},
+    {"hash", kNamespaced, ParseHash},
+    {"key", kKeyed, ParseKeys},
+    {"tokens", kKeyed | Bit(Command::kLookup), ParseTokens},
+    {"all-chunks", kPut | Bit(Command::kExists) | Bit(Command::kDelete),
+     SetBool<&CliArgs::all_chunks>},
+    {"file", kPut, SetString<&CliArgs::file>},
+    {"size", kPut,
      [](absl::string_view v, CliArgs* a) {
        uint64_t n = 0;
        absl::Status s = ParseSize(v, &n);
        a->size_bytes = n;
        return s;
      }},
-    {"pattern-seed", true, kPut,
+    {"pattern-seed", kPut,
      [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->pattern_seed); }},
-    {"format", true, kPut,
-     [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->format); }},
-    {"out", true, kGet, SetString<&CliArgs::out>},
-    {"capacity", true, kGet,
+    {"format", kPut, [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->format); }},
+    {"out", kGet, SetString<&CliArgs::out>},
+    {"capacity", kGet,
      [](absl::string_view v, CliArgs* a) { return ParseSize(v, &a->capacity_bytes); }},
-    {"lease-ms", true, Bit(Command::kLookup),
+    {"lease-ms", Bit(Command::kLookup),
      [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->lease_ms); }},
-    {"namespace", false, Bit(Command::kStats), SetTrue<&CliArgs::namespace_stats>},
+    {"namespace", Bit(Command::kStats), SetBool<&CliArgs::namespace_stats>},
 };
 
-const FlagDef* FindFlag(absl::string_view name) {
+// The definition of an absl flag name ("deadline_ms").
+const FlagDef* FindFlag(absl::string_view absl_name) {
   for (const FlagDef& f : kFlags) {
-    if (name == f.name) return &f;
+    if (absl::StrReplaceAll(f.name, {{"-", "_"}}) == absl_name) return &f;
   }
   return nullptr;
 }
@@ -165,40 +197,6 @@ absl::StatusOr<Command> ParseCommand(absl::string_view word) {
     if (word == name) return cmd;
   }
   return Usage(absl::StrCat("unknown command \"", word, "\" (see --help)"));
-}
-
-struct FlagUse {
-  const FlagDef* def;
-  std::string value;
-};
-
-// Splits argv into the command word and flag uses, without applying anything yet: which
-// flags are allowed depends on the command, which may come after them.
-absl::Status Tokenize(const std::vector<std::string>& argv, std::string* command,
-                      std::vector<FlagUse>* uses) {
-  for (size_t i = 0; i < argv.size(); ++i) {
-    absl::string_view arg = argv[i];
-    if (!absl::StartsWith(arg, "--")) {
-      if (!command->empty()) return Usage(absl::StrCat("unexpected argument \"", arg, "\""));
-      *command = std::string(arg);
-      continue;
-    }
-    arg.remove_prefix(2);
-    size_t eq = arg.find('=');
-    absl::string_view name = arg.substr(0, eq);
-    const FlagDef* def = FindFlag(name);
-    if (def == nullptr) return Usage(absl::StrCat("unknown flag --", name, " (see --help)"));
-    FlagUse use{def, ""};
-    if (eq != absl::string_view::npos) {
-      if (!def->takes_value) return Usage(absl::StrCat("--", name, " takes no value"));
-      use.value = std::string(arg.substr(eq + 1));
-    } else if (def->takes_value) {
-      if (i + 1 >= argv.size()) return Usage(absl::StrCat("--", name, " needs a value"));
-      use.value = argv[++i];
-    }
-    uses->push_back(std::move(use));
-  }
-  return absl::OkStatus();
 }
 
 const char* CommandName(Command c) {
@@ -249,25 +247,37 @@ absl::Status CheckCommand(const CliArgs& a) {
 }  // namespace
 
 absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
-  std::string command;
-  std::vector<FlagUse> uses;
   CliArgs args;
   args.ns.model_id = "demo-model";
   for (const std::string& arg : argv) {
     if (arg == "--help" || arg == "-h") args.help = true;
   }
   if (args.help) return args;
-  if (absl::Status s = Tokenize(argv, &command, &uses); !s.ok()) return s;
-  if (command.empty()) return Usage("no command given (see --help)");
+  FlagParseOptions options;
+  options.defined_in = "client/cli/args.cc";
+  options.allow_positional = true;
+  absl::StatusOr<ParsedFlags> parsed = ParseFlags(argv, options);
+  if (!parsed.ok()) {
+    if (absl::StartsWith(parsed.status().message(), "unknown flag")) {
+      return Usage(absl::StrCat(parsed.status().message(), " (see --help)"));
+    }
+    return parsed.status();
+  }
+  if (parsed->positional.size() > 1) {
+    return Usage(absl::StrCat("unexpected argument \"", parsed->positional[1], "\""));
+  }
+  if (parsed->positional.empty()) return Usage("no command given (see --help)");
+  const std::string& command = parsed->positional[0];
   absl::StatusOr<Command> cmd = ParseCommand(command);
   if (!cmd.ok()) return cmd.status();
   args.command = *cmd;
-  for (const FlagUse& use : uses) {
-    if ((use.def->commands & Bit(args.command)) == 0) {
-      return Usage(absl::StrCat("--", use.def->name, " does not apply to ", command));
+  for (const auto& [name, value] : parsed->uses) {
+    const FlagDef* def = FindFlag(name);
+    if ((def->commands & Bit(args.command)) == 0) {
+      return Usage(absl::StrCat("--", def->name, " does not apply to ", command));
     }
-    if (absl::Status st = use.def->apply(use.value, &args); !st.ok()) {
-      return Usage(absl::StrCat("--", use.def->name, ": ", st.message()));
+    if (absl::Status st = def->apply(value, &args); !st.ok()) {
+      return Usage(absl::StrCat("--", def->name, ": ", st.message()));
     }
   }
   if (absl::Status st = args.ns.Validate(); !st.ok()) {
@@ -277,7 +287,6 @@ absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
   if (absl::Status st = CheckCommand(args); !st.ok()) return st;
   return args;
 }
-
 
 std::string UsageText() {
   return R"(usage: kvstash [GLOBAL FLAGS] [NAMESPACE FLAGS] COMMAND [COMMAND FLAGS]

@@ -1,7 +1,8 @@
 // Command-line parsing of the `kvstash` tool: global flags, namespace flags, one command
-// and its flags, in any order ("--name VALUE" or "--name=VALUE").
+// and its flags, in any order ("--name VALUE" or "--name=VALUE"; the flags are absl flags
+// read with common/flags.h's grammar, so --deadline-ms and --deadline_ms are one flag).
 //
-// Thread-safety: pure functions.
+// Thread-safety: ParseArgs uses process-wide flags; call it from one thread at a time.
 #pragma once
 
 #include <cstdint>

@@ -60,7 +60,8 @@ TEST(ArgsTest, UsageErrors) {
       {"get", "--tokens"},  // missing value
       {"lookup"},
       {"lookup", "--tokens", "0-9", "--lease-ms", "-1"},
-      {"stats", "--namespace=yes"},
+      {"stats", "--namespace=maybe"},
+      {"health", "--"},
       {"--model", "", "stats"},           // invalid namespace
       {"--frame-bytes", "10", "health"},  // invalid client option
   };
@@ -70,6 +71,20 @@ TEST(ArgsTest, UsageErrors) {
     for (const auto& s : argv) joined += s + " ";
     EXPECT_TRUE(absl::IsInvalidArgument(a.status())) << joined;
   }
+}
+
+TEST(ArgsTest, FlagNamesWithDashesOrUnderscores) {
+  auto a = Parse({"--deadline-ms", "5", "health", "--connect_timeout_ms=7"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->options.deadline_ms, 5);
+  EXPECT_EQ(a->options.connect_timeout_ms, 7);
+  a = Parse({"stats", "--namespace=false"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->namespace_stats);
+  // Each parse starts from the defaults.
+  a = Parse({"health"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->options.deadline_ms, ClientOptions().deadline_ms);
 }
 
 TEST(ArgsTest, ExistsTakesSeveralKeysOrAllChunks) {

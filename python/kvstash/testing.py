@@ -26,8 +26,17 @@ def find_kvstashd() -> str:
 
 
 def parse_ready_file(text: str) -> Dict[str, str]:
-    """The daemon's ready file (``grpc=HOST:PORT`` lines; see README, "Running kvstashd")."""
-    return dict(line.split("=", 1) for line in text.split() if "=" in line)
+    """The daemon's ready file: ``key=value`` lines (``grpc=HOST:PORT`` always, ``pid=``,
+    ``metrics=`` and ``ucx=`` when served; see README, "Running kvstashd", and
+    common/ready_file.h). Raises ValueError when there is no ``grpc=`` line."""
+    fields = {}
+    for line in text.splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            fields[key.strip()] = value.strip()
+    if not fields.get("grpc"):
+        raise ValueError(f"ready file has no grpc= line: {text!r}")
+    return fields
 
 
 class Daemon:
@@ -38,9 +47,9 @@ class Daemon:
     """
 
     def __init__(self, settings: Optional[Dict[str, str]] = None, kvstashd: Optional[str] = None,
-                 start_timeout_s: float = 60.0) -> None:
+                 start_timeout_s: float = 60.0, dir_prefix: str = "kvstash-py-") -> None:
         self.kvstashd = kvstashd or find_kvstashd()
-        self.dir = tempfile.mkdtemp(prefix="kvstash-py-")
+        self.dir = tempfile.mkdtemp(prefix=dir_prefix)
         self.settings = {
             "data_dir": self.dir,
             "storage.nvme.enabled": "false",
@@ -83,12 +92,14 @@ class Daemon:
         with open(self.log_path, "a") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.start_timeout_s
-        while not (os.path.exists(ready) and "grpc=" in open(ready).read()):
+        # The daemon renames a complete file into place: once it exists it is whole.
+        while not os.path.exists(ready):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.kill()
                 raise RuntimeError(f"kvstashd did not start; log: {self.log_tail()}")
             time.sleep(0.02)
-        self.addresses = parse_ready_file(open(ready).read())
+        with open(ready) as f:
+            self.addresses = parse_ready_file(f.read())
         # A restart binds the same ports, so clients reconnect to the URIs they hold.
         self._grpc_listen = self.addresses["grpc"]
         self.settings["ucx.listen"] = self.addresses["ucx"]

@@ -5,12 +5,24 @@ with it."""
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
-import subprocess
-import tempfile
-import time
 from dataclasses import dataclass
 from typing import Sequence
+
+
+def _load_testing():
+    """python/kvstash/testing.py by path: importing the kvstash package would load its
+    native extension, which GPU hosts running this test from a bundle do not have."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                        "python", "kvstash", "testing.py")
+    spec = importlib.util.spec_from_file_location("kvstash_testing", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_testing = _load_testing()
 
 PUT, GET, GET_LAYERWISE = 0, 1, 2
 OK, NOT_FOUND = 0, 5  # absl::StatusCode values the tests look for
@@ -164,32 +176,11 @@ class Transfer:
             self._p = None
 
 
-class Daemon:
-    """kvstashd on free loopback ports (DRAM only), stopped by stop()."""
+class Daemon(_testing.Daemon):
+    """kvstashd on free loopback ports (DRAM only, UCX over shared memory), stopped by
+    stop(); its directory and log are kept for the run's report."""
 
     def __init__(self, kvstashd: str, capacity: str):
-        self.dir = tempfile.mkdtemp(prefix="kvstash-gpu-")
-        ready = os.path.join(self.dir, "ready")
-        args = [kvstashd, "--listen", "127.0.0.1:0", "--ready_file", ready,
-                "--set", f"data_dir={self.dir}", "--set", "storage.nvme.enabled=false",
-                "--set", f"storage.dram.capacity_bytes={capacity}",
-                "--set", "ucx.listen=127.0.0.1:0", "--set", "ucx.tls=sm,self",
-                "--set", "metrics.listen=127.0.0.1:0"]
-        self.log = open(os.path.join(self.dir, "kvstashd.log"), "w")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while not os.path.exists(ready) or "grpc=" not in open(ready).read():
-            if self.proc.poll() is not None or time.time() > deadline:
-                raise KvstashError(f"kvstashd did not start (log {self.log.name})")
-            time.sleep(0.05)
-        fields = dict(line.split("=", 1) for line in open(ready).read().split())
-        self.grpc, self.ucx = "grpc://" + fields["grpc"], "ucx://" + fields["ucx"]
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self) -> int:
-        self.proc.terminate()
-        rc = self.proc.wait(timeout=60)
-        self.log.close()
-        return rc
+        super().__init__({"storage.dram.capacity_bytes": capacity, "ucx.tls": "sm,self"},
+                         kvstashd=kvstashd, dir_prefix="kvstash-gpu-")
+        self.grpc, self.ucx = self.grpc_uri, self.ucx_uri

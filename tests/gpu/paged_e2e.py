@@ -367,7 +367,7 @@ def main() -> int:
                     bench(uri, rng, rows)
     finally:
         rc = daemon.stop()
-        check("daemon stopped cleanly", rc == 0, f"exit {rc}, log {daemon.log.name}")
+        check("daemon stopped cleanly", rc == 0, f"exit {rc}, log {daemon.log_path}")
     with open(os.path.join(args.out, "paged_e2e.jsonl"), "w") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")

@@ -92,10 +92,7 @@ class ConcurrencyTest : public TransportFixture {
  protected:
   // Room for everything written, so every chunk must stay readable.
   void SetUp() override {
-    DaemonFixtureOptions options;
-    options.transport = GetParam();
-    options.set = {"storage.dram.capacity_bytes=512MiB"};
-    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
+    ASSERT_NO_FATAL_FAILURE(StartDaemonOverParam({"storage.dram.capacity_bytes=512MiB"}));
   }
 
   // One client's rounds, over a connection of its own.

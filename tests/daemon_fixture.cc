@@ -5,39 +5,51 @@
 
 namespace kvstash::testing {
 
+namespace {
+
+struct TransportInfo {
+  Transport transport;
+  const char* name;
+  const char* ucx_tls;
+};
+
+constexpr TransportInfo kTransports[] = {
+    {Transport::kGrpc, "Grpc", ""},
+    {Transport::kUcxTcp, "UcxTcp", "tcp"},
+    {Transport::kUcxShm, "UcxShm", "sm,self"},
+};
+
+const TransportInfo& InfoOf(Transport transport) {
+  for (const TransportInfo& info : kTransports) {
+    if (info.transport == transport) return info;
+  }
+  return kTransports[0];
+}
+
+}  // namespace
+
 std::vector<Transport> AllTransports() {
-  return {Transport::kGrpc, Transport::kUcxTcp, Transport::kUcxShm};
+  std::vector<Transport> all;
+  for (const TransportInfo& info : kTransports) all.push_back(info.transport);
+  return all;
 }
 
 std::vector<Transport> UcxTransports() { return {Transport::kUcxTcp, Transport::kUcxShm}; }
 
-std::string TransportName(Transport transport) {
-  switch (transport) {
-    case Transport::kGrpc:
-      return "Grpc";
-    case Transport::kUcxTcp:
-      return "UcxTcp";
-    case Transport::kUcxShm:
-      return "UcxShm";
+std::string TransportName(Transport transport) { return InfoOf(transport).name; }
+
+std::optional<Transport> TransportNamed(absl::string_view name) {
+  for (const TransportInfo& info : kTransports) {
+    if (name == info.name) return info.transport;
   }
-  return "Unknown";
+  return std::nullopt;
 }
 
 std::string TransportTestName(const ::testing::TestParamInfo<Transport>& info) {
   return TransportName(info.param);
 }
 
-std::string UcxTls(Transport transport) {
-  switch (transport) {
-    case Transport::kGrpc:
-      return "";
-    case Transport::kUcxTcp:
-      return "tcp";
-    case Transport::kUcxShm:
-      return "sm,self";
-  }
-  return "";
-}
+std::string UcxTls(Transport transport) { return InfoOf(transport).ucx_tls; }
 
 std::vector<std::string> DaemonSettingsFor(Transport transport) {
   if (transport == Transport::kGrpc) return {};
@@ -57,6 +69,13 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectOver(const DaemonProcess& daemon,
                                                     Transport transport, ClientOptions options) {
   options.ucx_tls = UcxTls(transport);
   return ConnectClient(UriFor(daemon, transport), options);
+}
+
+void TransportFixture::StartDaemonOverParam(std::vector<std::string> set) {
+  DaemonFixtureOptions options;
+  options.transport = GetParam();
+  options.set = std::move(set);
+  StartDaemon(options);
 }
 
 void DaemonFixture::StartDaemon(const DaemonFixtureOptions& options) {

@@ -2,9 +2,9 @@
 // (DaemonProcess), connects a Client over one of the transports and registers a namespace
 // named after the running test, so every test sees its own counters.
 //
-//   class MyTest : public DaemonFixture, public ::testing::WithParamInterface<Transport> {
+//   class MyTest : public TransportFixture {
 //    protected:
-//     void SetUp() override { StartDaemon({.transport = GetParam()}); }
+//     void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartDaemonOverParam()); }
 //   };
 //   INSTANTIATE_TEST_SUITE_P(Transports, MyTest, ::testing::ValuesIn(AllTransports()),
 //                            TransportTestName);
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "tests/daemon_process.h"
@@ -38,6 +39,8 @@ std::vector<Transport> AllTransports();
 std::vector<Transport> UcxTransports();
 // "Grpc", "UcxTcp", "UcxShm": usable in test names.
 std::string TransportName(Transport transport);
+// The transport TransportName() calls `name`; nullopt for any other name.
+std::optional<Transport> TransportNamed(absl::string_view name);
 // For INSTANTIATE_TEST_SUITE_P: names each case after its transport.
 std::string TransportTestName(const ::testing::TestParamInfo<Transport>& info);
 // The UCX_TLS list of a UCX transport ("tcp", "sm,self"); empty for gRPC.
@@ -100,6 +103,10 @@ class DaemonFixture : public ::testing::Test {
 
 // A DaemonFixture whose parameter is the transport: a suite of behaviour every transport
 // must share.
-class TransportFixture : public DaemonFixture, public ::testing::WithParamInterface<Transport> {};
+class TransportFixture : public DaemonFixture, public ::testing::WithParamInterface<Transport> {
+ protected:
+  // StartDaemon over GetParam() with `set` as the config overrides.
+  void StartDaemonOverParam(std::vector<std::string> set = DaemonFixtureOptions().set);
+};
 
 }  // namespace kvstash::testing

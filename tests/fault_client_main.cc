@@ -19,6 +19,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -146,17 +147,12 @@ int Main(int argc, char** argv) {
   Call call;
   call.mode = argv[1];
   if (call.mode != "put" && call.mode != "get") return 2;
-  bool known = false;
-  for (Transport t : AllTransports()) {
-    if (TransportName(t) == argv[2]) {
-      call.transport = t;
-      known = true;
-    }
-  }
+  const std::optional<Transport> transport = TransportNamed(argv[2]);
   call.address = argv[3];
   call.model = argv[4];
   auto key = KeyFromHex(argv[5]);
-  if (!known || !key.ok() || !absl::SimpleAtoi(argv[6], &call.size)) return 2;
+  if (!transport || !key.ok() || !absl::SimpleAtoi(argv[6], &call.size)) return 2;
+  call.transport = *transport;
   call.key = *key;
   return call.transport == Transport::kGrpc ? Grpc(call) : Ucx(call);
 }

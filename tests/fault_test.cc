@@ -25,11 +25,7 @@ constexpr size_t kBigChunk = 64 * kMiB;
 
 class FaultTest : public TransportFixture {
  protected:
-  void SetUp() override {
-    DaemonFixtureOptions options;
-    options.transport = GetParam();
-    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
-  }
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartDaemonOverParam()); }
 
   // Puts one pattern chunk and reads it back through a fresh connection.
   void ExpectRoundTrip(size_t size) {

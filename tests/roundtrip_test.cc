@@ -28,11 +28,9 @@ constexpr int kMaxKeysPerRequest = 64;
 class RoundTripTest : public TransportFixture {
  protected:
   void SetUp() override {
-    DaemonFixtureOptions options;
-    options.transport = GetParam();
-    options.set = {"storage.dram.capacity_bytes=768MiB",
-                   absl::StrCat("server.max_keys_per_request=", kMaxKeysPerRequest)};
-    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
+    ASSERT_NO_FATAL_FAILURE(
+        StartDaemonOverParam({"storage.dram.capacity_bytes=768MiB",
+                              absl::StrCat("server.max_keys_per_request=", kMaxKeysPerRequest)}));
   }
 
   // Random-content payloads with distinct metadata.

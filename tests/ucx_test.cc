@@ -31,10 +31,7 @@ namespace ucx = wire::ucx;
 class UcxTest : public TransportFixture {
  protected:
   void SetUp() override {
-    DaemonFixtureOptions options;
-    options.transport = GetParam();
-    options.set = {"storage.dram.capacity_bytes=768MiB"};
-    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
+    ASSERT_NO_FATAL_FAILURE(StartDaemonOverParam({"storage.dram.capacity_bytes=768MiB"}));
     model_ = spec_.model_id;
   }
 

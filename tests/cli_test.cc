@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/keys.h"
+#include "tests/daemon_fixture.h"
 #include "tests/daemon_process.h"
 #include "tests/subprocess.h"
 #include "tests/test_util.h"
@@ -30,22 +31,19 @@ CommandResult RunDaemon(std::vector<std::string> args) {
   return RunTool(std::move(args), absl::Seconds(20));
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public DaemonFixture {
  protected:
   void SetUp() override {
-    DaemonOptions options;
+    DaemonFixtureOptions options;
     options.set = {"storage.dram.capacity_bytes=128MiB"};
-    auto daemon = DaemonProcess::Start(options);
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = std::move(*daemon);
+    options.connect = false;  // the CLI is the client
+    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
   }
 
   CommandResult Cli(std::vector<std::string> args) {
     args.insert(args.begin(), {KVSTASH_CLI_PATH, "--server", daemon_->uri()});
     return RunTool(std::move(args));
   }
-
-  std::unique_ptr<DaemonProcess> daemon_;
 };
 
 #define EXPECT_EXIT_CODE(result, want)                                     \

@@ -1,5 +1,6 @@
-// Many clients at once against one kvstashd: each thread has its own Client (its own
-// connection) and mixes puts, gets of its own and other threads' chunks, and lookups.
+// Many clients at once against one kvstashd, over every transport: each thread has its own
+// Client (its own connection) and mixes puts, gets of its own and other threads' chunks,
+// and lookups; or many threads share one Client.
 // Payload bytes are a function of the key, so any thread can verify any chunk.
 #include <atomic>
 #include <random>
@@ -11,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
-#include "tests/daemon_process.h"
+#include "tests/daemon_fixture.h"
 #include "tests/test_util.h"
 
 namespace kvstash::testing {
@@ -87,36 +88,37 @@ absl::Status Round(Client& client, NamespaceHandle ns, bool read_other, std::mt1
   return absl::OkStatus();
 }
 
-void Worker(const std::string& uri, const Namespace& spec, int id, int rounds, Registry* registry,
-            WorkerResult* result) {
-  std::mt19937_64 rng(1000 + id);
-  auto fail = [&](const absl::Status& s) {
-    result->error = absl::StrCat("client ", id, ": ", s.ToString());
-  };
-  auto client = ConnectClient(uri);
-  if (!client.ok()) return fail(client.status());
-  auto ns = (*client)->OpenNamespace(spec);
-  if (!ns.ok()) return fail(ns.status());
-  for (int round = 0; round < rounds; ++round) {
-    absl::Status s = Round(**client, *ns, round % 2 == 1, rng, registry, result);
-    if (!s.ok()) return fail(s);
-  }
-}
-
-TEST(ConcurrencyTest, SixteenClientsMixedTraffic) {
-  DaemonOptions options;
+class ConcurrencyTest : public TransportFixture {
+ protected:
   // Room for everything written, so every chunk must stay readable.
-  options.set = {"storage.dram.capacity_bytes=512MiB"};
-  auto daemon = DaemonProcess::Start(options);
-  ASSERT_TRUE(daemon.ok()) << daemon.status();
-  const Namespace spec = TestNamespace("concurrency");
-  const int rounds = kUnderAsan ? 6 : 12;
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(StartDaemonOverParam({"storage.dram.capacity_bytes=512MiB"}));
+  }
 
+  // One client's rounds, over a connection of its own.
+  void Worker(int id, int rounds, Registry* registry, WorkerResult* result) {
+    std::mt19937_64 rng(1000 + id);
+    auto fail = [&](const absl::Status& s) {
+      result->error = absl::StrCat("client ", id, ": ", s.ToString());
+    };
+    auto client = ConnectOver(*daemon_, transport());
+    if (!client.ok()) return fail(client.status());
+    auto ns = (*client)->OpenNamespace(spec_);
+    if (!ns.ok()) return fail(ns.status());
+    for (int round = 0; round < rounds; ++round) {
+      absl::Status s = Round(**client, *ns, round % 2 == 1, rng, registry, result);
+      if (!s.ok()) return fail(s);
+    }
+  }
+};
+
+TEST_P(ConcurrencyTest, SixteenClientsMixedTraffic) {
+  const int rounds = kUnderAsan ? 6 : 12;
   Registry registry;
   std::vector<WorkerResult> results(kClients);
   std::vector<std::thread> threads;
   for (int i = 0; i < kClients; ++i) {
-    threads.emplace_back(Worker, (*daemon)->uri(), spec, i, rounds, &registry, &results[i]);
+    threads.emplace_back([&, i] { Worker(i, rounds, &registry, &results[i]); });
   }
   for (std::thread& t : threads) t.join();
 
@@ -130,11 +132,7 @@ TEST(ConcurrencyTest, SixteenClientsMixedTraffic) {
   EXPECT_EQ(puts, kClients * rounds);
   EXPECT_EQ(gets, 2 * kClients * rounds);
 
-  auto client = ConnectClient((*daemon)->uri());
-  ASSERT_TRUE(client.ok()) << client.status();
-  auto ns = (*client)->OpenNamespace(spec);
-  ASSERT_TRUE(ns.ok()) << ns.status();
-  auto stats = (*client)->Stats(&*ns);
+  auto stats = client_->Stats(&ns_);
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->puts, static_cast<uint64_t>(puts));
   EXPECT_EQ(stats->chunks, static_cast<uint64_t>(puts));
@@ -143,14 +141,12 @@ TEST(ConcurrencyTest, SixteenClientsMixedTraffic) {
   EXPECT_EQ(stats->lookups, static_cast<uint64_t>(lookups));
 }
 
-TEST(ConcurrencyTest, OneClientSharedByManyThreads) {
-  auto daemon = DaemonProcess::Start({});
-  ASSERT_TRUE(daemon.ok()) << daemon.status();
+TEST_P(ConcurrencyTest, OneClientSharedByManyThreads) {
   ClientOptions client_options;
   client_options.connections = 2;
-  auto client = ConnectClient((*daemon)->uri(), client_options);
-  ASSERT_TRUE(client.ok()) << client.status();
-  auto ns = (*client)->OpenNamespace(TestNamespace("shared-client"));
+  std::unique_ptr<Client> client = NewClient(client_options);
+  ASSERT_NE(client, nullptr);
+  auto ns = client->OpenNamespace(spec_);
   ASSERT_TRUE(ns.ok()) << ns.status();
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
@@ -163,8 +159,8 @@ TEST(ConcurrencyTest, OneClientSharedByManyThreads) {
         p.key = RandomKey(rng);
         p.bytes = PatternBytes(p.key, 300 * kKiB + t * 4099 + i);
         GetItem item;
-        if (!PutAll(**client, *ns, {p}).ok() ||
-            !GetOne(**client, *ns, p.key, p.bytes.size(), &buf, &item).ok() || !item.status.ok() ||
+        if (!PutAll(*client, *ns, {p}).ok() ||
+            !GetOne(*client, *ns, p.key, p.bytes.size(), &buf, &item).ok() || !item.status.ok() ||
             buf != p.bytes) {
           ++failures;
         }
@@ -174,6 +170,9 @@ TEST(ConcurrencyTest, OneClientSharedByManyThreads) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, ConcurrencyTest, ::testing::ValuesIn(AllTransports()),
+                         TransportTestName);
 
 }  // namespace
 }  // namespace kvstash::testing

@@ -9,29 +9,20 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
-#include "tests/daemon_process.h"
+#include "tests/daemon_fixture.h"
 #include "tests/test_util.h"
 
 namespace kvstash::testing {
 namespace {
 
-class EvictionTest : public ::testing::Test {
+class EvictionTest : public DaemonFixture {
  protected:
   void StartDaemon(uint64_t capacity_mib, std::vector<std::string> env = {}) {
-    DaemonOptions options;
+    DaemonFixtureOptions options;
     options.set = {absl::StrCat("storage.dram.capacity_bytes=", capacity_mib, "MiB"),
                    "storage.dram.page_bytes=1MiB"};
     options.env = std::move(env);
-    auto daemon = DaemonProcess::Start(options);
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = std::move(*daemon);
-    auto client = ConnectClient(daemon_->uri());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-    auto ns = client_->OpenNamespace(
-        TestNamespace(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *ns;
+    ASSERT_NO_FATAL_FAILURE(DaemonFixture::StartDaemon(options));
   }
 
   // Puts `count` fresh chunks of `size` bytes (pattern content) in batches; returns keys.
@@ -61,9 +52,6 @@ class EvictionTest : public ::testing::Test {
   }
 
   std::mt19937_64 rng_{77};
-  std::unique_ptr<DaemonProcess> daemon_;
-  std::unique_ptr<Client> client_;
-  NamespaceHandle ns_;
 };
 
 TEST_F(EvictionTest, LeasedChunksSurviveUntilFetched) {

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
+#include "tests/daemon_fixture.h"
 #include "tests/daemon_process.h"
 #include "tests/test_util.h"
 
@@ -46,17 +47,16 @@ v1::PutFrame Data(std::string data) {
   return frame;
 }
 
-class MalformedRequestTest : public ::testing::Test {
+class MalformedRequestTest : public DaemonFixture {
  protected:
   void SetUp() override {
-    DaemonOptions options;
+    DaemonFixtureOptions options;
     options.set = {"storage.dram.capacity_bytes=64MiB", "storage.max_chunk_bytes=1MiB",
                    "server.max_frame_bytes=1MiB", "server.max_keys_per_request=64"};
-    auto daemon = DaemonProcess::Start(options);
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = std::move(*daemon);
+    options.connect = false;  // the requests go through a raw stub
+    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
     stub_ = RawStub(daemon_->address());
-    spec_ = TestNamespace(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    spec_ = *options_.spec;
     auto ns = RawRegister(*stub_, spec_);
     ASSERT_TRUE(ns.ok()) << ns.status();
     ASSERT_EQ(ns->size(), 16u);
@@ -143,9 +143,8 @@ class MalformedRequestTest : public ::testing::Test {
   std::string NewKey() { return KeyBytes(RandomKey(rng_)); }
 
   std::mt19937_64 rng_{99};
-  std::unique_ptr<DaemonProcess> daemon_;
   std::unique_ptr<v1::KvStash::Stub> stub_;
-  Namespace spec_;
+  // spec_'s id as the daemon named it; hides DaemonFixture::ns_, as no Client runs here.
   std::string ns_;
 };
 

@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
+#include "tests/daemon_fixture.h"
 #include "tests/daemon_process.h"
 #include "tests/test_util.h"
 
@@ -33,7 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class NvmeTest : public ::testing::Test {
+class NvmeTest : public DaemonFixture {
  protected:
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("kvstash-nvme");
@@ -51,31 +52,18 @@ class NvmeTest : public ::testing::Test {
   // Starts (or restarts) the daemon on data_dir_ with the NVMe tier on and `sets` on top.
   void StartDaemon(std::vector<std::string> sets = {}) {
     client_.reset();
-    DaemonOptions options;
+    DaemonFixtureOptions options;
     options.set = {"storage.dram.capacity_bytes=32MiB", "storage.dram.page_bytes=1MiB",
                    "storage.nvme.enabled=true", "storage.nvme.capacity_bytes=256MiB",
                    "data_dir=" + data_dir_};
     options.set.insert(options.set.end(), sets.begin(), sets.end());
-    auto daemon = DaemonProcess::Start(options);
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = std::move(*daemon);
-    auto client = ConnectClient(daemon_->uri());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-    auto ns = client_->OpenNamespace(TestNamespace("nvme"));
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *ns;
+    options.spec = TestNamespace("nvme");
+    ASSERT_NO_FATAL_FAILURE(DaemonFixture::StartDaemon(options));
   }
 
   // Puts `count` fresh pattern chunks of `size` bytes, `batch` per call; returns the keys.
   std::vector<Key128> PutFresh(int count, size_t size, int batch = 4) {
     return kvstash::testing::PutFresh(*client_, ns_, rng_, count, size, batch);
-  }
-
-  ServerStats Stats() {
-    auto stats = client_->Stats();
-    EXPECT_TRUE(stats.ok()) << stats.status();
-    return stats.ok() ? *stats : ServerStats{};
   }
 
   // Waits until the demotion queue is empty, so tiers no longer change on their own.
@@ -135,9 +123,6 @@ class NvmeTest : public ::testing::Test {
   std::unique_ptr<TempDir> temp_dir_;
   std::string data_dir_;
   std::string mount_point_;  // a tmpfs this test mounted, unmounted in TearDown
-  std::unique_ptr<DaemonProcess> daemon_;
-  std::unique_ptr<Client> client_;
-  NamespaceHandle ns_;
 };
 
 TEST_F(NvmeTest, DemotesBeyondDramAndServesFromNvmeByteExact) {

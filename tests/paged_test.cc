@@ -11,7 +11,7 @@
 #include "kvstash/client.h"
 #include "kvstash/keys.h"
 #include "kvstash/paged/reference.h"
-#include "tests/daemon_process.h"
+#include "tests/daemon_fixture.h"
 #include "tests/test_util.h"
 
 namespace kvstash::testing {
@@ -43,24 +43,15 @@ std::vector<uint8_t> Canonical(HostCache& c, const std::vector<int32_t>& ids, in
   return out;
 }
 
-class PagedIntegrationTest : public ::testing::Test {
+class PagedIntegrationTest : public DaemonFixture {
  protected:
   void SetUp() override {
-    DaemonOptions options;
-    options.set = {"storage.dram.capacity_bytes=256MiB"};
-    auto daemon = DaemonProcess::Start(options);
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = std::move(*daemon);
-    auto client = ConnectClient(daemon_->uri());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = std::move(*client);
-    spec_ = TestNamespace("paged-model", kChunkTokens);
-    spec_.num_layers = 3;
-    spec_.kv_heads = 2;
-    spec_.head_dim = 40;
-    auto ns = client_->OpenNamespace(spec_);
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *ns;
+    DaemonFixtureOptions options;
+    options.spec = TestNamespace("paged-model", kChunkTokens);
+    options.spec->num_layers = 3;
+    options.spec->kv_heads = 2;
+    options.spec->head_dim = 40;
+    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
   }
 
   // Keys of every chunk of `tokens`, the partial last one included.
@@ -82,10 +73,6 @@ class PagedIntegrationTest : public ::testing::Test {
   }
 
   std::mt19937_64 rng_{77};
-  std::unique_ptr<DaemonProcess> daemon_;
-  std::unique_ptr<Client> client_;
-  Namespace spec_;
-  NamespaceHandle ns_;
 };
 
 TEST_F(PagedIntegrationTest, PutOneLayoutGetAnotherByteExact) {

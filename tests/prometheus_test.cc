@@ -9,8 +9,8 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "server/metrics/http_server.h"
+#include "tests/daemon_fixture.h"
 #include "tests/daemon_process.h"
 #include "tests/metrics_test_util.h"
 #include "tests/subprocess.h"
@@ -59,16 +60,15 @@ std::string FindPrometheus() {
   return "";
 }
 
-class PrometheusTest : public ::testing::Test {
+class PrometheusTest : public DaemonFixture {
  protected:
   void SetUp() override {
     const std::string binary = FindPrometheus();
     if (binary.empty()) GTEST_SKIP() << "prometheus is not installed (apt-get install prometheus)";
-    DaemonOptions options;
+    DaemonFixtureOptions options;
     options.set = {"ucx.enabled=false"};  // gRPC traffic only: one series per transport query
-    auto daemon = DaemonProcess::Start(options);
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = std::move(*daemon);
+    options.connect = false;              // the test connects once Prometheus scrapes
+    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
     auto metrics = MetricsAddress(*daemon_);
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     const std::string config = daemon_->dir() + "/prometheus.yml";
@@ -140,7 +140,6 @@ class PrometheusTest : public ::testing::Test {
   }
 
   std::vector<absl::Time> rounds_done_;
-  std::unique_ptr<DaemonProcess> daemon_;
   std::unique_ptr<Subprocess> prometheus_;
   std::string prom_address_;
 };

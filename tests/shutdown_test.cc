@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
+#include "tests/daemon_fixture.h"
 #include "tests/daemon_process.h"
 #include "tests/test_util.h"
 
@@ -53,15 +54,14 @@ void StallThisProcess(absl::Duration d) {
   }
 }
 
-class ShutdownTest : public ::testing::Test {
+class ShutdownTest : public DaemonFixture {
  protected:
   void SetUp() override {
-    DaemonOptions options;
+    DaemonFixtureOptions options;
     options.set = {"storage.dram.capacity_bytes=128MiB", "server.shutdown_grace_ms=60000"};
-    auto daemon = DaemonProcess::Start(options);
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = std::move(*daemon);
-    spec_ = TestNamespace(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    options.connect = false;  // each test connects the clients it stops the daemon under
+    ASSERT_NO_FATAL_FAILURE(StartDaemon(options));
+    spec_ = *options_.spec;
   }
 
   void ExpectCleanExit() {
@@ -70,9 +70,6 @@ class ShutdownTest : public ::testing::Test {
     EXPECT_TRUE(exit->exited && exit->code == 0) << exit->ToString();
     EXPECT_TRUE(ConnectRefused(daemon_->port()));
   }
-
-  std::unique_ptr<DaemonProcess> daemon_;
-  Namespace spec_;
 };
 
 TEST_F(ShutdownTest, IdleDaemonExitsZeroOnSigterm) {

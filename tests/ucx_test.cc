@@ -1,22 +1,23 @@
-// The UCX data plane end to end: the client library over ucx:// against a real kvstashd,
-// once over TCP and once over shared memory (UCX_TLS=sm,self), byte-exact round trips from
-// 1 KiB to 256 MiB, batches, registered memory, 16 concurrent clients, wire-level
-// errors answered on a connection that stays usable, and direct access to the daemon's
-// arena (shared memory only) with its reservations and holds.
+// What only the UCX data plane has, over TCP and over shared memory (UCX_TLS=sm,self):
+// wire-level errors answered on a connection that stays usable, direct access to the
+// daemon's arena (shared memory only) with its reservations and holds, the Attach and TCP
+// segment checks, and idle connections. Behaviour UCX shares with gRPC is in
+// roundtrip_test.cc.
 #include <xxhash.h>
 
 #include <optional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/keys.h"
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/ucx_wire.h"
+#include "tests/daemon_fixture.h"
 #include "tests/daemon_process.h"
 #include "tests/metrics_test_util.h"
 #include "tests/test_util.h"
@@ -27,37 +28,11 @@ namespace {
 
 namespace ucx = wire::ucx;
 
-struct UcxCase {
-  const char* name;
-  const char* tls;  // UCX_TLS of both the daemon (ucx.tls) and the client (ucx_tls)
-};
-
-std::string CaseName(const ::testing::TestParamInfo<UcxCase>& info) { return info.param.name; }
-
-class UcxTest : public ::testing::TestWithParam<UcxCase> {
+class UcxTest : public TransportFixture {
  protected:
   void SetUp() override {
-    DaemonOptions options;
-    options.set = {"storage.dram.capacity_bytes=768MiB", "storage.dram.prefault=false",
-                   std::string("ucx.tls=") + GetParam().tls};
-    auto daemon = DaemonProcess::Start(options);
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = std::move(*daemon);
-    ASSERT_NE(daemon_->ucx_port(), 0) << "no ucx= line in the ready file";
-    client_ = Connect();
-    ASSERT_NE(client_, nullptr);
-    model_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    auto ns = client_->OpenNamespace(TestNamespace(model_));
-    ASSERT_TRUE(ns.ok()) << ns.status();
-    ns_ = *ns;
-  }
-
-  std::unique_ptr<Client> Connect() {
-    ClientOptions options;
-    options.ucx_tls = GetParam().tls;
-    auto client = ConnectClient(daemon_->ucx_uri(), options);
-    EXPECT_TRUE(client.ok()) << client.status();
-    return client.ok() ? std::move(*client) : nullptr;
+    ASSERT_NO_FATAL_FAILURE(StartDaemonOverParam({"storage.dram.capacity_bytes=768MiB"}));
+    model_ = spec_.model_id;
   }
 
   Payload MakePayload(size_t size, uint32_t tag) {
@@ -96,182 +71,17 @@ class UcxTest : public ::testing::TestWithParam<UcxCase> {
     EXPECT_NE(at, std::string::npos) << series;
     return at == std::string::npos ? -1 : std::stod(text->substr(at + series.size()));
   }
-  bool shm() const { return std::string(GetParam().name) == "shm"; }
+  bool shm() const { return transport() == Transport::kUcxShm; }
 
   std::unique_ptr<RawUcxClient> Raw() {
-    auto raw = RawUcxClient::Connect(daemon_->ucx_address(), GetParam().tls);
+    auto raw = RawUcxClient::Connect(daemon_->ucx_address(), UcxTls(transport()));
     EXPECT_TRUE(raw.ok()) << raw.status();
     return raw.ok() ? std::move(*raw) : nullptr;
   }
 
   std::mt19937_64 rng_{777};
-  std::unique_ptr<DaemonProcess> daemon_;
-  std::unique_ptr<Client> client_;
   std::string model_;
-  NamespaceHandle ns_;
 };
-
-TEST_P(UcxTest, ByteExactFrom1KiBTo256MiB) {
-  const std::vector<size_t> sizes = {1 * kKiB, 4 * kKiB + 3, 64 * kKiB, 1 * kMiB + 1,
-                                     4 * kMiB, 32 * kMiB,    256 * kMiB};
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    Payload p = MakePayload(sizes[i], static_cast<uint32_t>(i + 1));
-    ASSERT_TRUE(PutAll(*client_, ns_, {p}).ok()) << sizes[i];
-    ASSERT_NO_FATAL_FAILURE(ExpectStored(*client_, p));
-    // The 256 MiB chunk would crowd the others out of DRAM; it was checked, drop it.
-    if (sizes[i] >= 256 * kMiB) {
-      ASSERT_TRUE(client_->Delete(ns_, {p.key}).ok());
-    }
-  }
-}
-
-// A direct get's reply body lists arena runs (16 bytes each), which can be longer than a
-// tiny chunk: that must not read as the daemon sending too many bytes.
-TEST_P(UcxTest, ChunksOfOneToThirtyTwoBytes) {
-  for (uint32_t size = 1; size <= 32; ++size) {
-    Payload p = MakePayload(size, 1000 + size);
-    ASSERT_TRUE(PutAll(*client_, ns_, {p}).ok()) << size;
-    ASSERT_NO_FATAL_FAILURE(ExpectStored(*client_, p)) << size;
-  }
-}
-
-TEST_P(UcxTest, BatchesWithMissesAndSmallBuffers) {
-  std::vector<Payload> payloads;
-  for (size_t size : {3 * kKiB, 100 * kKiB, 2 * kMiB + 5, 5 * kMiB, size_t{17}, 1 * kMiB}) {
-    payloads.push_back(MakePayload(size, static_cast<uint32_t>(payloads.size())));
-  }
-  std::vector<PutItem> puts;
-  for (const Payload& p : payloads) puts.push_back(p.AsPutItem());
-  ASSERT_TRUE(client_->Put(ns_, absl::MakeSpan(puts)).ok());
-  for (const PutItem& item : puts) {
-    EXPECT_TRUE(item.status.ok()) << item.status;
-    EXPECT_FALSE(item.already_present);
-  }
-  // Storing again is an idempotent repeat.
-  ASSERT_TRUE(client_->Put(ns_, absl::MakeSpan(puts)).ok());
-  for (const PutItem& item : puts) EXPECT_TRUE(item.already_present);
-
-  // One Get: every chunk, an unknown key, and a chunk into a buffer too small for it.
-  std::vector<std::vector<uint8_t>> bufs(payloads.size() + 2);
-  std::vector<GetItem> gets(payloads.size() + 2);
-  for (size_t i = 0; i < payloads.size(); ++i) {
-    bufs[i].resize(payloads[i].bytes.size());
-    gets[i].key = payloads[i].key;
-  }
-  gets[payloads.size()].key = RandomKey(rng_);
-  bufs[payloads.size()].resize(kKiB);
-  gets[payloads.size() + 1].key = payloads[2].key;
-  bufs[payloads.size() + 1].resize(kMiB);
-  for (size_t i = 0; i < gets.size(); ++i) {
-    gets[i].data = bufs[i].data();
-    gets[i].capacity = bufs[i].size();
-  }
-  ASSERT_TRUE(client_->Get(ns_, absl::MakeSpan(gets)).ok());
-  for (size_t i = 0; i < payloads.size(); ++i) {
-    ASSERT_TRUE(gets[i].status.ok()) << i << ": " << gets[i].status;
-    EXPECT_EQ(gets[i].size, payloads[i].bytes.size());
-    EXPECT_EQ(gets[i].tokens, payloads[i].tokens);
-    EXPECT_TRUE(bufs[i] == payloads[i].bytes) << i;
-  }
-  EXPECT_EQ(gets[payloads.size()].status.code(), absl::StatusCode::kNotFound)
-      << gets[payloads.size()].status;
-  const GetItem& small = gets[payloads.size() + 1];
-  EXPECT_EQ(small.status.code(), absl::StatusCode::kResourceExhausted) << small.status;
-  EXPECT_EQ(small.size, payloads[2].bytes.size()) << "the size needed is reported";
-}
-
-TEST_P(UcxTest, LookupExistsDeleteStatsHealth) {
-  std::vector<Payload> payloads = {MakePayload(64 * kKiB, 1), MakePayload(64 * kKiB, 2)};
-  ASSERT_TRUE(PutAll(*client_, ns_, payloads).ok());
-  const Key128 missing = RandomKey(rng_);
-  auto hits = client_->Lookup(ns_, {payloads[0].key, payloads[1].key, missing}, 5000);
-  ASSERT_TRUE(hits.ok()) << hits.status();
-  EXPECT_EQ(hits->hit_count, 2u);
-  EXPECT_NE(hits->lease_id, 0u);
-  ASSERT_EQ(hits->tiers.size(), 2u);
-  EXPECT_EQ(hits->tiers[0], ChunkTier::kDram);
-  auto exists = client_->Exists(ns_, {missing, payloads[1].key});
-  ASSERT_TRUE(exists.ok()) << exists.status();
-  EXPECT_EQ((*exists)[0], ChunkTier::kNone);
-  EXPECT_EQ((*exists)[1], ChunkTier::kDram);
-  auto stats = client_->Stats(&ns_);
-  ASSERT_TRUE(stats.ok()) << stats.status();
-  EXPECT_EQ(stats->chunks, 2u);
-  auto deleted = client_->Delete(ns_, {payloads[0].key, missing});
-  ASSERT_TRUE(deleted.ok()) << deleted.status();
-  EXPECT_EQ(*deleted, 1u);
-  auto health = client_->Health();
-  ASSERT_TRUE(health.ok()) << health.status();
-  EXPECT_TRUE(health->serving);
-}
-
-TEST_P(UcxTest, UnknownNamespaceIsAClearError) {
-  const NamespaceHandle never_registered{RandomKey(rng_)};
-  std::vector<uint8_t> buf(kKiB);
-  GetItem item;
-  const absl::Status s = GetOne(*client_, never_registered, RandomKey(rng_), kKiB, &buf, &item);
-  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-  EXPECT_TRUE(absl::StrContains(s.message(), "unknown namespace")) << s;
-}
-
-TEST_P(UcxTest, RegisteredMemoryRoundTrip) {
-  const size_t chunk = 4 * kMiB;
-  std::vector<uint8_t> src(4 * chunk), dst(4 * chunk);
-  ASSERT_TRUE(client_->RegisterMemory(src.data(), src.size()).ok());
-  ASSERT_TRUE(client_->RegisterMemory(dst.data(), dst.size()).ok());
-  std::vector<PutItem> puts(4);
-  std::vector<GetItem> gets(4);
-  for (size_t i = 0; i < 4; ++i) {
-    puts[i].key = RandomKey(rng_);
-    FillPattern(puts[i].key, src.data() + i * chunk, chunk);
-    puts[i].data = src.data() + i * chunk;
-    puts[i].size = chunk;
-    gets[i].key = puts[i].key;
-    gets[i].data = dst.data() + i * chunk;
-    gets[i].capacity = chunk;
-  }
-  ASSERT_TRUE(client_->Put(ns_, absl::MakeSpan(puts)).ok());
-  ASSERT_TRUE(client_->Get(ns_, absl::MakeSpan(gets)).ok());
-  for (size_t i = 0; i < 4; ++i) {
-    ASSERT_TRUE(puts[i].status.ok()) << puts[i].status;
-    ASSERT_TRUE(gets[i].status.ok()) << gets[i].status;
-  }
-  EXPECT_TRUE(src == dst);
-  EXPECT_TRUE(client_->UnregisterMemory(src.data()).ok());
-  EXPECT_TRUE(client_->UnregisterMemory(dst.data()).ok());
-  EXPECT_EQ(client_->UnregisterMemory(dst.data()).code(), absl::StatusCode::kNotFound);
-}
-
-TEST_P(UcxTest, SixteenConcurrentClients) {
-  constexpr int kClients = 16;
-  std::vector<std::unique_ptr<Client>> clients;
-  for (int i = 0; i < kClients; ++i) {
-    clients.push_back(Connect());
-    ASSERT_NE(clients.back(), nullptr);
-    ASSERT_TRUE(clients.back()->OpenNamespace(TestNamespace(model_)).ok());
-  }
-  std::vector<std::string> errors(kClients);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kClients; ++t) {
-    threads.emplace_back([&, t] {
-      std::mt19937_64 rng(t);
-      for (int round = 0; round < 4 && errors[t].empty(); ++round) {
-        const size_t size = (round % 2 == 0 ? 64 * kKiB : 2 * kMiB) + t;
-        std::vector<Key128> keys = PutFresh(*clients[t], ns_, rng, 2, size, 2);
-        for (const Key128& key : keys) {
-          std::vector<uint8_t> buf;
-          GetItem item;
-          absl::Status s = GetOne(*clients[t], ns_, key, size, &buf, &item);
-          if (!s.ok() || !item.status.ok() || FirstPatternMismatch(key, buf.data(), size) != -1) {
-            errors[t] = s.ok() ? item.status.ToString() + " or bytes differ" : s.ToString();
-          }
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (int t = 0; t < kClients; ++t) EXPECT_EQ(errors[t], "") << "client " << t;
-}
 
 // Malformed messages get a clear error reply, and the connection keeps working.
 TEST_P(UcxTest, MalformedMessagesAnsweredOnAUsableConnection) {
@@ -443,7 +253,7 @@ void ExpectRoundTripOf8MiB(Client& client, const std::string& model, uint64_t se
 // the socket-address endpoint. The daemon used to accept one: a client killed mid-put then
 // left its reservation behind over TCP, and over shared memory UCX aborted the daemon.
 TEST_P(UcxTest, AttachWithoutPeerErrorHandlingIsRefused) {
-  auto refused = RawUcxClient::Connect(daemon_->ucx_address(), GetParam().tls,
+  auto refused = RawUcxClient::Connect(daemon_->ucx_address(), UcxTls(transport()),
                                        /*peer_errors=*/false);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
@@ -588,9 +398,8 @@ TEST(UcxIdleTest, IdleConnectionsLeaveTheDaemonIdle) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, UcxTest,
-                         ::testing::Values(UcxCase{"tcp", "tcp"}, UcxCase{"shm", "sm,self"}),
-                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Transports, UcxTest, ::testing::ValuesIn(UcxTransports()),
+                         TransportTestName);
 
 }  // namespace
 }  // namespace kvstash::testing

@@ -7,16 +7,10 @@
 namespace kvstash::client_internal {
 namespace {
 
-void CountersFromProto(const v1::CounterSet& c, ServerStats* out) {
-  out->chunks = c.chunks();
-  out->bytes = c.bytes();
-  out->hits = c.hits();
-  out->misses = c.misses();
-  out->puts = c.puts();
-  out->evictions = c.evictions();
-  out->deletes = c.deletes();
-  out->lookups = c.lookups();
-  out->lookup_hit_chunks = c.lookup_hit_chunks();
+void CountersFromProto(const v1::CounterSet& in, ServerStats* out) {
+#define KVSTASH_COPY(name, ...) out->name = in.name();
+  KVSTASH_STORE_COUNTERS(KVSTASH_COPY)
+#undef KVSTASH_COPY
 }
 
 }  // namespace
@@ -65,21 +59,18 @@ std::vector<ChunkTier> TiersFromBytes(absl::string_view bytes) {
 
 namespace {
 
-void NvmeFromProto(const v1::NvmeCounters& n, ServerStats* out) {
-  out->nvme_hits = n.hits();
-  out->nvme_misses = n.misses();
-  out->nvme_evictions = n.evictions();
-  out->demotions = n.demotions();
-  out->demotion_drops = n.demotion_drops();
-  out->demotion_failures = n.demotion_failures();
-  out->demotions_pending = n.demotions_pending();
-  out->promotions = n.promotions();
-  out->write_throughs = n.write_throughs();
-  out->checksum_failures = n.checksum_failures();
-  out->nvme_io_errors = n.io_errors();
-  out->recovered_chunks = n.recovered_chunks();
-  out->nvme_gc_runs = n.gc_runs();
-  out->nvme_gc_waits = n.gc_waits();
+void NvmeFromProto(const v1::NvmeCounters& in, ServerStats* out) {
+#define KVSTASH_COPY(name, client, ...) out->client = in.name();
+  KVSTASH_NVME_COUNTERS(KVSTASH_COPY)
+#undef KVSTASH_COPY
+}
+
+void TierFromProto(const v1::TierStats& in, ServerStats* out) {
+  const bool dram = in.tier() == v1::TIER_DRAM, nvme = in.tier() == v1::TIER_NVME;
+#define KVSTASH_COPY(tier, name) \
+  if (tier) out->tier##_##name = in.name();
+  KVSTASH_SERVER_TIER_FIELDS(KVSTASH_COPY)
+#undef KVSTASH_COPY
 }
 
 }  // namespace
@@ -94,16 +85,7 @@ ServerStats StatsFromProto(const v1::StatsResponse& resp, const Key128* ns) {
       if (n.namespace_id() == id) CountersFromProto(n.counters(), &out);
     }
   }
-  for (const v1::TierStats& t : resp.tiers()) {
-    if (t.tier() == v1::TIER_DRAM) {
-      out.dram_capacity_bytes = t.capacity_bytes();
-      out.dram_used_bytes = t.used_bytes();
-    } else if (t.tier() == v1::TIER_NVME) {
-      out.nvme_capacity_bytes = t.capacity_bytes();
-      out.nvme_used_bytes = t.used_bytes();
-      out.nvme_chunks = t.chunks();
-    }
-  }
+  for (const v1::TierStats& t : resp.tiers()) TierFromProto(t, &out);
   NvmeFromProto(resp.nvme(), &out);
   return out;
 }

@@ -10,12 +10,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/bits.h"
 #include "common/byte_size.h"
 #include "common/ucx_setup.h"
 #include "proto/ucx_wire.h"
 #include "server/config_reader.h"
+#include "server/config_schema.h"
 
 namespace kvstash::server {
 
@@ -74,11 +76,14 @@ namespace {
 
 using HugePages = storage::ChunkStoreOptions::HugePages;
 
-constexpr uint64_t kKiB = 1ull << 10;
-constexpr uint64_t kGiB = 1ull << 30;
-constexpr int64_t kDayMs = 24ll * 3600 * 1000;
-
-
+// The first name `choices` gives `value`.
+template <typename T>
+absl::string_view ChoiceName(const T& value, Choices<T> choices) {
+  for (const auto& [name, v] : choices) {
+    if (v == value) return name;
+  }
+  return "";
+}
 
 // Applies one --set override to the document tree, creating sections as needed. Unknown
 // keys created here are reported later by the schema walk, with their full dotted name.
@@ -112,61 +117,49 @@ absl::Status ApplyOverride(const ConfigOverride& o, YAML::Node* root) {
   return absl::OkStatus();
 }
 
-void ReadGrpc(ConfigReader& r, GrpcConfig* c) {
-  r.String("grpc_listen", &c->grpc_listen);
-  r.Size("max_frame_bytes", 4 * kKiB, kGiB, &c->max_frame_bytes);
-  r.Size("send_frame_bytes", 4 * kKiB, kGiB, &c->send_frame_bytes);
-  r.Int("max_keys_per_request", 1, 1 << 24, &c->max_keys_per_request);
-  r.Int("shutdown_grace_ms", 0, kDayMs, &c->shutdown_grace_ms);
-}
+// Reads each field from the YAML tree through a ConfigReader per section.
+class ReadVisitor {
+ public:
+  explicit ReadVisitor(const YAML::Node& root) { readers_.emplace_back(root, ""); }
 
-void ReadLog(ConfigReader& r, LogConfig* c) {
-  r.Choice("level",
-           {{"debug", LogLevel::kDebug},
-            {"info", LogLevel::kInfo},
-            {"warn", LogLevel::kWarn},
-            {"error", LogLevel::kError}},
-           &c->level);
-  r.Choice("format", {{"logfmt", LogFormat::kLogfmt}, {"json", LogFormat::kJson}}, &c->format);
-}
+  void Begin(const char* section) { readers_.push_back(readers_.back().Section(section)); }
+  void End() {
+    readers_.back().RejectUnknown();
+    readers_.pop_back();
+  }
+  void String(const char* key, std::string* field) { readers_.back().String(key, field); }
+  void Size(const char* key, uint64_t* field, SizeRange range) {
+    readers_.back().Size(key, range.min, range.max, field);
+    if (range.power_of_two) CheckPowerOfTwo(key, *field);
+  }
+  template <typename T>
+  void Int(const char* key, T* field, IntRange range) {
+    readers_.back().Int(key, range.min, range.max, field);
+    if (range.power_of_two) CheckPowerOfTwo(key, static_cast<uint64_t>(*field));
+  }
+  void Bool(const char* key, bool* field) {
+    readers_.back().Choice(key, {{"true", true}, {"false", false}}, field);
+  }
+  template <typename T>
+  void Enum(const char* key, T* field, Choices<T> choices) {
+    readers_.back().Choice(key, choices, field);
+  }
 
-void ReadNvme(ConfigReader& r, NvmeConfig* c) {
-  r.Choice("enabled", {{"true", true}, {"false", false}}, &c->enabled);
-  r.String("path", &c->path);
-  r.Size("capacity_bytes", 1ull << 20, std::numeric_limits<uint64_t>::max(), &c->capacity_bytes);
-  r.Int("demotion_threads", 1, 64, &c->demotion_threads);
-  r.Int("read_threads", 1, 64, &c->read_threads);
-  r.Int("demotion_queue_chunks", 1, 1 << 20, &c->demotion_queue_chunks);
-  r.Int("demotion_wait_ms", 0, 3600000, &c->demotion_wait_ms);
-  r.Int("clean_window_percent", 0, 100, &c->clean_window_percent);
-  r.Int("flush_interval_ms", 0, 3600000, &c->flush_interval_ms);
-  r.Choice("write_through", {{"true", true}, {"false", false}}, &c->write_through);
-  r.Choice("sync_writes", {{"true", true}, {"false", false}}, &c->sync_writes);
-  r.Choice("promote_on_hit", {{"true", true}, {"false", false}}, &c->promote_on_hit);
-  r.Choice("low_priority_background", {{"true", true}, {"false", false}},
-           &c->low_priority_background);
-  r.RejectUnknown();
-}
+  // Refuses unknown top-level keys; the first failure of any field.
+  absl::Status Finish() {
+    readers_.back().RejectUnknown();
+    return readers_.back().status();
+  }
 
-void ReadMetrics(ConfigReader& r, MetricsConfig* c) {
-  r.Choice("enabled", {{"true", true}, {"false", false}}, &c->enabled);
-  r.String("listen", &c->listen);
-  r.Choice("namespace_labels", {{"true", true}, {"false", false}}, &c->namespace_labels);
-  r.Int("max_namespaces", 1, 100000, &c->max_namespaces);
-  r.RejectUnknown();
-}
+ private:
+  void CheckPowerOfTwo(const char* key, uint64_t value) {
+    if (!IsPowerOfTwo(value)) {
+      readers_.back().Fail(key, absl::StrCat("must be a power of two, got ", value));
+    }
+  }
 
-void ReadUcx(ConfigReader& r, UcxConfig* c) {
-  r.Choice("enabled", {{"true", true}, {"false", false}}, &c->enabled);
-  r.String("listen", &c->listen);
-  r.String("tls", &c->tls);
-  r.Size("rndv_thresh_bytes", 0, kGiB, &c->rndv_thresh_bytes);
-  r.Size("tcp_segment_bytes", ucx_setup::kMinTcpSegmentBytes, ucx_setup::kMaxTcpSegmentBytes,
-         &c->tcp_segment_bytes);
-  r.Int("worker_threads", 1, 64, &c->worker_threads);
-  r.Choice("direct_access", {{"true", true}, {"false", false}}, &c->direct_access);
-  r.RejectUnknown();
-}
+  std::vector<ConfigReader> readers_;  // the sections open, innermost last
+};
 
 // OK when `value` is HOST:PORT with a port in [0, 65535].
 absl::Status CheckHostPort(absl::string_view field, const std::string& value) {
@@ -179,39 +172,6 @@ absl::Status CheckHostPort(absl::string_view field, const std::string& value) {
         absl::StrCat(field, ": expected HOST:PORT, got \"", value, "\""));
   }
   return absl::OkStatus();
-}
-
-void ReadStorage(ConfigReader& r, StorageConfig* c) {
-  r.Size("max_chunk_bytes", 1, std::numeric_limits<uint64_t>::max(), &c->max_chunk_bytes);
-  r.Int("max_lease_ms", 0, kDayMs, &c->max_lease_ms);
-  r.Int("index_shards", 1, 65536, &c->index_shards);
-  if (!IsPowerOfTwo(c->index_shards)) {
-    r.Fail("index_shards", absl::StrCat("must be a power of two, got ", c->index_shards));
-  }
-  ConfigReader dram = r.Section("dram");
-  DramConfig* d = &c->dram;
-  dram.Size("capacity_bytes", 1, std::numeric_limits<uint64_t>::max(), &d->capacity_bytes);
-  dram.Size("page_bytes", 4 * kKiB, kGiB, &d->page_bytes);
-  if (!IsPowerOfTwo(d->page_bytes)) {
-    dram.Fail("page_bytes", absl::StrCat("must be a power of two, got ", d->page_bytes));
-  }
-  // true/false are accepted because YAML users write them for on/off out of habit.
-  dram.Choice("huge_pages",
-              {{"off", HugePages::kOff},
-               {"auto", HugePages::kAuto},
-               {"on", HugePages::kOn},
-               {"false", HugePages::kOff},
-               {"true", HugePages::kOn}},
-              &d->huge_pages);
-  dram.Choice("prefault", {{"true", true}, {"false", false}}, &d->prefault);
-  dram.Choice("eviction", {{"lru", std::string("lru")}}, &d->eviction);
-  if (d->capacity_bytes < d->page_bytes) {
-    dram.Fail("capacity_bytes", absl::StrCat("must be at least page_bytes (", d->page_bytes,
-                                             "), got ", d->capacity_bytes));
-  }
-  dram.RejectUnknown();
-  ConfigReader nvme = r.Section("nvme");
-  ReadNvme(nvme, &c->nvme);
 }
 
 // Checks that relate several fields, or a field's syntax beyond its type.
@@ -245,29 +205,21 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
                      " keys of 16 bytes exceed server.max_frame_bytes (",
                      FormatByteSize(s.max_frame_bytes), ")"));
   }
+  const DramConfig& d = c.storage.dram;
+  if (d.capacity_bytes < d.page_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("storage.dram.capacity_bytes: must be at least page_bytes (", d.page_bytes,
+                     "), got ", d.capacity_bytes));
+  }
   if (c.data_dir.empty()) return absl::InvalidArgumentError("data_dir: must not be empty");
   return absl::OkStatus();
 }
 
 absl::StatusOr<ServerConfig> ReadTree(const YAML::Node& root) {
   ServerConfig c;
-  ConfigReader top(root, "");
-  ConfigReader server = top.Section("server");
-  ReadGrpc(server, &c.server);
-  server.RejectUnknown();
-  top.String("data_dir", &c.data_dir);
-  ConfigReader log = top.Section("log");
-  ReadLog(log, &c.log);
-  log.RejectUnknown();
-  ConfigReader storage = top.Section("storage");
-  ReadStorage(storage, &c.storage);
-  storage.RejectUnknown();
-  ConfigReader metrics = top.Section("metrics");
-  ReadMetrics(metrics, &c.metrics);
-  ConfigReader ucx = top.Section("ucx");
-  ReadUcx(ucx, &c.ucx);
-  top.RejectUnknown();
-  if (absl::Status s = top.status(); !s.ok()) return s;
+  ReadVisitor reader(root);
+  VisitConfig(c, reader);
+  if (absl::Status s = reader.Finish(); !s.ok()) return s;
   if (absl::Status s = CheckCrossFields(c); !s.ok()) return s;
   return c;
 }
@@ -284,19 +236,8 @@ storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
   o.prefault_dram = storage.dram.prefault;
   o.index_shards = storage.index_shards;
   o.max_lease = absl::Milliseconds(storage.max_lease_ms);
-  const NvmeConfig& n = storage.nvme;
+  o.nvme = storage.nvme;  // the storage fields of NvmeConfig
   o.nvme.path = NvmePath();
-  o.nvme.capacity_bytes = n.capacity_bytes;
-  o.nvme.demotion_threads = n.demotion_threads;
-  o.nvme.read_threads = n.read_threads;
-  o.nvme.demotion_queue_chunks = n.demotion_queue_chunks;
-  o.nvme.demotion_wait_ms = n.demotion_wait_ms;
-  o.nvme.clean_window_percent = n.clean_window_percent;
-  o.nvme.flush_interval_ms = n.flush_interval_ms;
-  o.nvme.write_through = n.write_through;
-  o.nvme.sync_writes = n.sync_writes;
-  o.nvme.promote_on_hit = n.promote_on_hit;
-  o.nvme.low_priority_background = n.low_priority_background;
   return o;
 }
 
@@ -345,84 +286,78 @@ absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
 
 namespace {
 
-void EmitNvme(const NvmeConfig& n, YAML::Emitter& out) {
-  out << YAML::Key << "nvme" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "enabled" << YAML::Value << n.enabled;
-  out << YAML::Key << "path" << YAML::Value << YAML::DoubleQuoted << n.path;
-  out << YAML::Key << "capacity_bytes" << YAML::Value << FormatByteSize(n.capacity_bytes);
-  out << YAML::Key << "demotion_threads" << YAML::Value << n.demotion_threads;
-  out << YAML::Key << "read_threads" << YAML::Value << n.read_threads;
-  out << YAML::Key << "demotion_queue_chunks" << YAML::Value << n.demotion_queue_chunks;
-  out << YAML::Key << "demotion_wait_ms" << YAML::Value << n.demotion_wait_ms;
-  out << YAML::Key << "clean_window_percent" << YAML::Value << n.clean_window_percent;
-  out << YAML::Key << "flush_interval_ms" << YAML::Value << n.flush_interval_ms;
-  out << YAML::Key << "write_through" << YAML::Value << n.write_through;
-  out << YAML::Key << "sync_writes" << YAML::Value << n.sync_writes;
-  out << YAML::Key << "promote_on_hit" << YAML::Value << n.promote_on_hit;
-  out << YAML::Key << "low_priority_background" << YAML::Value << n.low_priority_background;
-  out << YAML::EndMap;
-}
+// Writes each field as YAML, in file order.
+class EmitVisitor {
+ public:
+  explicit EmitVisitor(YAML::Emitter* out) : out_(*out) {}
 
-void EmitMetrics(const MetricsConfig& m, YAML::Emitter& out) {
-  out << YAML::Key << "metrics" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "enabled" << YAML::Value << m.enabled;
-  out << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << m.listen;
-  out << YAML::Key << "namespace_labels" << YAML::Value << m.namespace_labels;
-  out << YAML::Key << "max_namespaces" << YAML::Value << m.max_namespaces;
-  out << YAML::EndMap;
-}
+  void Begin(const char* section) { out_ << YAML::Key << section << YAML::Value << YAML::BeginMap; }
+  void End() { out_ << YAML::EndMap; }
+  void String(const char* key, std::string* field) {
+    out_ << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << *field;
+  }
+  void Size(const char* key, uint64_t* field, SizeRange) {
+    out_ << YAML::Key << key << YAML::Value << FormatByteSize(*field);
+  }
+  template <typename T>
+  void Int(const char* key, T* field, IntRange) {
+    out_ << YAML::Key << key << YAML::Value << *field;
+  }
+  void Bool(const char* key, bool* field) { out_ << YAML::Key << key << YAML::Value << *field; }
+  template <typename T>
+  void Enum(const char* key, T* field, Choices<T> choices) {
+    out_ << YAML::Key << key << YAML::Value << std::string(ChoiceName(*field, choices));
+  }
 
-void EmitUcx(const UcxConfig& u, YAML::Emitter& out) {
-  out << YAML::Key << "ucx" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "enabled" << YAML::Value << u.enabled;
-  out << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << u.listen;
-  out << YAML::Key << "tls" << YAML::Value << YAML::DoubleQuoted << u.tls;
-  out << YAML::Key << "rndv_thresh_bytes" << YAML::Value << FormatByteSize(u.rndv_thresh_bytes);
-  out << YAML::Key << "tcp_segment_bytes" << YAML::Value << FormatByteSize(u.tcp_segment_bytes);
-  out << YAML::Key << "worker_threads" << YAML::Value << u.worker_threads;
-  out << YAML::Key << "direct_access" << YAML::Value << u.direct_access;
-  out << YAML::EndMap;
-}
+ private:
+  YAML::Emitter& out_;
+};
+
+// Lists each field with its dotted key and its value as text.
+class ListVisitor {
+ public:
+  std::vector<ConfigEntry> entries;
+
+  void Begin(const char* section) { prefix_.push_back(absl::StrCat(section, ".")); }
+  void End() { prefix_.pop_back(); }
+  void String(const char* key, std::string* field) { Add(key, *field); }
+  void Size(const char* key, uint64_t* field, SizeRange) { Add(key, FormatByteSize(*field)); }
+  template <typename T>
+  void Int(const char* key, T* field, IntRange) {
+    Add(key, absl::StrCat(*field));
+  }
+  void Bool(const char* key, bool* field) { Add(key, *field ? "true" : "false"); }
+  template <typename T>
+  void Enum(const char* key, T* field, Choices<T> choices) {
+    Add(key, std::string(ChoiceName(*field, choices)));
+  }
+
+ private:
+  void Add(const char* key, std::string value) {
+    entries.push_back({absl::StrCat(absl::StrJoin(prefix_, ""), key), std::move(value)});
+  }
+
+  std::vector<std::string> prefix_;
+};
 
 }  // namespace
 
-std::string EmitConfig(const ServerConfig& c) {
+std::string EmitConfig(const ServerConfig& config) {
+  ServerConfig c = config;  // the visitor's fields are writable
   YAML::Emitter out;
+  EmitVisitor emit(&out);
   out << YAML::BeginMap;
-  out << YAML::Key << "server" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "grpc_listen" << YAML::Value << YAML::DoubleQuoted << c.server.grpc_listen;
-  out << YAML::Key << "max_frame_bytes" << YAML::Value << FormatByteSize(c.server.max_frame_bytes);
-  out << YAML::Key << "send_frame_bytes" << YAML::Value
-      << FormatByteSize(c.server.send_frame_bytes);
-  out << YAML::Key << "max_keys_per_request" << YAML::Value << c.server.max_keys_per_request;
-  out << YAML::Key << "shutdown_grace_ms" << YAML::Value << c.server.shutdown_grace_ms;
-  out << YAML::EndMap;
-  out << YAML::Key << "data_dir" << YAML::Value << YAML::DoubleQuoted << c.data_dir;
-  out << YAML::Key << "log" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "level" << YAML::Value << std::string(LogLevelName(c.log.level));
-  out << YAML::Key << "format" << YAML::Value << std::string(LogFormatName(c.log.format));
-  out << YAML::EndMap;
-  out << YAML::Key << "storage" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "max_chunk_bytes" << YAML::Value << FormatByteSize(c.storage.max_chunk_bytes);
-  out << YAML::Key << "max_lease_ms" << YAML::Value << c.storage.max_lease_ms;
-  out << YAML::Key << "index_shards" << YAML::Value << c.storage.index_shards;
-  out << YAML::Key << "dram" << YAML::Value << YAML::BeginMap;
-  const DramConfig& d = c.storage.dram;
-  out << YAML::Key << "capacity_bytes" << YAML::Value << FormatByteSize(d.capacity_bytes);
-  out << YAML::Key << "page_bytes" << YAML::Value << FormatByteSize(d.page_bytes);
-  out << YAML::Key << "huge_pages" << YAML::Value << std::string(HugePagesName(d.huge_pages));
-  out << YAML::Key << "prefault" << YAML::Value << d.prefault;
-  out << YAML::Key << "eviction" << YAML::Value << d.eviction;
-  out << YAML::EndMap;
-  EmitNvme(c.storage.nvme, out);
-  out << YAML::EndMap;
-  EmitMetrics(c.metrics, out);
-  EmitUcx(c.ucx, out);
+  VisitConfig(c, emit);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
 
-
+std::vector<ConfigEntry> ConfigEntries(const ServerConfig& config) {
+  ServerConfig c = config;
+  ListVisitor list;
+  VisitConfig(c, list);
+  return std::move(list.entries);
+}
 
 absl::string_view LogLevelName(LogLevel level) {
   switch (level) {

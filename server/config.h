@@ -1,9 +1,10 @@
 // The daemon's configuration: one YAML document plus `--set dotted.key=value` overrides.
 //
-// Every field has its default written in-class below and, identically, in
-// kDefaultConfigYaml (a test keeps the two in step). Parsing is strict: an unknown key, a
-// value of the wrong type or out of range is refused with a message that names the
-// dotted field, e.g.
+// Every key is declared once, in server/config_schema.h; a field's default and its
+// documentation sit on its struct member below (or on the storage option it is), and
+// kDefaultConfigYaml and README.md's reference table are tested against them. Parsing is
+// strict: an unknown key, a value of the wrong type or out of range is refused with a
+// message that names the dotted field, e.g.
 //   storage.dram.capacity_bytes: expected a byte size like 4GiB, got "lots"
 // because a typo that silently falls back to a default is the worst kind of config bug.
 //
@@ -17,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "common/ucx_setup.h"
 #include "storage/chunk_store.h"
 
@@ -51,65 +53,30 @@ struct LogConfig {
   LogFormat format = LogFormat::kLogfmt;
 };
 
-// The `storage.dram:` section.
+// The `storage.dram:` section: the store's DRAM options under their config names; their
+// defaults and documentation are storage::ChunkStoreOptions' (named on each line).
 struct DramConfig {
-  // Hard byte budget of the DRAM tier (reserved up front).
-  uint64_t capacity_bytes = 1ull << 30;
-  // Allocation granule; a power of two, at least 4 KiB.
-  uint64_t page_bytes = 1ull << 20;
-  // off | auto | on. auto tries explicit huge pages, then transparent ones, then 4 KiB.
-  storage::ChunkStoreOptions::HugePages huge_pages = storage::ChunkStoreOptions::HugePages::kAuto;
-  // Fault the whole arena in at start-up (about 0.3 s per GiB), so first puts do not pay
-  // for page zeroing and RSS shows the full budget from the start.
-  bool prefault = true;
-  // Eviction policy: lru.
-  std::string eviction = "lru";
+  uint64_t capacity_bytes = storage::ChunkStoreOptions().dram_capacity_bytes;
+  uint64_t page_bytes = storage::ChunkStoreOptions().page_bytes;
+  storage::ChunkStoreOptions::HugePages huge_pages = storage::ChunkStoreOptions().huge_pages;
+  bool prefault = storage::ChunkStoreOptions().prefault_dram;
+  std::string eviction = storage::ChunkStoreOptions().dram_eviction;  // dram_eviction
 };
 
-// The `storage.nvme:` section: the RocksDB tier below DRAM (docs/storage-format.md).
-struct NvmeConfig {
+// The `storage.nvme:` section: the RocksDB tier below DRAM (docs/storage-format.md), i.e.
+// storage::ChunkStoreOptions::Nvme (defaults and documentation there) plus `enabled`. Here
+// an empty `path` means `<data_dir>/nvme` (ServerConfig::NvmePath()).
+struct NvmeConfig : storage::ChunkStoreOptions::Nvme {
   // false: DRAM only; evicted chunks are dropped and nothing is written to disk.
   bool enabled = true;
-  // Database directory on a local SSD. Empty: `<data_dir>/nvme`. Created at start-up; an
-  // existing database there is reopened and its chunks served again.
-  std::string path;
-  // Byte budget of chunk payloads on NVMe (least recently used chunks are evicted past
-  // it). The directory settles within ~1.25x of it. 16 GiB fits a laptop or CI disk; set
-  // it to most of a dedicated SSD in production.
-  uint64_t capacity_bytes = 16ull << 30;
-  // Background threads writing DRAM evictions to NVMe.
-  int demotion_threads = 1;
-  // Threads reading NVMe hits for gRPC gets (storage::ChunkStoreOptions::Nvme).
-  int read_threads = 4;
-  // Evicted chunks waiting to be written; a put that finds the queue full waits.
-  int demotion_queue_chunks = 16;
-  // Longest wait of a put for room in a full demotion queue; then the evicted chunk is
-  // dropped (demotion_drops). 0: drop at once.
-  int64_t demotion_wait_ms = 0;
-  // Percentage of DRAM (its coldest chunks) the cleaner writes to NVMe ahead of eviction;
-  // 0: cleaner off.
-  int clean_window_percent = 25;
-  // Write-back chunks skip the WAL and are durable once flushed: at the latest this long
-  // after being written (0: only when the memtable fills or at shutdown).
-  int64_t flush_interval_ms = 1000;
-  // Write every put to NVMe before acknowledging it, so it survives kill -9 at once.
-  bool write_through = false;
-  // fsync the WAL on every NVMe write, so written chunks also survive power loss.
-  bool sync_writes = false;
-  // Copy a chunk served from NVMe into DRAM.
-  bool promote_on_hit = true;
-  // Run demotion, cleaning and RocksDB's background threads at nice 19.
-  bool low_priority_background = true;
 };
 
-// The `storage:` section.
+// The `storage:` section; the first three are storage::ChunkStoreOptions' fields of the
+// same names (max_lease_ms: max_lease).
 struct StorageConfig {
-  // Largest chunk a Put may store; larger chunks are refused with RESOURCE_EXHAUSTED.
-  uint64_t max_chunk_bytes = 256ull << 20;
-  // Longest lease a Lookup may take; longer requests are clamped to it.
-  int64_t max_lease_ms = 60000;
-  // Independently locked index shards; a power of two in [1, 65536].
-  int index_shards = 64;
+  uint64_t max_chunk_bytes = storage::ChunkStoreOptions().max_chunk_bytes;
+  int64_t max_lease_ms = absl::ToInt64Milliseconds(storage::ChunkStoreOptions().max_lease);
+  int index_shards = storage::ChunkStoreOptions().index_shards;
   DramConfig dram;
   NvmeConfig nvme;
 };

@@ -1,17 +1,24 @@
-#include "common/ucx_setup.h"
 #include "server/config.h"
+
+#include <yaml-cpp/yaml.h>
 
 #include <cstdio>
 #include <fstream>
 #include <tuple>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/ucx_setup.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/ucx_wire.h"
+#include "server/config_schema.h"
 
 namespace kvstash::server {
 namespace {
 
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 ServerConfig MustParse(absl::string_view yaml, std::vector<ConfigOverride> overrides = {}) {
@@ -41,6 +48,54 @@ TEST(ConfigTest, EmbeddedDefaultMatchesInClassDefaults) {
   ExpectSameConfig(parsed, defaults);
   EXPECT_EQ(parsed.server.max_frame_bytes, 4u << 20);
   EXPECT_EQ(parsed.storage.dram.huge_pages, storage::ChunkStoreOptions::HugePages::kAuto);
+}
+
+// Dotted key and scalar text of every value in `node`, in document order.
+void Flatten(const YAML::Node& node, const std::string& prefix, std::vector<ConfigEntry>* out) {
+  for (const auto& entry : node) {
+    const std::string key = prefix + entry.first.Scalar();
+    if (entry.second.IsMap()) {
+      Flatten(entry.second, key + ".", out);
+    } else {
+      out->push_back({key, entry.second.Scalar()});
+    }
+  }
+}
+
+std::vector<std::string> Describe(const std::vector<ConfigEntry>& entries) {
+  std::vector<std::string> out;
+  for (const ConfigEntry& e : entries) out.push_back(e.key + " = " + e.value);
+  return out;
+}
+
+TEST(ConfigTest, EmbeddedDefaultNamesEveryKeyWithItsDefault) {
+  std::vector<ConfigEntry> yaml;
+  Flatten(YAML::Load(kDefaultConfigYaml), "", &yaml);
+  EXPECT_THAT(Describe(yaml), ElementsAreArray(Describe(ConfigEntries(ServerConfig{}))));
+}
+
+// README.md's "Configuration reference" rows: | `key` | `default` | meaning |, where a
+// default of `""` is the empty string.
+std::vector<ConfigEntry> ReadmeConfigTable() {
+  std::ifstream in(std::string(KVSTASH_SOURCE_DIR) + "/README.md");
+  EXPECT_TRUE(in.good()) << "README.md not found";
+  std::vector<ConfigEntry> out;
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (absl::StartsWith(line, "#")) in_section = line == "### Configuration reference";
+    if (!in_section || !absl::StartsWith(line, "| `")) continue;
+    std::vector<std::string> cells = absl::StrSplit(line, " | ");
+    if (cells.size() < 3) continue;
+    std::string key(absl::StripSuffix(absl::StripPrefix(cells[0], "| `"), "`"));
+    std::string value(absl::StripSuffix(absl::StripPrefix(cells[1], "`"), "`"));
+    out.push_back({key, value == "\"\"" ? "" : value});
+  }
+  return out;
+}
+
+TEST(ConfigTest, ReadmeReferenceTableListsEveryKeyWithItsDefault) {
+  EXPECT_THAT(Describe(ReadmeConfigTable()),
+              ElementsAreArray(Describe(ConfigEntries(ServerConfig{}))));
 }
 
 TEST(ConfigTest, EmptyDocumentGivesDefaults) {

@@ -1,9 +1,13 @@
 // The kvstash-specific collectors: transport metrics and store metrics, rendered.
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "common/http_get.h"
 #include "gtest/gtest.h"
+#include "kvstash/stats_counters.h"
 #include "server/metrics/exposition.h"
 #include "server/metrics/http_server.h"
 #include "server/namespace_registry.h"
@@ -86,6 +90,39 @@ TEST(StoreMetricsTest, TiersAndGetsComeFromStats) {
   EXPECT_THAT(text, HasSubstr("kvstash_gets_total{result=\"miss\",tier=\"none\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("kvstash_puts_total{tier=\"dram\"} 1\n"));
   EXPECT_THAT(text, Not(HasSubstr("kvstash_namespace_")));
+}
+
+// Each NVMe counter reaches the series its table line names, with its own value.
+TEST(StoreMetricsTest, EveryNvmeCounterReachesItsSeries) {
+  storage::StoreStats stats;
+  stats.tiers.push_back({storage::Tier::kNvme});
+  stats.total.hits = 100;
+  uint64_t next = 1;
+#define KVSTASH_FILL(name, ...) stats.nvme.name = next++;
+  KVSTASH_NVME_COUNTERS(KVSTASH_FILL)
+#undef KVSTASH_FILL
+  std::vector<metrics::Family> families;
+  CollectStoreStats(stats, &families);
+  const std::string text = metrics::RenderText(families);
+#define KVSTASH_EXPECT(name, client, kind, cli, metric, ...)                              \
+  if (absl::string_view(metric).empty()) {                                                \
+    EXPECT_THAT(text, Not(HasSubstr(absl::StrCat(" ", stats.nvme.name, "\n")))) << #name; \
+  } else {                                                                                \
+    EXPECT_THAT(text, HasSubstr(absl::StrCat(metric, " ", stats.nvme.name, "\n")));       \
+  }
+  KVSTASH_NVME_COUNTERS(KVSTASH_EXPECT)
+#undef KVSTASH_EXPECT
+}
+
+TEST(StoreMetricsTest, DramOnlyExportsNoNvmeSeriesButTheQueueDepth) {
+  storage::StoreStats stats;
+  stats.tiers.push_back({storage::Tier::kDram});
+  std::vector<metrics::Family> families;
+  CollectStoreStats(stats, &families);
+  const std::string text = metrics::RenderText(families);
+  EXPECT_THAT(text, HasSubstr("kvstash_demotion_queue_depth 0\n"));
+  EXPECT_THAT(text, Not(HasSubstr("tier=\"nvme\"")));
+  EXPECT_THAT(text, Not(HasSubstr("kvstash_demotions_total{")));
 }
 
 TEST(StoreMetricsTest, NamespaceLabelsAreCapped) {

@@ -7,8 +7,14 @@
 #include "absl/status/status.h"
 #include "kvstash/v1/kvstash.pb.h"
 #include "server/service_env.h"
+#include "storage/chunk.h"
 
 namespace kvstash::server {
+
+// Field-by-field copies, expanded from kvstash/stats_counters.h.
+void ToProto(const storage::CounterSnapshot& in, v1::CounterSet* out);
+void ToProto(const storage::TierStats& in, v1::TierStats* out);
+void ToProto(const storage::NvmeCounters& in, v1::NvmeCounters* out);
 
 // Totals and tiers always cover the whole daemon; `namespaces` lists the one asked for, or
 // every namespace registered or holding counters (sorted by id, so output is stable).

@@ -1,10 +1,14 @@
 #include "server/store_metrics.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace kvstash::server {
 namespace {
@@ -35,6 +39,7 @@ enum StoreFamily {
   kIoErrors,
   kRecovered,
   kWritesSuspended,
+  kReopens,
   kGcRuns,
   kGcWaits,
   kStoreFamilyCount
@@ -67,6 +72,9 @@ constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
     {"kvstash_tier_writes_suspended",
      "1 while the tier refuses writes after an I/O error (it reopens once space is back).",
      MetricType::kGauge},
+    {"kvstash_tier_reopens_total",
+     "Times the tier reopened its database and resumed writing after an I/O error.",
+     MetricType::kCounter},
     {"kvstash_gc_runs_total", "Blob garbage-collection runs of the tier.", MetricType::kCounter},
     {"kvstash_gc_waits_total",
      "Writes (demotions, write-throughs) that waited for garbage collection because live "
@@ -123,39 +131,69 @@ void Add(Family& f, Labels labels, double value) {
   f.samples.push_back({std::move(labels), value, {}});
 }
 
+// "family{k=\"v\",...}" as written in kvstash/stats_counters.h.
+struct Series {
+  absl::string_view family;
+  Labels labels;
+};
+
+Series ParseSeries(absl::string_view selector) {
+  Series out;
+  const size_t brace = selector.find('{');
+  out.family = selector.substr(0, brace);
+  if (brace == absl::string_view::npos) return out;
+  absl::string_view body = absl::StripSuffix(selector.substr(brace + 1), "}");
+  for (absl::string_view pair : absl::StrSplit(body, ',')) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(pair, '=');
+    out.labels.emplace_back(kv.first, absl::StripSuffix(absl::StripPrefix(kv.second, "\""), "\""));
+  }
+  return out;
+}
+
+Family& FamilyNamed(std::vector<Family>& f, absl::string_view name) {
+  for (Family& family : f) {
+    if (family.name == name) return family;
+  }
+  // Only a typo in stats_counters.h gets here; store_metrics_test catches it.
+  std::abort();
+}
+
+void CollectTierStats(const storage::TierStats& t, std::vector<Family>& f) {
+  const Labels tier = {{"tier", TierName(t.tier)}};
+#define KVSTASH_ADD(name, kind, metric, ...) Add(FamilyNamed(f, metric), tier, t.name);
+  KVSTASH_TIER_STATS(KVSTASH_ADD)
+#undef KVSTASH_ADD
+}
+
+void CollectNvme(const storage::NvmeCounters& n, bool nvme, std::vector<Family>& f) {
+  static constexpr std::pair<const char*, uint64_t storage::NvmeCounters::*> kSeries[] = {
+#define KVSTASH_SERIES(name, client, kind, cli, metric, ...) {metric, &storage::NvmeCounters::name},
+      KVSTASH_NVME_COUNTERS(KVSTASH_SERIES)
+#undef KVSTASH_SERIES
+  };
+  for (const auto& [selector, member] : kSeries) {
+    const Series series = ParseSeries(selector);
+    if (series.family.empty()) continue;
+    // Without an NVMe tier its series would all be zero; the queue depth is still exported,
+    // as dashboards sum it.
+    if (!nvme && series.family != kStoreFamilies[kQueueDepth].name) continue;
+    Add(FamilyNamed(f, series.family), series.labels, n.*member);
+  }
+}
+
 void CollectTiers(const storage::StoreStats& s, std::vector<Family>& f) {
   bool nvme = false;
   for (const storage::TierStats& t : s.tiers) {
-    const Labels tier = {{"tier", TierName(t.tier)}};
     nvme |= t.tier == storage::Tier::kNvme;
-    Add(f[kCapacity], tier, t.capacity_bytes);
-    Add(f[kUsed], tier, t.used_bytes);
-    Add(f[kBytes], tier, t.chunk_bytes);
-    Add(f[kChunks], tier, t.chunks);
+    CollectTierStats(t, f);
   }
-  const storage::NvmeCounters& n = s.nvme;
   // total.hits counts a get once, at the tier that served it; NVMe's share is nvme.hits.
-  Add(f[kGets], {{"result", "hit"}, {"tier", "dram"}}, s.total.hits - n.hits);
+  Add(f[kGets], {{"result", "hit"}, {"tier", "dram"}}, s.total.hits - s.nvme.hits);
   Add(f[kGets], {{"result", "miss"}, {"tier", "none"}}, s.total.misses);
   Add(f[kPuts], {{"tier", "dram"}}, s.total.puts);
   Add(f[kDeletes], {}, s.total.deletes);
   Add(f[kEvictions], {{"tier", "dram"}}, s.total.evictions);
-  Add(f[kQueueDepth], {}, n.demotions_pending);
-  if (!nvme) return;  // the NVMe-only series would all be zero
-  Add(f[kGets], {{"result", "hit"}, {"tier", "nvme"}}, n.hits);
-  Add(f[kPuts], {{"tier", "nvme"}}, n.write_throughs);
-  Add(f[kEvictions], {{"tier", "nvme"}}, n.evictions);
-  Add(f[kDemotions], {{"result", "written"}}, n.demotions);
-  Add(f[kDemotions], {{"result", "cleaned"}}, n.cleanings);
-  Add(f[kDemotions], {{"result", "dropped"}}, n.demotion_drops);
-  Add(f[kDemotions], {{"result", "failed"}}, n.demotion_failures);
-  Add(f[kPromotions], {}, n.promotions);
-  Add(f[kChecksumFailures], {{"tier", "nvme"}}, n.checksum_failures);
-  Add(f[kIoErrors], {{"tier", "nvme"}}, n.io_errors);
-  Add(f[kRecovered], {{"tier", "nvme"}}, n.recovered_chunks);
-  Add(f[kWritesSuspended], {{"tier", "nvme"}}, n.writes_suspended ? 1 : 0);
-  Add(f[kGcRuns], {{"tier", "nvme"}}, n.gc_runs);
-  Add(f[kGcWaits], {{"tier", "nvme"}}, n.gc_waits);
+  CollectNvme(s.nvme, nvme, f);
 }
 
 void CollectNamespaces(const storage::ChunkStore& store, const NamespaceRegistry& registry,
@@ -192,11 +230,15 @@ void CollectNamespaces(const storage::ChunkStore& store, const NamespaceRegistry
 
 }  // namespace
 
+void CollectStoreStats(const storage::StoreStats& stats, std::vector<Family>* out) {
+  std::vector<Family> f = Declare(kStoreFamilies);
+  CollectTiers(stats, f);
+  for (Family& family : f) out->push_back(std::move(family));
+}
+
 void CollectStoreMetrics(const storage::ChunkStore& store, const NamespaceRegistry& registry,
                          const StoreMetricsOptions& options, std::vector<Family>* out) {
-  std::vector<Family> f = Declare(kStoreFamilies);
-  CollectTiers(store.Stats(), f);
-  for (Family& family : f) out->push_back(std::move(family));
+  CollectStoreStats(store.Stats(), out);
   if (!options.namespace_labels) return;
   std::vector<Family> ns = Declare(kNsFamilies);
   CollectNamespaces(store, registry, options.max_namespaces, ns);

@@ -1,5 +1,7 @@
 // Store metrics: read from ChunkStore::Stats() (and the namespace counters) at scrape time,
-// so the data path pays nothing for them. Declared in one list in store_metrics.cc:
+// so the data path pays nothing for them. The families are declared in one list in
+// store_metrics.cc; which counter feeds which series is the `metric` column of
+// kvstash/stats_counters.h:
 //
 //   kvstash_tier_capacity_bytes{tier}    gauge, configured budget
 //   kvstash_tier_used_bytes{tier}        gauge, allocator bytes in use (slack included)
@@ -10,12 +12,15 @@
 //                                        through to nvme
 //   kvstash_deletes_total                counter
 //   kvstash_evictions_total{tier}        counter, dram (demoted or dropped) and nvme
-//   kvstash_demotions_total{result}      counter, written|dropped|failed
+//   kvstash_demotions_total{result}      counter, written|cleaned|dropped|failed
 //   kvstash_demotion_queue_depth         gauge, evicted chunks waiting for NVMe
 //   kvstash_promotions_total             counter, NVMe hits copied into DRAM
 //   kvstash_checksum_failures_total{tier} counter
 //   kvstash_io_errors_total{tier}        counter
 //   kvstash_recovered_chunks{tier}       gauge, chunks found on NVMe at start-up
+//   kvstash_tier_writes_suspended{tier}  gauge, 1 while writing is stopped after an error
+//   kvstash_tier_reopens_total{tier}     counter, reopens that resumed writing
+//   kvstash_gc_runs_total{tier}, kvstash_gc_waits_total{tier}  counters
 // and, with StoreMetricsOptions::namespace_labels, per namespace (labels namespace,
 // tenant, model), at most max_namespaces of them (the largest by bytes):
 //   kvstash_namespace_chunks, kvstash_namespace_bytes (gauges),
@@ -41,6 +46,9 @@ struct StoreMetricsOptions {
   // Most namespaces exported when namespace_labels is on.
   uint32_t max_namespaces = 64;
 };
+
+// Appends the families fed by `stats` (every family but the per-namespace ones).
+void CollectStoreStats(const storage::StoreStats& stats, std::vector<metrics::Family>* out);
 
 // Appends the store's families (and per-namespace ones when enabled).
 void CollectStoreMetrics(const storage::ChunkStore& store, const NamespaceRegistry& registry,

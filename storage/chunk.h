@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "kvstash/keys.h"
+#include "kvstash/stats_counters.h"
 
 namespace kvstash::storage {
 
@@ -95,48 +96,28 @@ class PendingChunk {
   virtual void MarkWritten(uint64_t n) = 0;
 };
 
+// Field declarations expanded from kvstash/stats_counters.h.
+#define KVSTASH_STAT_MEMBER(name, ...) uint64_t name = 0;
+
+// A namespace's counters, or the daemon's totals (KVSTASH_STORE_COUNTERS).
 struct CounterSnapshot {
-  uint64_t chunks = 0;  // live chunks
-  uint64_t bytes = 0;   // payload bytes of live chunks
-  uint64_t hits = 0;    // gets served
-  uint64_t misses = 0;  // gets of absent keys
-  uint64_t puts = 0;    // chunks committed (idempotent repeats not counted)
-  uint64_t evictions = 0;
-  uint64_t deletes = 0;
-  uint64_t lookups = 0;
-  uint64_t lookup_hit_chunks = 0;
+  KVSTASH_STORE_COUNTERS(KVSTASH_STAT_MEMBER)
 };
 
+// One tier's occupancy (KVSTASH_TIER_STATS).
 struct TierStats {
   Tier tier = Tier::kNone;
-  uint64_t capacity_bytes = 0;
-  uint64_t used_bytes = 0;   // allocator bytes in use, slack included
-  uint64_t chunk_bytes = 0;  // payload bytes of live chunks
-  uint64_t chunks = 0;
+  KVSTASH_TIER_STATS(KVSTASH_STAT_MEMBER)
 };
 
-// NVMe tier and DRAM<->NVMe movement since the store started; all zero when the NVMe tier
-// is off. Hits and misses of the NVMe tier are also in CounterSnapshot (a get that DRAM
-// missed and NVMe served counts once, as a hit).
+// NVMe tier and DRAM<->NVMe movement since the store started (KVSTASH_NVME_COUNTERS); all
+// zero when the NVMe tier is off. Hits and misses of the NVMe tier are also in
+// CounterSnapshot (a get that DRAM missed and NVMe served counts once, as a hit).
 struct NvmeCounters {
-  uint64_t hits = 0;                // gets served from NVMe (or from the demotion queue)
-  uint64_t misses = 0;              // gets that missed DRAM and NVMe
-  uint64_t evictions = 0;           // chunks evicted from NVMe to stay within its budget
-  uint64_t demotions = 0;           // DRAM evictions written to NVMe
-  uint64_t cleanings = 0;           // DRAM chunks written to NVMe ahead of eviction
-  uint64_t demotion_drops = 0;      // DRAM evictions dropped: queue full past demotion_wait_ms
-  uint64_t demotion_failures = 0;   // demotions whose NVMe write failed (also in io_errors)
-  uint64_t demotions_pending = 0;   // gauge: queued or being written now
-  uint64_t promotions = 0;          // NVMe hits copied into DRAM
-  uint64_t write_throughs = 0;      // puts also written to NVMe at commit
-  uint64_t checksum_failures = 0;   // NVMe reads that failed verification (chunk deleted)
-  uint64_t io_errors = 0;           // failed NVMe reads, writes, deletes, compactions
-  uint64_t recovered_chunks = 0;    // chunks found on NVMe at start-up
-  uint64_t reopens = 0;             // NVMe database reopened after a write error
-  uint64_t gc_runs = 0;             // blob garbage-collection runs
-  uint64_t gc_waits = 0;            // NVMe writes that waited for GC near the budget
-  bool writes_suspended = false;    // gauge: NVMe writing stopped after an error
+  KVSTASH_NVME_COUNTERS(KVSTASH_STAT_MEMBER)
 };
+
+#undef KVSTASH_STAT_MEMBER
 
 struct StoreStats {
   CounterSnapshot total;

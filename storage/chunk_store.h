@@ -78,8 +78,9 @@ struct ChunkStoreOptions {
     // from the metadata family.
     std::string path;
     // Byte budget of chunk payloads on NVMe; approximately-LRU chunks are evicted past it.
-    // The directory settles within ~1.25x of it (blob garbage, WAL, SST files).
-    uint64_t capacity_bytes = 64ull << 30;
+    // The directory settles within ~1.25x of it (blob garbage, WAL, SST files). 16 GiB fits
+    // a laptop or CI disk; set it to most of a dedicated SSD in production.
+    uint64_t capacity_bytes = 16ull << 30;
     // Background threads writing DRAM evictions to NVMe. One keeps up with a single SSD
     // for MiB-sized chunks; more help with many small chunks or sync_writes.
     int demotion_threads = 1;

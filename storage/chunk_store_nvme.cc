@@ -105,7 +105,7 @@ void ChunkStoreImpl::AddNvmeStats(StoreStats* stats) const {
   n.reopens = tier.reopens;
   n.gc_runs = tier.gc_runs;
   n.gc_waits = tier.gc_waits;
-  n.writes_suspended = tier.writes_suspended;
+  n.writes_suspended = tier.writes_suspended ? 1 : 0;
 }
 
 }  // namespace kvstash::storage

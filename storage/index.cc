@@ -9,15 +9,9 @@ namespace kvstash::storage {
 namespace {
 
 void Accumulate(CounterSnapshot* to, const CounterSnapshot& from) {
-  to->chunks += from.chunks;
-  to->bytes += from.bytes;
-  to->hits += from.hits;
-  to->misses += from.misses;
-  to->puts += from.puts;
-  to->evictions += from.evictions;
-  to->deletes += from.deletes;
-  to->lookups += from.lookups;
-  to->lookup_hit_chunks += from.lookup_hit_chunks;
+#define KVSTASH_ADD(name, ...) to->name += from.name;
+  KVSTASH_STORE_COUNTERS(KVSTASH_ADD)
+#undef KVSTASH_ADD
 }
 
 uint64_t Load64(const Key128& k, size_t offset) {

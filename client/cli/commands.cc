@@ -140,29 +140,6 @@ absl::Status RunDelete(Client& client, NamespaceHandle ns, const CliArgs& a, std
   return absl::OkStatus();
 }
 
-void PrintStats(const ServerStats& s, std::ostream& out) {
-  out << "chunks " << s.chunks << "\nbytes " << s.bytes << " (" << HumanBytes(s.bytes) << ")\nhits "
-      << s.hits << "\nmisses " << s.misses << "\nputs " << s.puts << "\nevictions " << s.evictions
-      << "\ndeletes " << s.deletes << "\nlookups " << s.lookups << "\nlookup_hit_chunks "
-      << s.lookup_hit_chunks << "\n";
-  double pct = s.dram_capacity_bytes == 0 ? 0.0
-                                          : 100.0 * static_cast<double>(s.dram_used_bytes) /
-                                                static_cast<double>(s.dram_capacity_bytes);
-  out << "dram used " << s.dram_used_bytes << " / capacity " << s.dram_capacity_bytes << " ("
-      << HumanBytes(s.dram_used_bytes) << " of " << HumanBytes(s.dram_capacity_bytes) << ", "
-      << absl::StrFormat("%.1f%%", pct) << ")\n";
-  if (s.nvme_capacity_bytes == 0) return;  // DRAM-only daemon
-  out << "nvme used " << s.nvme_used_bytes << " / capacity " << s.nvme_capacity_bytes << " ("
-      << HumanBytes(s.nvme_used_bytes) << " of " << HumanBytes(s.nvme_capacity_bytes)
-      << "), chunks " << s.nvme_chunks << "\nnvme hits " << s.nvme_hits << " misses "
-      << s.nvme_misses << " evictions " << s.nvme_evictions << "\ndemotions " << s.demotions
-      << " drops " << s.demotion_drops << " failures " << s.demotion_failures << " pending "
-      << s.demotions_pending << "\npromotions " << s.promotions << "\nwrite_throughs "
-      << s.write_throughs << "\nchecksum_failures " << s.checksum_failures << "\nnvme io_errors "
-      << s.nvme_io_errors << "\nrecovered_chunks " << s.recovered_chunks << "\nnvme gc_runs "
-      << s.nvme_gc_runs << " gc_waits " << s.nvme_gc_waits << "\n";
-}
-
 absl::Status RunHealth(Client& client, std::ostream& out) {
   absl::StatusOr<HealthInfo> h = client.Health();
   if (!h.ok()) return h.status();
@@ -195,7 +172,7 @@ absl::Status Dispatch(Client& client, const CliArgs& a, std::ostream& out) {
       return RunDelete(client, ns, a, out);
     case Command::kStats: {
       absl::StatusOr<ServerStats> s = client.Stats(a.namespace_stats ? &ns : nullptr);
-      if (s.ok()) PrintStats(*s, out);
+      if (s.ok()) out << StatsText(*s);
       return s.status();
     }
     case Command::kHealth:

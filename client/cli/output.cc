@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -49,6 +50,41 @@ std::string LookupSummary(uint32_t hit_chunks, size_t total_chunks, uint32_t chu
 std::string TierList(absl::Span<const ChunkTier> tiers) {
   if (tiers.empty()) return "-";
   return absl::StrJoin(tiers, " ", [](std::string* out, ChunkTier t) { out->append(TierName(t)); });
+}
+
+namespace {
+
+// "used 512 / capacity 1024 (512 B of 1.0 KiB" (the caller closes the parenthesis).
+std::string UsedText(uint64_t used, uint64_t capacity) {
+  return absl::StrCat("used ", used, " / capacity ", capacity, " (", HumanBytes(used), " of ",
+                      HumanBytes(capacity));
+}
+
+}  // namespace
+
+std::string StatsText(const ServerStats& s) {
+  std::string out;
+#define KVSTASH_LINE(name, ...) \
+  absl::StrAppend(              \
+      &out, #name " ", s.name,  \
+      absl::EndsWith(#name, "bytes") ? absl::StrCat(" (", HumanBytes(s.name), ")") : "", "\n");
+  KVSTASH_STORE_COUNTERS(KVSTASH_LINE)
+#undef KVSTASH_LINE
+  const double pct = s.dram_capacity_bytes == 0 ? 0.0
+                                                : 100.0 * static_cast<double>(s.dram_used_bytes) /
+                                                      static_cast<double>(s.dram_capacity_bytes);
+  absl::StrAppend(&out, "dram ", UsedText(s.dram_used_bytes, s.dram_capacity_bytes), ", ",
+                  absl::StrFormat("%.1f%%", pct), ")\n");
+  if (s.nvme_capacity_bytes == 0) return out;  // DRAM-only daemon
+  absl::StrAppend(&out, "nvme ", UsedText(s.nvme_used_bytes, s.nvme_capacity_bytes), "), chunks ",
+                  s.nvme_chunks);
+  // A label that starts with a space continues the line above.
+#define KVSTASH_LINE(name, client, kind, cli, ...) \
+  absl::StrAppend(&out, cli[0] == ' ' ? "" : "\n", cli, " ", s.client);
+  KVSTASH_NVME_COUNTERS(KVSTASH_LINE)
+#undef KVSTASH_LINE
+  out += "\n";
+  return out;
 }
 
 std::vector<uint8_t> PatternBytes(uint64_t seed, size_t size) {

@@ -24,6 +24,9 @@ std::string LookupSummary(uint32_t hit_chunks, size_t total_chunks, uint32_t chu
                           size_t total_tokens);
 // "dram dram nvme", or "-" for none.
 std::string TierList(absl::Span<const ChunkTier> tiers);
+// What `kvstash stats` prints: one "name value" line per counter, then the tiers' use and,
+// when the daemon has an NVMe tier, its counters (kvstash/stats_counters.h).
+std::string StatsText(const ServerStats& s);
 // Deterministic payload for `put --size`: the same (seed, size) always gives the same
 // bytes, so a later get can be checked against a regenerated copy.
 std::vector<uint8_t> PatternBytes(uint64_t seed, size_t size);

@@ -197,8 +197,9 @@ class Client:
         return self._native.delete(ns, keys)
 
     def stats(self, ns: Optional[Namespace] = None) -> Dict[str, int]:
-        """The daemon's counters (chunks, bytes, hits, misses, ...); with ``ns``, that
-        namespace's (capacity fields stay the tier's)."""
+        """The daemon's counters (chunks, bytes, hits, misses, ...), keyed as the C++
+        client's ``ServerStats`` fields (``kvstash/stats_counters.h``); with ``ns``, that
+        namespace's (capacity and NVMe fields stay the daemon's)."""
         return self._native.stats(ns)
 
     def health(self) -> Dict[str, Any]:

@@ -94,39 +94,15 @@ nb::dict DefaultOptions() {
 }
 
 // Every ServerStats counter by name: client.stats().
-#define KVSTASH_STAT(field) \
-  { #field, &ServerStats::field }
+#define KVSTASH_STAT(name, ...) {#name, &ServerStats::name},
+#define KVSTASH_TIER_STAT(tier, name) {#tier "_" #name, &ServerStats::tier##_##name},
+#define KVSTASH_NVME_STAT(name, client, ...) {#client, &ServerStats::client},
 const std::pair<const char*, uint64_t ServerStats::*> kStatFields[] = {
-    KVSTASH_STAT(chunks),
-    KVSTASH_STAT(bytes),
-    KVSTASH_STAT(hits),
-    KVSTASH_STAT(misses),
-    KVSTASH_STAT(puts),
-    KVSTASH_STAT(evictions),
-    KVSTASH_STAT(deletes),
-    KVSTASH_STAT(lookups),
-    KVSTASH_STAT(lookup_hit_chunks),
-    KVSTASH_STAT(dram_capacity_bytes),
-    KVSTASH_STAT(dram_used_bytes),
-    KVSTASH_STAT(nvme_capacity_bytes),
-    KVSTASH_STAT(nvme_used_bytes),
-    KVSTASH_STAT(nvme_chunks),
-    KVSTASH_STAT(nvme_hits),
-    KVSTASH_STAT(nvme_misses),
-    KVSTASH_STAT(nvme_evictions),
-    KVSTASH_STAT(demotions),
-    KVSTASH_STAT(demotion_drops),
-    KVSTASH_STAT(demotion_failures),
-    KVSTASH_STAT(demotions_pending),
-    KVSTASH_STAT(promotions),
-    KVSTASH_STAT(write_throughs),
-    KVSTASH_STAT(checksum_failures),
-    KVSTASH_STAT(nvme_io_errors),
-    KVSTASH_STAT(recovered_chunks),
-    KVSTASH_STAT(nvme_gc_runs),
-    KVSTASH_STAT(nvme_gc_waits),
-};
+    KVSTASH_STORE_COUNTERS(KVSTASH_STAT) KVSTASH_SERVER_TIER_FIELDS(KVSTASH_TIER_STAT)
+        KVSTASH_NVME_COUNTERS(KVSTASH_NVME_STAT)};
 #undef KVSTASH_STAT
+#undef KVSTASH_TIER_STAT
+#undef KVSTASH_NVME_STAT
 
 class PyCompletions {
  public:

@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "kvstash/keys.h"
+#include "kvstash/stats_counters.h"
 
 namespace kvstash {
 
@@ -130,19 +131,31 @@ struct GetItem {
   uint64_t checksum = 0;
 };
 
+// The tier fields of ServerStats: X(tier, name) is field <tier>_<name>, copied from that
+// tier's KVSTASH_TIER_STATS entry `name`.
+#define KVSTASH_SERVER_TIER_FIELDS(X) \
+  X(dram, capacity_bytes)             \
+  X(dram, used_bytes)                 \
+  X(nvme, capacity_bytes)             \
+  X(nvme, used_bytes)                 \
+  X(nvme, chunks)
+
+// The daemon's counters (kvstash/stats_counters.h); Python's Client.stats() returns them
+// under the same names, as `kvstash stats` prints them.
+#define KVSTASH_CLIENT_STAT_MEMBER(name, ...) uint64_t name = 0;
+#define KVSTASH_CLIENT_TIER_MEMBER(tier, name) uint64_t tier##_##name = 0;
+#define KVSTASH_CLIENT_NVME_MEMBER(name, client, ...) uint64_t client = 0;
 struct ServerStats {
-  uint64_t chunks = 0, bytes = 0, hits = 0, misses = 0, puts = 0, evictions = 0, deletes = 0,
-           lookups = 0, lookup_hit_chunks = 0;
-  uint64_t dram_capacity_bytes = 0, dram_used_bytes = 0;
-  // NVMe tier; all zero when the daemon runs DRAM only. The counters are daemon-wide even
-  // when the stats were asked for one namespace.
-  uint64_t nvme_capacity_bytes = 0, nvme_used_bytes = 0, nvme_chunks = 0;
-  uint64_t nvme_hits = 0, nvme_misses = 0, nvme_evictions = 0, demotions = 0,
-           demotion_drops = 0, demotion_failures = 0, demotions_pending = 0, promotions = 0,
-           write_throughs = 0, checksum_failures = 0, nvme_io_errors = 0, recovered_chunks = 0;
-  // Blob garbage-collection runs, and NVMe writes that waited for one near the budget.
-  uint64_t nvme_gc_runs = 0, nvme_gc_waits = 0;
+  // The daemon's totals, or one namespace's counters.
+  KVSTASH_STORE_COUNTERS(KVSTASH_CLIENT_STAT_MEMBER)
+  // NVMe fields are all zero when the daemon runs DRAM only. The NVMe counters are
+  // daemon-wide even when the stats were asked for one namespace.
+  KVSTASH_SERVER_TIER_FIELDS(KVSTASH_CLIENT_TIER_MEMBER)
+  KVSTASH_NVME_COUNTERS(KVSTASH_CLIENT_NVME_MEMBER)
 };
+#undef KVSTASH_CLIENT_STAT_MEMBER
+#undef KVSTASH_CLIENT_TIER_MEMBER
+#undef KVSTASH_CLIENT_NVME_MEMBER
 
 struct HealthInfo {
   bool serving = false;

@@ -228,10 +228,21 @@ absl::StatusOr<HealthInfo> ClientImpl::Health() {
 
 absl::Status ClientImpl::RegisterMemory(const void* data, size_t size) {
   if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty memory range");
-  return transport_->RegisterMemory(data, size);
+  absl::Status s = transport_->RegisterMemory(data, size);
+  if (s.ok()) {
+    absl::MutexLock lock(&mu_);
+    registered_.insert(data);
+  }
+  return s;
 }
 
 absl::Status ClientImpl::UnregisterMemory(const void* data) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (registered_.erase(data) == 0) {
+      return absl::NotFoundError("memory at this address is not registered");
+    }
+  }
   return transport_->UnregisterMemory(data);
 }
 

@@ -11,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "client/backoff.h"
@@ -60,6 +61,9 @@ class ClientImpl final : public Client {
   absl::Mutex mu_;
   // Every namespace opened through this client, to re-register after a daemon restart.
   absl::flat_hash_map<Key128, Namespace> namespaces_ ABSL_GUARDED_BY(mu_);
+  // Starts of the ranges RegisterMemory accepted, so every transport answers an unknown
+  // UnregisterMemory the same way.
+  absl::flat_hash_set<const void*> registered_ ABSL_GUARDED_BY(mu_);
   // Declared last so it is destroyed first: queued async calls finish while the
   // transport still exists.
   Executor executor_;

@@ -410,10 +410,7 @@ TEST_P(RoundTripTest, RegisteredMemoryRoundTrip) {
   EXPECT_TRUE(src == dst);
   EXPECT_TRUE(client_->UnregisterMemory(src.data()).ok());
   EXPECT_TRUE(client_->UnregisterMemory(dst.data()).ok());
-  // gRPC registers nothing (Client's default), so only UCX knows what was unregistered.
-  if (transport() != Transport::kGrpc) {
-    EXPECT_EQ(client_->UnregisterMemory(dst.data()).code(), absl::StatusCode::kNotFound);
-  }
+  EXPECT_EQ(client_->UnregisterMemory(dst.data()).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_P(RoundTripTest, SixteenConcurrentClients) {

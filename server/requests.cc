@@ -119,16 +119,26 @@ absl::Status Requests::Unary(const v1::RegisterNamespaceRequest& req,
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(const v1::LookupRequest& req, v1::LookupResponse* resp) const {
+absl::StatusOr<Requests::NamespaceKeys> Requests::AdmitKeys(const std::string& namespace_id,
+                                                            absl::string_view keys) const {
   if (absl::Status s = Admit(); !s.ok()) return s;
-  uint32_t chunk_tokens = 0;
-  absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id(), &chunk_tokens);
+  NamespaceKeys call;
+  absl::StatusOr<Key128> ns = env_->registry->Resolve(namespace_id, &call.chunk_tokens);
   if (!ns.ok()) return ns.status();
-  absl::StatusOr<std::vector<Key128>> keys = ParseKeys(req.keys());
-  if (!keys.ok()) return keys.status();
-  storage::LookupResult r = env_->store->Lookup(*ns, *keys, absl::Milliseconds(req.lease_ms()));
+  call.ns = *ns;
+  absl::StatusOr<std::vector<Key128>> parsed = ParseKeys(keys);
+  if (!parsed.ok()) return parsed.status();
+  call.keys = std::move(*parsed);
+  return call;
+}
+
+absl::Status Requests::Unary(const v1::LookupRequest& req, v1::LookupResponse* resp) const {
+  absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
+  if (!call.ok()) return call.status();
+  storage::LookupResult r =
+      env_->store->Lookup(call->ns, call->keys, absl::Milliseconds(req.lease_ms()));
   resp->set_hit_count(r.hit_count);
-  metrics_->AddLookup(keys->size(), r.hit_count, uint64_t{r.hit_count} * chunk_tokens);
+  metrics_->AddLookup(call->keys.size(), r.hit_count, uint64_t{r.hit_count} * call->chunk_tokens);
   std::string* tiers = resp->mutable_tiers();
   for (storage::Tier t : r.tiers) tiers->push_back(static_cast<char>(t));
   if (r.lease_id != 0) {
@@ -139,28 +149,22 @@ absl::Status Requests::Unary(const v1::LookupRequest& req, v1::LookupResponse* r
 }
 
 absl::Status Requests::Unary(const v1::KeysRequest& req, v1::ExistsResponse* resp) const {
-  if (absl::Status s = Admit(); !s.ok()) return s;
-  absl::StatusOr<Key128> ns = ResolveNamespace(req.namespace_id());
-  if (!ns.ok()) return ns.status();
-  absl::StatusOr<std::vector<Key128>> keys = ParseKeys(req.keys());
-  if (!keys.ok()) return keys.status();
+  absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
+  if (!call.ok()) return call.status();
   std::string* present = resp->mutable_present();
-  present->reserve(keys->size());
-  for (const Key128& key : *keys) {
-    present->push_back(static_cast<char>(env_->store->Locate({*ns, key})));
+  present->reserve(call->keys.size());
+  for (const Key128& key : call->keys) {
+    present->push_back(static_cast<char>(env_->store->Locate({call->ns, key})));
   }
   return absl::OkStatus();
 }
 
 absl::Status Requests::Unary(const v1::KeysRequest& req, v1::DeleteResponse* resp) const {
-  if (absl::Status s = Admit(); !s.ok()) return s;
-  absl::StatusOr<Key128> ns = ResolveNamespace(req.namespace_id());
-  if (!ns.ok()) return ns.status();
-  absl::StatusOr<std::vector<Key128>> keys = ParseKeys(req.keys());
-  if (!keys.ok()) return keys.status();
+  absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
+  if (!call.ok()) return call.status();
   uint32_t deleted = 0;
-  for (const Key128& key : *keys) {
-    if (env_->store->Delete({*ns, key}).ok()) ++deleted;
+  for (const Key128& key : call->keys) {
+    if (env_->store->Delete({call->ns, key}).ok()) ++deleted;
   }
   resp->set_deleted(deleted);
   return absl::OkStatus();

@@ -110,6 +110,15 @@ class Requests {
   void LogRefused(Op op, const absl::Status& status, absl::string_view peer) const;
 
  private:
+  // A call on keys of one namespace, admitted: the namespace resolved, the keys split.
+  struct NamespaceKeys {
+    Key128 ns;
+    uint32_t chunk_tokens = 0;  // the namespace's
+    std::vector<Key128> keys;
+  };
+  absl::StatusOr<NamespaceKeys> AdmitKeys(const std::string& namespace_id,
+                                          absl::string_view keys) const;
+
   const ServiceEnv* const env_;
   TransportMetrics* const metrics_;
   const std::string version_;

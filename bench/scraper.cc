@@ -5,6 +5,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/http_get.h"
 #include "server/metrics/http_server.h"
 
 namespace kvstash::bench {
@@ -53,7 +54,7 @@ void Scraper::Loop() {
 
 void Scraper::FetchOnce() {
   const auto begin = std::chrono::steady_clock::now();
-  auto response = metrics::HttpGet(address_, "/metrics", /*timeout_ms=*/5000);
+  auto response = HttpGet(address_, "/metrics", /*timeout_ms=*/5000);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
   absl::MutexLock lock(&mu_);

@@ -16,21 +16,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/grpc_call.h"
+#include "client/messages.h"
 #include "client/wire_convert.h"
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
 
 namespace kvstash::client_internal {
-
-void ApplyDeadline(const CallContext& ctx, grpc::ClientContext* cc) {
-  if (ctx.deadline != absl::InfiniteFuture()) cc->set_deadline(absl::ToChronoTime(ctx.deadline));
-}
-
 namespace {
 
 using ByteBuffer = grpc::ByteBuffer;
-using AsyncStream = grpc::GenericClientAsyncReaderWriter;
 
 // Payload slices that reference caller memory and are still held anywhere inside gRPC.
 // A Put returns only once none is left (or a grace period passed): the caller may free
@@ -70,69 +66,6 @@ bool WaitAllReleased(SliceCount* count, absl::Duration grace) {
                                     grace);
 }
 
-// The calling thread's completion queue. Blocking calls run on the thread that made them:
-// the caller itself polls the connection and handles each completion, instead of gRPC's
-// callback threads handling it and then waking the caller (measured: several thread
-// hand-offs per frame). Every call drains all of its operations before it returns, so
-// the queue is idle between calls and the thread's next call reuses it.
-grpc::CompletionQueue* ThreadQueue() {
-  struct Owned {
-    grpc::CompletionQueue cq;
-    ~Owned() {
-      cq.Shutdown();
-      void* tag;
-      bool ok;
-      while (cq.Next(&tag, &ok)) {
-      }
-    }
-  };
-  thread_local Owned owned;
-  return &owned.cq;
-}
-
-// Operations of a streamed call, used as completion-queue tags.
-enum class Op : intptr_t { kWrite = 1, kRead = 2, kFinish = 3 };
-
-void* TagOf(Op op) { return reinterpret_cast<void*>(static_cast<intptr_t>(op)); }
-
-// One streamed call driven by the calling thread: counts the operations in flight so the
-// call is only left once gRPC is done with every one of them.
-// Thread-compatible: used by the thread that made the call.
-class PumpedCall {
- protected:
-  explicit PumpedCall(grpc::CompletionQueue* cq) : cq_(cq) {}
-
-  // Opens the call; its headers leave with the first message instead of a packet of
-  // their own (corked), so StartCall itself completes no tag.
-  std::unique_ptr<AsyncStream> Open(grpc::GenericStub* stub, grpc::ClientContext* context,
-                                    const char* method) {
-    context->set_initial_metadata_corked(true);
-    std::unique_ptr<AsyncStream> call = stub->PrepareCall(context, method, cq_);
-    call->StartCall(nullptr);
-    return call;
-  }
-
-  // Marks an operation just issued.
-  void Issued() { ++pending_; }
-  bool Pending() const { return pending_ > 0; }
-
-  // Blocks until an issued operation completes; the call's deadline bounds the wait.
-  Op Wait(bool* ok) {
-    void* tag = nullptr;
-    if (!cq_->Next(&tag, ok)) {  // only a shut-down queue says so; ours never is
-      *ok = false;
-      pending_ = 0;
-      return Op::kFinish;
-    }
-    --pending_;
-    return static_cast<Op>(reinterpret_cast<intptr_t>(tag));
-  }
-
- private:
-  grpc::CompletionQueue* const cq_;
-  int pending_ = 0;
-};
-
 // One Put call. Frames are written one at a time while a read waits for the single
 // PutResponse; Finish is issued once both directions are over.
 // Thread-compatible: lives on the calling thread's stack.
@@ -162,10 +95,10 @@ class PutStream final : private PumpedCall {
 
  private:
   void Drive(AsyncStream* call) {
-    call->Read(&response_, TagOf(Op::kRead));
+    call->Read(&response_, TagOf(StreamOp::kRead));
     Issued();
     if (items_.empty()) {
-      call->WritesDone(TagOf(Op::kWrite));
+      call->WritesDone(TagOf(StreamOp::kWrite));
       Issued();
     } else {
       WriteNextFrame(call);
@@ -173,7 +106,7 @@ class PutStream final : private PumpedCall {
     while (Pending()) {
       bool ok = false;
       switch (Wait(&ok)) {
-        case Op::kWrite:
+        case StreamOp::kWrite:
           // A failed write, or an answer before the last frame, means the stream is over.
           if (ok && !read_over_) {
             WriteNextFrame(call);
@@ -181,15 +114,15 @@ class PutStream final : private PumpedCall {
             writes_over_ = true;
           }
           break;
-        case Op::kRead:
+        case StreamOp::kRead:
           got_response_ = ok;
           read_over_ = true;
           break;
-        case Op::kFinish:
+        case StreamOp::kFinish:
           break;
       }
       if (writes_over_ && read_over_ && !finish_issued_) {
-        call->Finish(&status_, TagOf(Op::kFinish));
+        call->Finish(&status_, TagOf(StreamOp::kFinish));
         Issued();
         finish_issued_ = true;
       }
@@ -204,7 +137,7 @@ class PutStream final : private PumpedCall {
     frame_ = NextFrame();
     grpc::WriteOptions options;
     if (item_ == items_.size()) options.set_last_message();
-    call->Write(frame_, options, TagOf(Op::kWrite));
+    call->Write(frame_, options, TagOf(StreamOp::kWrite));
     Issued();
   }
 
@@ -307,24 +240,24 @@ class GetStream final : private PumpedCall {
 
  private:
   void Drive(AsyncStream* call) {
-    call->Write(request_, grpc::WriteOptions().set_last_message(), TagOf(Op::kWrite));
+    call->Write(request_, grpc::WriteOptions().set_last_message(), TagOf(StreamOp::kWrite));
     Issued();
-    call->Read(&frame_, TagOf(Op::kRead));
+    call->Read(&frame_, TagOf(StreamOp::kRead));
     Issued();
     bool reads_over = false;
     bool finish_issued = false;
     while (Pending()) {
       bool ok = false;
-      if (Wait(&ok) == Op::kRead) {
+      if (Wait(&ok) == StreamOp::kRead) {
         if (ok && OnFrame()) {
-          call->Read(&frame_, TagOf(Op::kRead));
+          call->Read(&frame_, TagOf(StreamOp::kRead));
           Issued();
         } else {
           reads_over = true;  // end of stream, broken, or cancelled for a protocol error
         }
       }
       if (reads_over && !finish_issued) {
-        call->Finish(&status_, TagOf(Op::kFinish));
+        call->Finish(&status_, TagOf(StreamOp::kFinish));
         Issued();
         finish_issued = true;
       }
@@ -382,24 +315,13 @@ class GetStream final : private PumpedCall {
     current_ = index;
     dest_ = nullptr;
     if (head.code() != 0) {
-      item.status = wire::FromCode(
-          head.code(), absl::StrCat("chunk ", KeyToHex(item.key),
-                                    head.code() == static_cast<int>(absl::StatusCode::kNotFound)
-                                        ? " not found"
-                                        : " could not be read"));
+      item.status = GetChunkError(item.key, head.code(), "");
       return absl::OkStatus();
     }
     const v1::ChunkHeader& h = head.header();
-    item.size = h.size_bytes();
-    item.tokens = h.tokens();
-    item.format = h.format();
-    item.checksum = h.checksum();
     remaining_ = h.size_bytes();
-    if (item.size > item.capacity) {
-      // The payload still arrives; it is skipped, and size tells the caller what to allocate.
-      item.status = absl::ResourceExhaustedError(
-          absl::StrCat("chunk ", KeyToHex(item.key), " has ", item.size,
-                       " bytes; the buffer holds ", item.capacity));
+    // A chunk too large for its buffer still arrives; its payload is skipped.
+    if (!AcceptGetChunk(ChunkMeta{h.size_bytes(), h.tokens(), h.format(), h.checksum()}, &item)) {
       return absl::OkStatus();
     }
     dest_ = static_cast<uint8_t*>(item.data);
@@ -443,23 +365,14 @@ class GetStream final : private PumpedCall {
 absl::Status RunPutStream(grpc::GenericStub* stub, const CallContext& ctx, const Key128& ns,
                           absl::Span<PutItem> items, absl::Span<const uint64_t> checksums,
                           uint32_t frame_bytes) {
-  for (PutItem& item : items) {
-    item.status = absl::UnknownError("chunk not acknowledged by the daemon");
-    item.already_present = false;
-  }
+  ResetPutResults(items);
   PutStream stream(ns, items, checksums, frame_bytes);
   return stream.Run(stub, ctx);
 }
 
 absl::Status RunGetStream(grpc::GenericStub* stub, const CallContext& ctx, const Key128& ns,
                           absl::Span<GetItem> items, uint64_t lease_id) {
-  for (GetItem& item : items) {
-    item.status = absl::UnknownError("chunk not answered by the daemon");
-    item.size = 0;
-    item.tokens = 0;
-    item.format = 0;
-    item.checksum = 0;
-  }
+  ResetGetResults(items);
   GetStream stream(items);
   return stream.Run(stub, ctx, ns, lease_id);
 }

@@ -3,8 +3,7 @@
 // without copying them, Get copies each received slice once, straight into the caller's
 // buffer.
 //
-// Each call is driven by its calling thread through that thread's own completion queue
-// (no hand-offs to gRPC callback threads), which matters for MiB-sized frames.
+// Each call is driven by its calling thread (grpc_call.h).
 //
 // Thread-safety: each function runs one call and blocks its calling thread until the call
 // is over; concurrent calls on one stub are fine.
@@ -20,9 +19,6 @@
 #include "kvstash/client.h"
 
 namespace kvstash::client_internal {
-
-// Sets the attempt's deadline on a call.
-void ApplyDeadline(const CallContext& ctx, grpc::ClientContext* cc);
 
 inline constexpr char kPutMethod[] = "/kvstash.v1.KvStash/Put";
 inline constexpr char kGetMethod[] = "/kvstash.v1.KvStash/Get";

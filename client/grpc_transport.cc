@@ -7,10 +7,8 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "client/grpc_call.h"
 #include "client/grpc_streams.h"
-#include "client/wire_convert.h"
-#include "proto/namespace_spec.h"
-#include "proto/status_map.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -19,22 +17,22 @@ namespace {
 // frames are in flight at once on loopback and datacenter links.
 constexpr int kStreamWindowBytes = 16 << 20;
 
-template <typename Req, typename Resp>
-using StubMethod = grpc::Status (v1::KvStash::Stub::*)(grpc::ClientContext*, const Req&, Resp*);
-
-template <typename Req, typename Resp>
-absl::Status Unary(v1::KvStash::Stub* stub, StubMethod<Req, Resp> method, const CallContext& ctx,
-                   const Req& req, Resp* resp) {
-  grpc::ClientContext cc;
-  ApplyDeadline(ctx, &cc);
-  return wire::FromGrpcStatus((stub->*method)(&cc, req, resp));
-}
-
-v1::KeysRequest MakeKeysRequest(const Key128& ns, absl::Span<const Key128> keys) {
-  v1::KeysRequest req;
-  req.set_namespace_id(KeyToBytes(ns));
-  req.set_keys(KeysToBytes(keys));
-  return req;
+const char* MethodName(UnaryMethod method) {
+  switch (method) {
+    case UnaryMethod::kRegisterNamespace:
+      return "/kvstash.v1.KvStash/RegisterNamespace";
+    case UnaryMethod::kLookup:
+      return "/kvstash.v1.KvStash/Lookup";
+    case UnaryMethod::kExists:
+      return "/kvstash.v1.KvStash/Exists";
+    case UnaryMethod::kDelete:
+      return "/kvstash.v1.KvStash/Delete";
+    case UnaryMethod::kStats:
+      return "/kvstash.v1.KvStash/Stats";
+    case UnaryMethod::kHealth:
+      return "/kvstash.v1.KvStash/Health";
+  }
+  return "";
 }
 
 }  // namespace
@@ -68,8 +66,7 @@ GrpcTransport::GrpcTransport(const std::string& target, const ClientOptions& opt
     Connection& c = connections_[i];
     c.channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
                                           MakeChannelArguments(options, i));
-    c.stub = v1::KvStash::NewStub(c.channel);
-    c.generic = std::make_unique<grpc::GenericStub>(c.channel);
+    c.stub = std::make_unique<grpc::GenericStub>(c.channel);
   }
 }
 
@@ -87,86 +84,19 @@ absl::Status GrpcTransport::WaitConnected(absl::Time deadline) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Key128> GrpcTransport::RegisterNamespace(const CallContext& ctx,
-                                                        const Namespace& spec) {
-  v1::RegisterNamespaceRequest req;
-  *req.mutable_spec() = wire::NamespaceToProto(spec);
-  v1::RegisterNamespaceResponse resp;
-  absl::Status s = Unary(Next().stub.get(), &v1::KvStash::Stub::RegisterNamespace, ctx, req, &resp);
-  if (!s.ok()) return s;
-  return KeyFromBytes(resp.namespace_id(), "namespace id");
-}
-
-absl::StatusOr<LookupResult> GrpcTransport::Lookup(const CallContext& ctx, const Key128& ns,
-                                                   absl::Span<const Key128> keys,
-                                                   uint32_t lease_ms) {
-  v1::LookupRequest req;
-  req.set_namespace_id(KeyToBytes(ns));
-  req.set_keys(KeysToBytes(keys));
-  req.set_lease_ms(lease_ms);
-  v1::LookupResponse resp;
-  absl::Status s = Unary(Next().stub.get(), &v1::KvStash::Stub::Lookup, ctx, req, &resp);
-  if (!s.ok()) return s;
-  if (resp.hit_count() > keys.size() || resp.tiers().size() != resp.hit_count()) {
-    return absl::InternalError(absl::StrCat("LookupResponse: ", resp.hit_count(), " hits, ",
-                                            resp.tiers().size(), " tiers for ", keys.size(),
-                                            " keys"));
-  }
-  LookupResult out;
-  out.hit_count = resp.hit_count();
-  out.tiers = TiersFromBytes(resp.tiers());
-  out.lease_id = resp.lease_id();
-  return out;
+absl::StatusOr<std::string> GrpcTransport::CallUnary(const CallContext& ctx,
+                                                     const UnaryRequest& req) {
+  return RunUnaryCall(Next().stub.get(), ctx, MethodName(req.method), req.body);
 }
 
 absl::Status GrpcTransport::Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                                 absl::Span<const uint64_t> checksums) {
-  return RunPutStream(Next().generic.get(), ctx, ns, items, checksums, frame_bytes_);
+  return RunPutStream(Next().stub.get(), ctx, ns, items, checksums, frame_bytes_);
 }
 
 absl::Status GrpcTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                                 uint64_t lease_id) {
-  return RunGetStream(Next().generic.get(), ctx, ns, items, lease_id);
-}
-
-absl::StatusOr<std::vector<ChunkTier>> GrpcTransport::Exists(const CallContext& ctx,
-                                                             const Key128& ns,
-                                                             absl::Span<const Key128> keys) {
-  v1::ExistsResponse resp;
-  absl::Status s =
-      Unary(Next().stub.get(), &v1::KvStash::Stub::Exists, ctx, MakeKeysRequest(ns, keys), &resp);
-  if (!s.ok()) return s;
-  if (resp.present().size() != keys.size()) {
-    return absl::InternalError(absl::StrCat("ExistsResponse: ", resp.present().size(),
-                                            " answers for ", keys.size(), " keys"));
-  }
-  return TiersFromBytes(resp.present());
-}
-
-absl::StatusOr<uint32_t> GrpcTransport::Delete(const CallContext& ctx, const Key128& ns,
-                                               absl::Span<const Key128> keys) {
-  v1::DeleteResponse resp;
-  absl::Status s =
-      Unary(Next().stub.get(), &v1::KvStash::Stub::Delete, ctx, MakeKeysRequest(ns, keys), &resp);
-  if (!s.ok()) return s;
-  return resp.deleted();
-}
-
-absl::StatusOr<ServerStats> GrpcTransport::Stats(const CallContext& ctx, const Key128* ns) {
-  v1::StatsRequest req;
-  if (ns != nullptr) req.set_namespace_id(KeyToBytes(*ns));
-  v1::StatsResponse resp;
-  absl::Status s = Unary(Next().stub.get(), &v1::KvStash::Stub::Stats, ctx, req, &resp);
-  if (!s.ok()) return s;
-  return StatsFromProto(resp, ns);
-}
-
-absl::StatusOr<HealthInfo> GrpcTransport::Health(const CallContext& ctx) {
-  v1::HealthResponse resp;
-  absl::Status s =
-      Unary(Next().stub.get(), &v1::KvStash::Stub::Health, ctx, v1::HealthRequest(), &resp);
-  if (!s.ok()) return s;
-  return HealthFromProto(resp);
+  return RunGetStream(Next().stub.get(), ctx, ns, items, lease_id);
 }
 
 }  // namespace kvstash::client_internal

@@ -1,6 +1,7 @@
-// GrpcTransport: Transport over gRPC. Unary calls use the generated stub; Put and Get use
-// a generic stub with zero-copy frames (grpc_streams.h). Calls are spread round robin over
-// `ClientOptions::connections` channels, each its own TCP connection.
+// GrpcTransport: Transport over gRPC, through a generic stub: unary calls carry the
+// serialized messages of messages.h, Put and Get stream zero-copy frames (grpc_streams.h).
+// Calls are spread round robin over `ClientOptions::connections` channels, each its own TCP
+// connection.
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -14,9 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "client/transport.h"
+#include "client/message_transport.h"
 #include "kvstash/client.h"
-#include "kvstash/v1/kvstash.grpc.pb.h"
 
 namespace kvstash::client_internal {
 
@@ -32,32 +32,25 @@ inline constexpr int kMaxReceiveFrameBytes = 4 << 20;
 // large fixed flow-control window, which moves MiB-sized frames faster.
 grpc::ChannelArguments MakeChannelArguments(const ClientOptions& options, int index);
 
-class GrpcTransport final : public Transport {
+class GrpcTransport final : public MessageTransport {
  public:
   // target: "host:port". REQUIRES: options.Validate().ok(). Does not wait for the
   // connections; see WaitConnected.
   GrpcTransport(const std::string& target, const ClientOptions& options);
 
   absl::Status WaitConnected(absl::Time deadline) override;
-  absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx, const Namespace& spec) override;
-  absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
-                                      absl::Span<const Key128> keys, uint32_t lease_ms) override;
   absl::Status Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                    absl::Span<const uint64_t> checksums) override;
   absl::Status Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                    uint64_t lease_id) override;
-  absl::StatusOr<std::vector<ChunkTier>> Exists(const CallContext& ctx, const Key128& ns,
-                                                absl::Span<const Key128> keys) override;
-  absl::StatusOr<uint32_t> Delete(const CallContext& ctx, const Key128& ns,
-                                  absl::Span<const Key128> keys) override;
-  absl::StatusOr<ServerStats> Stats(const CallContext& ctx, const Key128* ns) override;
-  absl::StatusOr<HealthInfo> Health(const CallContext& ctx) override;
+
+ protected:
+  absl::StatusOr<std::string> CallUnary(const CallContext& ctx, const UnaryRequest& req) override;
 
  private:
   struct Connection {
     std::shared_ptr<grpc::Channel> channel;
-    std::unique_ptr<v1::KvStash::Stub> stub;
-    std::unique_ptr<grpc::GenericStub> generic;
+    std::unique_ptr<grpc::GenericStub> stub;
   };
   Connection& Next();
 

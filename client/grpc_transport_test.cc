@@ -127,6 +127,20 @@ class FakeDaemon final : public v1::KvStash::Service {
     return grpc::Status::OK;
   }
 
+  // Both answer one more key than was asked about, as a broken daemon would.
+  grpc::Status Lookup(grpc::ServerContext*, const v1::LookupRequest* req,
+                      v1::LookupResponse* resp) override {
+    const uint32_t n = static_cast<uint32_t>(req->keys().size() / 16) + 1;
+    resp->set_hit_count(n);
+    resp->set_tiers(std::string(n, static_cast<char>(v1::TIER_DRAM)));
+    return grpc::Status::OK;
+  }
+  grpc::Status Exists(grpc::ServerContext*, const v1::KeysRequest* req,
+                      v1::ExistsResponse* resp) override {
+    resp->set_present(std::string(req->keys().size() / 16 + 1, '\0'));
+    return grpc::Status::OK;
+  }
+
   grpc::Status Health(grpc::ServerContext* ctx, const v1::HealthRequest*,
                       v1::HealthResponse* resp) override {
     absl::MutexLock lock(&mu);
@@ -253,6 +267,19 @@ TEST_F(GrpcTransportTest, PerChunkNotFoundAndTooSmallBuffer) {
   EXPECT_TRUE(absl::IsNotFound(gets[1].status)) << gets[1].status;
   ASSERT_TRUE(gets[2].status.ok()) << gets[2].status;
   EXPECT_EQ(b2, small);
+}
+
+TEST_F(GrpcTransportTest, RepliesContradictingTheRequestAreInternal) {
+  auto client = Connect();
+  auto ns = client->OpenNamespace(Spec());
+  ASSERT_TRUE(ns.ok());
+  const std::vector<Key128> keys = {KeyN(1), KeyN(2)};
+  absl::Status lookup = client->Lookup(*ns, keys).status();
+  EXPECT_TRUE(absl::IsInternal(lookup)) << lookup;
+  EXPECT_EQ(lookup.message(), "LookupResponse: 3 hits, 3 tiers for 2 keys");
+  absl::Status exists = client->Exists(*ns, keys).status();
+  EXPECT_TRUE(absl::IsInternal(exists)) << exists;
+  EXPECT_EQ(exists.message(), "ExistsResponse: 3 answers for 2 keys");
 }
 
 TEST_F(GrpcTransportTest, ConnectionsAreDistinct) {

@@ -1,6 +1,7 @@
-// The wire behind Client: one implementation per URI scheme (gRPC now, UCX later). A
-// transport makes exactly one attempt per call; deadlines across retries, backoff, and
-// namespace re-registration live above it, in ClientImpl, so every transport gets them.
+// The wire behind Client: one implementation per URI scheme (grpc://, ucx://). A transport
+// makes exactly one attempt per call; deadlines across retries, backoff, and namespace
+// re-registration live above it, in ClientImpl, so every transport gets them. The messages
+// are built and checked once, in messages.h, through MessageTransport.
 //
 // Thread-safety: implementations must be thread-safe; ClientImpl calls them concurrently.
 #pragma once

@@ -1,5 +1,6 @@
-// UcxChannel's state of the call in progress, shared by ucx_channel.cc (requests and
-// replies) and ucx_direct.cc (reads and writes in the daemon's arena).
+// UcxChannel's state of the call in progress, shared by ucx_channel.cc (connection, unary
+// calls, receives), ucx_chunks.cc (Put and Get) and ucx_direct.cc (reads and writes in the
+// daemon's arena).
 //
 // Thread-safety: owned by the channel's one caller at a time, as UcxChannel is.
 #pragma once
@@ -13,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "client/ucx_channel.h"
+#include "proto/status_map.h"
 
 namespace kvstash::client_internal {
 
@@ -20,6 +22,16 @@ constexpr size_t kPutHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wir
 constexpr size_t kGetHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::GetFields);
 constexpr size_t kCommitHeaderBytes =
     sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::CommitFields);
+
+// The message of an error reply: its body, unless that is still to be received (rendezvous).
+inline std::string ReplyMessage(const void* data, size_t length, bool rndv) {
+  return rndv ? "(message not received)" : std::string(static_cast<const char*>(data), length);
+}
+
+inline absl::Status ErrorOf(const wire::ucx::ReplyHeader& h, const void* data, size_t length,
+                            bool rndv) {
+  return wire::FromCode(h.code, ReplyMessage(data, length, rndv));
+}
 
 struct UcxChannel::Call {
   uint8_t op = 0;

@@ -108,6 +108,8 @@ class UcxChannel {
   absl::Status WaitFor(const std::function<bool()>& done, absl::Time deadline);
   void OnReply(const wire::ucx::ReplyHeader& h, void* data, size_t length,
                const ucp_am_recv_param_t* param, ucs_status_t* result);
+  void OnPutReply(const wire::ucx::ReplyHeader& h, void* data, size_t length,
+                  const ucp_am_recv_param_t* param, ucs_status_t* result);
   void OnGetReply(const wire::ucx::ReplyHeader& h, void* data, size_t length,
                   const ucp_am_recv_param_t* param, ucs_status_t* result);
   void ReceiveInto(void* desc, void* dst, size_t length, bool rndv, ucp_mem_h memh,

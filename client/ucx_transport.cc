@@ -6,30 +6,29 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "client/wire_convert.h"
 #include "common/ucx_setup.h"
-#include "proto/namespace_spec.h"
 
 namespace kvstash::client_internal {
 namespace {
 
 using WireOp = wire::ucx::Op;
 
-template <typename Resp>
-absl::StatusOr<Resp> ParseResponse(const absl::StatusOr<std::string>& body) {
-  if (!body.ok()) return body.status();
-  Resp resp;
-  if (!resp.ParseFromString(*body)) {
-    return absl::InternalError("kvstashd sent an unparsable UCX reply body");
+WireOp OpOf(UnaryMethod method) {
+  switch (method) {
+    case UnaryMethod::kRegisterNamespace:
+      return WireOp::kRegisterNamespace;
+    case UnaryMethod::kLookup:
+      return WireOp::kLookup;
+    case UnaryMethod::kExists:
+      return WireOp::kExists;
+    case UnaryMethod::kDelete:
+      return WireOp::kDelete;
+    case UnaryMethod::kStats:
+      return WireOp::kStats;
+    case UnaryMethod::kHealth:
+      return WireOp::kHealth;
   }
-  return resp;
-}
-
-std::string KeysRequestBody(const Key128& ns, absl::Span<const Key128> keys) {
-  v1::KeysRequest req;
-  req.set_namespace_id(KeyToBytes(ns));
-  req.set_keys(KeysToBytes(keys));
-  return req.SerializeAsString();
+  return WireOp::kHealth;
 }
 
 ParallelCopier::Options CopierOptions(const ClientOptions& options) {
@@ -162,100 +161,34 @@ absl::Status UcxTransport::WaitConnected(absl::Time deadline) {
   return Health(ctx).status();
 }
 
-absl::StatusOr<std::string> UcxTransport::Unary(const CallContext& ctx, WireOp op,
-                                                const Key128* ns, const std::string& body) {
-  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = Acquire(ctx.deadline);
+template <typename Result, typename Fn>
+Result UcxTransport::WithChannel(absl::Time deadline, Fn fn) {
+  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = Acquire(deadline);
   if (!ch.ok()) return ch.status();
-  absl::StatusOr<std::string> out = (*ch)->Unary(op, ns, body, ctx.deadline);
+  Result out = fn(**ch);
   Release(std::move(*ch));
   return out;
 }
 
-absl::StatusOr<Key128> UcxTransport::RegisterNamespace(const CallContext& ctx,
-                                                       const Namespace& spec) {
-  v1::RegisterNamespaceRequest req;
-  *req.mutable_spec() = wire::NamespaceToProto(spec);
-  auto resp = ParseResponse<v1::RegisterNamespaceResponse>(
-      Unary(ctx, WireOp::kRegisterNamespace, nullptr, req.SerializeAsString()));
-  if (!resp.ok()) return resp.status();
-  return KeyFromBytes(resp->namespace_id(), "namespace id");
-}
-
-absl::StatusOr<LookupResult> UcxTransport::Lookup(const CallContext& ctx, const Key128& ns,
-                                                  absl::Span<const Key128> keys,
-                                                  uint32_t lease_ms) {
-  v1::LookupRequest req;
-  req.set_namespace_id(KeyToBytes(ns));
-  req.set_keys(KeysToBytes(keys));
-  req.set_lease_ms(lease_ms);
-  auto resp = ParseResponse<v1::LookupResponse>(
-      Unary(ctx, WireOp::kLookup, &ns, req.SerializeAsString()));
-  if (!resp.ok()) return resp.status();
-  if (resp->hit_count() > keys.size() || resp->tiers().size() != resp->hit_count()) {
-    return absl::InternalError(absl::StrCat("LookupResponse: ", resp->hit_count(), " hits, ",
-                                            resp->tiers().size(), " tiers for ", keys.size(),
-                                            " keys"));
-  }
-  LookupResult out;
-  out.hit_count = resp->hit_count();
-  out.tiers = TiersFromBytes(resp->tiers());
-  out.lease_id = resp->lease_id();
-  return out;
+absl::StatusOr<std::string> UcxTransport::CallUnary(const CallContext& ctx,
+                                                    const UnaryRequest& req) {
+  return WithChannel<absl::StatusOr<std::string>>(ctx.deadline, [&](UcxChannel& ch) {
+    return ch.Unary(OpOf(req.method), req.ns, req.body, ctx.deadline);
+  });
 }
 
 absl::Status UcxTransport::Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                                absl::Span<const uint64_t> checksums) {
-  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = Acquire(ctx.deadline);
-  if (!ch.ok()) return ch.status();
-  absl::Status s = (*ch)->Put(ns, items, checksums, memh_lookup_, ctx.deadline);
-  Release(std::move(*ch));
-  return s;
+  return WithChannel<absl::Status>(ctx.deadline, [&](UcxChannel& ch) {
+    return ch.Put(ns, items, checksums, memh_lookup_, ctx.deadline);
+  });
 }
 
 absl::Status UcxTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                                uint64_t lease_id) {
-  absl::StatusOr<std::unique_ptr<UcxChannel>> ch = Acquire(ctx.deadline);
-  if (!ch.ok()) return ch.status();
-  absl::Status s = (*ch)->Get(ns, items, lease_id, memh_lookup_, ctx.deadline);
-  Release(std::move(*ch));
-  return s;
-}
-
-absl::StatusOr<std::vector<ChunkTier>> UcxTransport::Exists(const CallContext& ctx,
-                                                            const Key128& ns,
-                                                            absl::Span<const Key128> keys) {
-  auto resp = ParseResponse<v1::ExistsResponse>(
-      Unary(ctx, WireOp::kExists, &ns, KeysRequestBody(ns, keys)));
-  if (!resp.ok()) return resp.status();
-  if (resp->present().size() != keys.size()) {
-    return absl::InternalError(absl::StrCat("ExistsResponse: ", resp->present().size(),
-                                            " answers for ", keys.size(), " keys"));
-  }
-  return TiersFromBytes(resp->present());
-}
-
-absl::StatusOr<uint32_t> UcxTransport::Delete(const CallContext& ctx, const Key128& ns,
-                                              absl::Span<const Key128> keys) {
-  auto resp = ParseResponse<v1::DeleteResponse>(
-      Unary(ctx, WireOp::kDelete, &ns, KeysRequestBody(ns, keys)));
-  if (!resp.ok()) return resp.status();
-  return resp->deleted();
-}
-
-absl::StatusOr<ServerStats> UcxTransport::Stats(const CallContext& ctx, const Key128* ns) {
-  v1::StatsRequest req;
-  if (ns != nullptr) req.set_namespace_id(KeyToBytes(*ns));
-  auto resp = ParseResponse<v1::StatsResponse>(
-      Unary(ctx, WireOp::kStats, ns, req.SerializeAsString()));
-  if (!resp.ok()) return resp.status();
-  return StatsFromProto(*resp, ns);
-}
-
-absl::StatusOr<HealthInfo> UcxTransport::Health(const CallContext& ctx) {
-  auto resp = ParseResponse<v1::HealthResponse>(
-      Unary(ctx, WireOp::kHealth, nullptr, v1::HealthRequest().SerializeAsString()));
-  if (!resp.ok()) return resp.status();
-  return HealthFromProto(*resp);
+  return WithChannel<absl::Status>(ctx.deadline, [&](UcxChannel& ch) {
+    return ch.Get(ns, items, lease_id, memh_lookup_, ctx.deadline);
+  });
 }
 
 absl::Status UcxTransport::RegisterMemory(const void* data, size_t size) {

@@ -27,13 +27,13 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "client/transport.h"
+#include "client/message_transport.h"
 #include "client/ucx_channel.h"
 #include "common/ucx_setup.h"
 
 namespace kvstash::client_internal {
 
-class UcxTransport final : public Transport {
+class UcxTransport final : public MessageTransport {
  public:
   // Creates the UCP context (transports from options.ucx_tls, else UCX_TLS) and resolves
   // host:port. UNAVAILABLE / INVALID_ARGUMENT name what failed. Connects lazily.
@@ -42,21 +42,16 @@ class UcxTransport final : public Transport {
   ~UcxTransport() override;
 
   absl::Status WaitConnected(absl::Time deadline) override;
-  absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx, const Namespace& spec) override;
-  absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
-                                      absl::Span<const Key128> keys, uint32_t lease_ms) override;
   absl::Status Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                    absl::Span<const uint64_t> checksums) override;
   absl::Status Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                    uint64_t lease_id) override;
-  absl::StatusOr<std::vector<ChunkTier>> Exists(const CallContext& ctx, const Key128& ns,
-                                                absl::Span<const Key128> keys) override;
-  absl::StatusOr<uint32_t> Delete(const CallContext& ctx, const Key128& ns,
-                                  absl::Span<const Key128> keys) override;
-  absl::StatusOr<ServerStats> Stats(const CallContext& ctx, const Key128* ns) override;
-  absl::StatusOr<HealthInfo> Health(const CallContext& ctx) override;
   absl::Status RegisterMemory(const void* data, size_t size) override;
   absl::Status UnregisterMemory(const void* data) override;
+
+ protected:
+  // Runs a unary method on a pooled channel: serialized request in, serialized reply out.
+  absl::StatusOr<std::string> CallUnary(const CallContext& ctx, const UnaryRequest& req) override;
 
  private:
   struct Region {
@@ -70,13 +65,13 @@ class UcxTransport final : public Transport {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Returns a channel to the pool, or destroys it when broken.
   void Release(std::unique_ptr<UcxChannel> channel) ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs `fn(channel)` on an acquired channel and releases it; Result: a Status or StatusOr.
+  template <typename Result, typename Fn>
+  Result WithChannel(absl::Time deadline, Fn fn) ABSL_LOCKS_EXCLUDED(mu_);
   // Destroys `channel` and every idle channel, outside the lock (closing waits on UCX).
   void DropIdle(std::unique_ptr<UcxChannel> channel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The idle thread: progresses the idle channels every idle_progress_ until stopping_.
   void IdleLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs a unary method: serialized request in, serialized response out.
-  absl::StatusOr<std::string> Unary(const CallContext& ctx, wire::ucx::Op op, const Key128* ns,
-                                    const std::string& body);
   ucp_mem_h FindMemh(const void* data, size_t size) const ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string address_;  // "host:port", for messages

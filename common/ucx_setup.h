@@ -44,13 +44,9 @@ bool AllowsSharedMemory(const std::string& tls);
 // segment (UCX_TCP_RX_SEG_SIZE) and aborts the receiving process, on an assertion, when a
 // fragment exceeds its own segment. So the daemon reports its segment in the Hello reply
 // and a client whose own differs refuses to go on (FAILED_PRECONDITION) before it sends or
-// asks for any payload. Default 256 KiB, four times UCX's own: rendezvous data over TCP
-// (with peer-failure handling) arrives as active-message fragments of this size, each
-// received and copied on its own, and fewer, larger ones cost the receiver less. Measured
-// on 2-core hosts over loopback, one client, 4 MiB chunks: on one, puts 2.10 GB/s at 64 KiB
-// against 2.87 at 256 KiB (medians of 5; 128 KiB ~2.0, 512 KiB ~2.9, 1 MiB ~2.6), gets
-// unchanged; on another, gets 3.1 against 4.3 GB/s, puts unchanged (bench/results). Costs
-// ~256 KiB of receive buffer per busy TCP connection.
+// asks for any payload. Default 256 KiB, four times UCX's own, because rendezvous data over
+// TCP arrives in fragments of this size, each received and copied on its own
+// (bench/results/2026-11-25-tuned-defaults).
 inline constexpr uint64_t kDefaultTcpSegmentBytes = 256 << 10;
 inline constexpr uint64_t kMinTcpSegmentBytes = 16 << 10;
 inline constexpr uint64_t kMaxTcpSegmentBytes = 16 << 20;

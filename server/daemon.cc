@@ -128,9 +128,8 @@ absl::Status WriteReadyFile(const std::string& path, const Server& server) {
 }
 
 // gRPC's TCP experiments that size socket reads to whole HTTP/2 frames: fewer, larger
-// reads and wake-ups for MiB-sized Put frames (measured with kvstash_bench, 4 MiB x4:
-// get +15-20%, put +10-15%). gRPC reads the variable once, at its first use; an operator's
-// own GRPC_EXPERIMENTS wins.
+// reads and wake-ups for MiB-sized Put frames. gRPC reads the variable once, at its first
+// use; an operator's own GRPC_EXPERIMENTS wins.
 void EnableGrpcTcpExperiments() {
   setenv("GRPC_EXPERIMENTS", "tcp_frame_size_tuning,tcp_read_chunks,tcp_rcv_lowat",
          /*overwrite=*/0);
@@ -149,15 +148,9 @@ void ConfigureUcxEnvironment() {
 #endif
 }
 
-// gRPC's socket read buffers are MiB-sized. By default glibc serves those with mmap, or
-// trims them off the heap top once freed, so every Put frame's bytes land on fresh pages
-// and the kernel faults and zeroes them (measured: 4 MiB x4 put +10-25%). Keeping them
-// on the heap costs a few read buffers of RSS per busy connection.
-// The same holds for RocksDB's memtables, which take each demoted chunk in 4 MiB blocks
-// and free them after a flush: a thread's arena gives a whole 64 MiB heap back to the
-// kernel once it is empty, whatever the trim threshold, unless the previous heap has
-// M_TOP_PAD free. With the pad at the heap size no heap is unmapped; measured with 200
-// MB/s of demotion: 10-13k page faults a second in some runs without it, ~0 with it.
+// Keeps MiB-sized buffers (gRPC's socket reads, RocksDB's memtable blocks) on the heap, so
+// freed ones are reused instead of handed back and faulted in, zeroed, again; the pad at
+// the heap size stops glibc from unmapping a whole empty 64 MiB thread heap.
 void KeepLargeBuffersOnHeap() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);

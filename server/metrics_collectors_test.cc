@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "gmock/gmock.h"
+#include "common/http_get.h"
 #include "gtest/gtest.h"
 #include "server/metrics/exposition.h"
 #include "server/metrics/http_server.h"
@@ -123,7 +124,7 @@ TEST(ServerProbeTest, ReadyzFollowsTheServerLifecycle) {
   ASSERT_TRUE((*server)->Start().ok());
   const std::string address = (*server)->metrics_address();
   auto get = [&](const char* path) {
-    auto r = metrics::HttpGet(address, path);
+    auto r = HttpGet(address, path);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->status : 0;
   };

@@ -32,10 +32,9 @@ class Checksummer {
   struct Options {
     // Chunks waiting to be hashed; beyond it requests are dropped (hashed on first read).
     size_t queue_chunks = 1024;
-    // Bytes hashed between two sched_yield() calls (StoredChunk::BackgroundChecksum). A
-    // request's thread woken on this core then waits for at most one piece (~25 us) instead
-    // of a whole chunk or the scheduler's time slice: on a 2-core host, UCX puts of 4 MiB
-    // went from p99 3.3-4.7 ms to 0.9-2.1 ms and 7.6-8.3 to 9.2-10.9 GB/s. 0: whole chunks.
+    // Bytes hashed between two sched_yield() calls (StoredChunk::BackgroundChecksum), so a
+    // request's thread woken on this core waits for one piece, not a whole chunk. 0: whole
+    // chunks.
     size_t yield_every_bytes = 256 << 10;
   };
 

@@ -74,11 +74,8 @@ DbConfig BuildDbConfig(const RocksDbTierOptions& o) {
   // The meta family sees tiny writes and would pin old WAL files (which hold full payloads)
   // for a long time; past this total RocksDB flushes the families holding the oldest WAL.
   db.max_total_wal_size = 4 * PayloadMemtableBytes(o);
-  // Two flush threads and one compaction thread (garbage collection, L0 merges); the hosts
-  // have few cores, shared with the network threads. A flush copies each blob into the
-  // aligned write buffer, checksums it and then waits for the direct write, so one flush
-  // leaves the disk idle half the time; a second overlaps its copies with the first one's
-  // writes (sustained demotion, 4 MiB chunks: 0.8 -> 0.95 GB/s on the build hosts).
+  // Two flush threads, because one flush copies and checksums a blob and then waits for
+  // its direct write, leaving the disk idle half the time; one compaction thread.
   db.max_background_flushes = 2;
   db.max_background_compactions = 1;
   // Write dirty pages (the WAL; MANIFEST) back in 1 MiB steps instead of one large burst
@@ -94,17 +91,11 @@ DbConfig BuildDbConfig(const RocksDbTierOptions& o) {
   // kDeferred writes skip the WAL, so a flush of one family without the other would leave
   // a payload without its metadata (or the reverse) after a crash: flush them together.
   db.atomic_flush = true;
-  // Direct reads: a 4 MiB blob read is then one large request the block layer splits and
-  // queues at once. Buffered, the kernel (with the FADV_RANDOM RocksDB sets) reads such a
-  // blob as a series of synchronous pieces at a fraction of the disk's bandwidth (dd, 4 MiB
-  // reads on the build hosts: 0.39 GB/s buffered, 1.4 GB/s O_DIRECT); and the page cache
-  // would only duplicate chunks that promotion puts in DRAM anyway.
+  // Direct reads, because buffered reads under RocksDB's FADV_RANDOM split a blob into
+  // synchronous pieces, and the page cache would duplicate what promotion puts in DRAM.
   db.use_direct_reads = true;
-  // Direct writes too, for the same reason: on the build hosts buffered writeback of blob
-  // files runs at ~0.3 GB/s (dd: 0.26-0.30 GB/s buffered vs 1.4-1.7 GB/s O_DIRECT), which
-  // capped demotion far below the disk. RocksDB writes each file through an aligned buffer
-  // of writable_file_max_buffer_size; 4 MiB requests keep the device busy (1 MiB: ~1.1
-  // GB/s at queue depth one). The WAL stays buffered (wal_bytes_per_sync below).
+  // Direct writes too, because buffered writeback of blob files runs far below the disk;
+  // 4 MiB write buffers keep the device busy at queue depth one. The WAL stays buffered.
   db.use_direct_io_for_flush_and_compaction = true;
   db.writable_file_max_buffer_size = 4 * kMiB;
 

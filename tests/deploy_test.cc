@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/http_get.h"
 #include "gtest/gtest.h"
 #include "server/config.h"
-#include "server/metrics/http_server.h"
 #include "tests/daemon_process.h"
 #include "tests/metrics_test_util.h"
 #include "tests/subprocess.h"
@@ -68,10 +68,10 @@ TEST_F(DeployTest, EndpointServesMetricsAndProbes) {
         "kvstash_lookup_hit_tokens_total", "kvstash_namespace_bytes"}) {
     EXPECT_TRUE(exported_->count(name)) << name;
   }
-  auto healthz = metrics::HttpGet(*address_, "/healthz");
+  auto healthz = HttpGet(*address_, "/healthz");
   ASSERT_TRUE(healthz.ok()) << healthz.status();
   EXPECT_EQ(healthz->status, 200);
-  auto readyz = metrics::HttpGet(*address_, "/readyz");
+  auto readyz = HttpGet(*address_, "/readyz");
   ASSERT_TRUE(readyz.ok()) << readyz.status();
   EXPECT_EQ(readyz->status, 200);
 }

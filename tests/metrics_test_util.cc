@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/http_get.h"
 #include "server/metrics/http_server.h"
 
 namespace kvstash::testing {
@@ -26,7 +27,7 @@ absl::StatusOr<std::string> MetricsAddress(const DaemonProcess& daemon) {
 }
 
 absl::StatusOr<std::string> Scrape(const std::string& address) {
-  absl::StatusOr<metrics::HttpResponse> r = metrics::HttpGet(address, "/metrics");
+  absl::StatusOr<HttpResponse> r = HttpGet(address, "/metrics");
   if (!r.ok()) return r.status();
   if (r->status != 200) return absl::UnavailableError(absl::StrCat("HTTP ", r->status));
   return r->body;
@@ -108,7 +109,7 @@ absl::StatusOr<std::vector<QuerySample>> PromQuery(const std::string& address,
                                                    const std::string& promql, double unix_time) {
   const std::string path = absl::StrCat("/api/v1/query?query=", UrlEncode(promql),
                                         "&time=", absl::StrFormat("%.3f", unix_time));
-  absl::StatusOr<metrics::HttpResponse> r = metrics::HttpGet(address, path, 10000);
+  absl::StatusOr<HttpResponse> r = HttpGet(address, path, 10000);
   if (!r.ok()) return r.status();
   if (r->status != 200 || r->body.find("\"status\":\"success\"") == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(promql, ": HTTP ", r->status, " ", r->body));

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/http_get.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "server/metrics/http_server.h"
@@ -82,7 +83,7 @@ class PrometheusTest : public ::testing::Test {
     prometheus_ = std::move(*prom);
     const bool up = PollUntil(
         [&] {
-          auto r = metrics::HttpGet(prom_address_, "/-/ready", 1000);
+          auto r = HttpGet(prom_address_, "/-/ready", 1000);
           return r.ok() && r->status == 200;
         },
         absl::Seconds(30), absl::Milliseconds(200));

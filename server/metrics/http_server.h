@@ -65,14 +65,4 @@ class HttpEndpoint {
   int port_ = 0;
 };
 
-// A blocking HTTP/1.0 GET of http://`host_port``path` (for tools and tests). Returns the
-// status code and body. UNAVAILABLE when the connection fails, DEADLINE_EXCEEDED after
-// `timeout_ms`.
-struct HttpResponse {
-  int status = 0;
-  std::string body;
-};
-absl::StatusOr<HttpResponse> HttpGet(const std::string& host_port, const std::string& path,
-                                     int timeout_ms = 5000);
-
 }  // namespace kvstash::metrics

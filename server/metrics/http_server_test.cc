@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "common/http_get.h"
 #include "gtest/gtest.h"
 
 namespace kvstash::metrics {

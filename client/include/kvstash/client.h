@@ -66,11 +66,10 @@ struct ClientOptions {
   // still go through UCX.
   bool ucx_direct = true;
   // ucx:// with ucx_direct only: helper threads that share each direct-access copy of
-  // 1 MiB or more with the calling thread. One core copying out of DRAM is bound by its
-  // own cache misses: a 4 MiB copy took ~520 us on one thread and ~256 us on two on the
-  // build host. The caller never waits for a helper (it copies what is left itself);
-  // helpers start with the first such copy and sleep between copies. 0: the caller copies
-  // alone.
+  // 1 MiB or more with the calling thread, because one core copying out of DRAM is bound
+  // by its own cache misses. The caller never waits for a helper (it copies what is left
+  // itself); helpers start with the first such copy and sleep between copies. 0: the
+  // caller copies alone.
   int ucx_copy_threads = 1;
   // ucx:// only: how often a background thread handles what the daemon sent connections no
   // call is using (UCX keepalives, every 20 s per connection by default). A connection left

@@ -1,5 +1,5 @@
-// HttpGet (declared in http_server.h): a plain-socket HTTP/1.0 client, enough to read
-// /metrics and the probes from tests, the bench and scripts without another dependency.
+#include "common/http_get.h"
+
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -12,9 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/metrics/http_server.h"
 
-namespace kvstash::metrics {
+namespace kvstash {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -90,4 +89,4 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& host_port, const std::st
   return r;
 }
 
-}  // namespace kvstash::metrics
+}  // namespace kvstash

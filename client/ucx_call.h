@@ -37,8 +37,6 @@ struct UcxChannel::Call {
   uint8_t op = 0;
   uint64_t id = 0;
   bool replied = false;       // unary: the reply arrived
-  uint64_t value = 0;         // unary: ReplyHeader.size_bytes (Hello's connection token)
-  uint64_t reply_offset = 0;  // unary: ReplyHeader.offset (Hello's TCP segment size)
   absl::Status status;        // whole-request outcome
   std::string body;           // unary reply body
   absl::Span<PutItem> put_items;

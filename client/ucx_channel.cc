@@ -65,14 +65,17 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(
 }
 
 absl::Status UcxChannel::Handshake(bool direct, uint64_t tcp_segment_bytes, absl::Time deadline) {
-  absl::StatusOr<std::string> address = Unary(WireOp::kHello, nullptr, "", deadline);
-  if (!address.ok()) return address.status();
-  const uint64_t token = call_->value;
+  absl::StatusOr<std::string> reply = Unary(WireOp::kHello, nullptr, "", deadline);
+  if (!reply.ok()) return reply.status();
+  wire::ucx::HelloReply hello;
+  absl::string_view address;
+  if (absl::Status st = wire::ucx::ParseHelloReply(*reply, &hello, &address); !st.ok()) return st;
+  const uint64_t token = hello.token;
   // UCX aborts whichever side receives a TCP fragment larger than its own segment: never
-  // send one, and never ask for one (0: a daemon too old to say).
-  if (call_->reply_offset != 0 && call_->reply_offset != tcp_segment_bytes) {
+  // send one, and never ask for one (0: the daemon does not say).
+  if (hello.tcp_segment_bytes != 0 && hello.tcp_segment_bytes != tcp_segment_bytes) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the daemon's UCX TCP segment is ", call_->reply_offset, " bytes, this client's ",
+        "the daemon's UCX TCP segment is ", hello.tcp_segment_bytes, " bytes, this client's ",
         tcp_segment_bytes,
         "; they must match (ucx.tcp_segment_bytes on the daemon, "
         "ClientOptions::ucx_tcp_segment_bytes here; UCX_TCP_RX_SEG_SIZE overrides either)"));
@@ -80,7 +83,7 @@ absl::Status UcxChannel::Handshake(bool direct, uint64_t tcp_segment_bytes, absl
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  ep.address = reinterpret_cast<const ucp_address_t*>(address->data());
+  ep.address = reinterpret_cast<const ucp_address_t*>(address.data());
   ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   ep.err_handler.cb = &OnEndpointError;
   ep.err_handler.arg = this;
@@ -253,8 +256,6 @@ void UcxChannel::OnReply(const ReplyHeader& h, void* data, size_t length,
     c.replied = true;
     return;
   }
-  c.value = h.size_bytes;
-  c.reply_offset = h.offset;
   c.body.resize(length);
   ReceiveInto(
       data, c.body.data(), length, rndv, nullptr, [this](ucs_status_t) { call_->replied = true; },

@@ -33,6 +33,23 @@ ReplyHeader MakeReplyHeader(uint8_t op, uint64_t request_id) {
   return h;
 }
 
+std::string EncodeHelloReply(const HelloReply& reply, absl::string_view worker_address) {
+  std::string body(reinterpret_cast<const char*>(&reply), sizeof(reply));
+  body.append(worker_address.data(), worker_address.size());
+  return body;
+}
+
+absl::Status ParseHelloReply(absl::string_view body, HelloReply* reply,
+                             absl::string_view* worker_address) {
+  if (body.size() <= sizeof(HelloReply)) {
+    return absl::InternalError(absl::StrCat("UCX Hello reply of ", body.size(),
+                                            " bytes; more than ", sizeof(HelloReply), " expected"));
+  }
+  std::memcpy(reply, body.data(), sizeof(HelloReply));
+  *worker_address = body.substr(sizeof(HelloReply));
+  return absl::OkStatus();
+}
+
 size_t RequestHeaderLength(Op op) {
   switch (op) {
     case Op::kPut:

@@ -27,7 +27,7 @@ namespace kvstash::wire::ucx {
 inline constexpr uint16_t kRequestAmId = 1;
 inline constexpr uint16_t kReplyAmId = 2;
 inline constexpr uint32_t kMagic = 0x5553564B;  // "KVSU" read as little-endian bytes
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;
 // ReplyHeader.index of an answer that concerns the whole request, not one item.
 inline constexpr uint32_t kWholeRequest = 0xFFFFFFFFu;
 
@@ -40,15 +40,14 @@ enum class Op : uint8_t {
   kStats = 6,              // body: v1.StatsRequest             reply: v1.StatsResponse
   kPut = 7,                // one chunk; header + PutFields, body: the payload
   kGet = 8,                // body: GetItemRecord x count; replies: one or more per item
-  kHello = 9,     // on the sockaddr endpoint; reply: body = the daemon worker's UCP address,
-                  // ReplyHeader.size_bytes = a token naming this connection,
-                  // ReplyHeader.offset = the daemon's TCP segment size (see ConfigureUcx)
-  kAttach = 10,   // on the endpoint created from that address; body: the token (8 bytes
-                  // LE) + the client worker's UCP address, for the daemon's reply endpoint
-  kCommit = 11,   // header + CommitFields, no body: the client wrote a reserved chunk;
-                  // answered like the Put it completes (reply op kPut)
-  kRelease = 12,  // no body: the client has copied the chunks of Get `request_id` that
-                  // came back kFlagDirect; no reply
+  kHello = 9,              // on the sockaddr endpoint, no body; reply body: HelloReply + the daemon
+                           // worker's UCP address
+  kAttach = 10,            // on the endpoint created from that address; body: the token (8 bytes
+                           // LE) + the client worker's UCP address, for the daemon's reply endpoint
+  kCommit = 11,            // header + CommitFields, no body: the client wrote a reserved chunk;
+                           // answered like the Put it completes (reply op kPut)
+  kRelease = 12,           // no body: the client has copied the chunks of Get `request_id` that
+                           // came back kFlagDirect; no reply
 };
 inline constexpr uint8_t kMaxOp = 12;
 
@@ -109,6 +108,11 @@ struct ArenaInfo {
   uint64_t address;  // the arena's address in the daemon (for RMA)
   uint64_t size;     // bytes
 };
+// Body of the Hello reply, followed by the daemon worker's UCP address. 16 bytes.
+struct HelloReply {
+  uint64_t token;              // names this connection in Attach
+  uint64_t tcp_segment_bytes;  // the daemon's UCX TCP segment (see ConfigureUcx); 0: unknown
+};
 // One contiguous piece of a chunk in the arena. 16 bytes.
 struct ArenaRun {
   uint64_t offset;  // from the arena's start
@@ -143,6 +147,7 @@ static_assert(sizeof(GetFields) == 16);
 static_assert(sizeof(GetItemRecord) == 24);
 static_assert(sizeof(CommitFields) == 16);
 static_assert(sizeof(ArenaInfo) == 16);
+static_assert(sizeof(HelloReply) == 16);
 static_assert(sizeof(ArenaRun) == 16);
 static_assert(sizeof(ReplyHeader) == 64);
 
@@ -158,6 +163,13 @@ ReplyHeader MakeReplyHeader(uint8_t op, uint64_t request_id);
 absl::Status ParseRequestHeader(const void* header, size_t length, RequestHeader* out);
 // Reads the reply header. INVALID_ARGUMENT for a short header, bad magic or version.
 absl::Status ParseReplyHeader(const void* header, size_t length, ReplyHeader* out);
+
+// The Hello reply body: `reply` then the worker address.
+std::string EncodeHelloReply(const HelloReply& reply, absl::string_view worker_address);
+// Splits a Hello reply body; INTERNAL when it is too short to hold a HelloReply and an
+// address. `*worker_address` points into `body`.
+absl::Status ParseHelloReply(absl::string_view body, HelloReply* reply,
+                             absl::string_view* worker_address);
 
 // Size of the AM header for `op`: RequestHeader plus its op-specific block.
 size_t RequestHeaderLength(Op op);

@@ -29,14 +29,17 @@ grpc::Slice StoredSlice(const storage::ChunkRef& chunk, const uint8_t* data, siz
 // read overlaps the send of the chunk before it.
 class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  GetReactor(const ServiceEnv* env, grpc::CallbackServerContext* context,
+  GetReactor(const Requests* requests, grpc::CallbackServerContext* context,
              const grpc::ByteBuffer* request)
-      : env_(env), context_(context) {
-    env_->metrics.CallStarted();
-    env_->metrics.AddReceivedBytes(request->Length());
+      : requests_(requests),
+        env_(&requests->env()),
+        metrics_(&requests->metrics()),
+        context_(context) {
+    metrics_->CallStarted();
+    metrics_->AddReceivedBytes(request->Length());
     absl::Status s = Parse(*request);
     if (!s.ok()) {
-      env_->log->Debug("get refused", {{"status", s}, {"peer", context_->peer()}});
+      requests_->LogRefused(Op::kGet, s, context_->peer());
       End(wire::ToGrpcStatus(s));
       return;
     }
@@ -53,8 +56,8 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   void OnDone() override {
-    env_->metrics.CallEnded();
-    env_->metrics.RecordCall(Op::kGet, code_, start_);
+    metrics_->CallEnded();
+    requests_->RecordCall(Op::kGet, static_cast<absl::StatusCode>(code_), start_);
     {
       absl::MutexLock lock(&mu_);
       done_ = true;
@@ -83,7 +86,9 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void Send();
   std::vector<grpc::Slice> TakePayload();
 
+  const Requests* const requests_;
   const ServiceEnv* const env_;
+  TransportMetrics* const metrics_;
   grpc::CallbackServerContext* const context_;
   const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
   int code_ = 0;
@@ -112,13 +117,12 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 };
 
 absl::Status GetReactor::Parse(const grpc::ByteBuffer& request) {
-  if (absl::Status s = env_->Admit(); !s.ok()) return s;
+  if (absl::Status s = requests_->Admit(); !s.ok()) return s;
   v1::GetRequest req;
   if (absl::Status s = ParseMessage(request, &req); !s.ok()) return s;
-  absl::StatusOr<Key128> ns = env_->registry->Resolve(req.namespace_id());
+  absl::StatusOr<Key128> ns = requests_->ResolveNamespace(req.namespace_id());
   if (!ns.ok()) return ns.status();
-  absl::StatusOr<std::vector<Key128>> keys =
-      ParseKeys(req.keys(), env_->limits.max_keys_per_request);
+  absl::StatusOr<std::vector<Key128>> keys = requests_->ParseKeys(req.keys());
   if (!keys.ok()) return keys.status();
   ns_ = *ns;
   keys_ = std::move(*keys);
@@ -161,7 +165,7 @@ void GetReactor::WriteNext() {
 }
 
 void GetReactor::Send() {
-  env_->metrics.AddSentBytes(out_.Length());
+  metrics_->AddSentBytes(out_.Length());
   StartWrite(&out_);
 }
 
@@ -173,13 +177,8 @@ void GetReactor::FetchAhead() {
   }
   const storage::ChunkId id{ns_, keys_[next_fetch_++]};
   // The callback may run after the call ended and the service (env_) is gone, while the
-  // store drains its reads: it touches only the store and this reactor.
-  storage::ChunkStore* store = env_->store;
-  store->GetAsync(id, [this, store, lease = lease_id_, id](Fetched ref) {
-    // The reference now protects the bytes, so the lease's hold has done its job.
-    if (lease != 0) store->ReleaseLease(lease, id);
-    OnFetched(std::move(ref));
-  });
+  // store drains its reads: it touches only this reactor.
+  env_->store->GetAsync(id, lease_id_, [this](Fetched ref) { OnFetched(std::move(ref)); });
 }
 
 void GetReactor::OnFetched(Fetched ref) {
@@ -256,10 +255,10 @@ std::vector<grpc::Slice> GetReactor::TakePayload() {
 
 }  // namespace
 
-grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const ServiceEnv* env,
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const Requests* requests,
                                                           grpc::CallbackServerContext* context,
                                                           const grpc::ByteBuffer* request) {
-  return new GetReactor(env, context, request);
+  return new GetReactor(requests, context, request);
 }
 
 }  // namespace kvstash::server

@@ -13,12 +13,12 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
-#include "server/service_env.h"
+#include "server/requests.h"
 
 namespace kvstash::server {
 
-// Starts the reactor of one Get call. `env` must outlive the call.
-grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const ServiceEnv* env,
+// Starts the reactor of one Get call. `requests` must outlive the call.
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const Requests* requests,
                                                           grpc::CallbackServerContext* context,
                                                           const grpc::ByteBuffer* request);
 

@@ -1,8 +1,9 @@
 // KvStashService: the kvstash.v1.KvStash gRPC service on the callback API.
 //
-// The unary calls are typed callback methods answered inline (they only touch in-memory
-// state). Put and Get are raw methods (grpc::ByteBuffer) so their payloads bypass protobuf:
-// see put_reactor.h and get_reactor.h. docs/protocol.md is the contract.
+// The unary calls are typed callback methods answered inline by the request layer
+// (requests.h; they only touch in-memory state). Put and Get are raw methods (grpc::ByteBuffer) so
+// their payloads bypass protobuf: see put_reactor.h and get_reactor.h. docs/protocol.md is the
+// contract.
 //
 // Thread-safety: thread-safe; gRPC invokes methods from many threads at once.
 #pragma once
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "kvstash/v1/kvstash.grpc.pb.h"
+#include "server/requests.h"
 #include "server/service_env.h"
 
 namespace kvstash::server {
@@ -27,7 +29,8 @@ using KvStashCallbackBase = KvStash::WithCallbackMethod_RegisterNamespace<
 class KvStashService final : public internal::KvStashCallbackBase {
  public:
   // `env` must outlive the service and every call it serves.
-  KvStashService(ServiceEnv* env, std::string version) : env_(env), version_(std::move(version)) {}
+  KvStashService(ServiceEnv* env, std::string version)
+      : requests_(env, &env->metrics, std::move(version)) {}
 
   grpc::ServerUnaryReactor* RegisterNamespace(grpc::CallbackServerContext* context,
                                               const v1::RegisterNamespaceRequest* request,
@@ -52,25 +55,8 @@ class KvStashService final : public internal::KvStashCallbackBase {
                                    const v1::HealthRequest* request,
                                    v1::HealthResponse* response) override;
 
-  // The unary methods for another transport (UCX): parses `request` as the request message
-  // of `op` (kRegisterNamespace, kLookup, kExists, kDelete, kStats or kHealth), answers it
-  // as the gRPC method would and serializes the response into `*response`. Lookup counters
-  // go to `metrics`. INVALID_ARGUMENT for an unparsable request or another op.
-  absl::Status CallUnary(Op op, absl::string_view request, TransportMetrics* metrics,
-                         std::string* response);
-
  private:
-  absl::Status DoRegister(const v1::RegisterNamespaceRequest& req,
-                          v1::RegisterNamespaceResponse* resp);
-  absl::Status DoLookup(const v1::LookupRequest& req, TransportMetrics* metrics,
-                        v1::LookupResponse* resp);
-  absl::Status DoExists(const v1::KeysRequest& req, v1::ExistsResponse* resp);
-  absl::Status DoDelete(const v1::KeysRequest& req, v1::DeleteResponse* resp);
-  absl::Status DoStats(const v1::StatsRequest& req, v1::StatsResponse* resp);
-  void DoHealth(v1::HealthResponse* resp) const;
-
-  ServiceEnv* const env_;
-  const std::string version_;
+  const Requests requests_;  // over the env and its gRPC metrics
 };
 
 }  // namespace kvstash::server

@@ -13,15 +13,18 @@ namespace kvstash::server {
 namespace {
 
 // Receives chunks one after another. A chunk is "active" from its header frame until
-// size_bytes payload bytes have arrived; while active its bytes go into `pending_`, or are
+// size_bytes payload bytes have arrived; while active its bytes go into `chunk_`, or are
 // discarded when the chunk was refused (its result is already decided) or already present.
 class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  PutReactor(const ServiceEnv* env, grpc::CallbackServerContext* context,
+  PutReactor(const Requests* requests, grpc::CallbackServerContext* context,
              grpc::ByteBuffer* response)
-      : env_(env), context_(context), response_(response) {
-    env_->metrics.CallStarted();
-    if (absl::Status s = env_->Admit(); !s.ok()) {
+      : requests_(requests),
+        metrics_(&requests->metrics()),
+        context_(context),
+        response_(response) {
+    metrics_->CallStarted();
+    if (absl::Status s = requests_->Admit(); !s.ok()) {
       End(wire::ToGrpcStatus(s));
       return;
     }
@@ -33,7 +36,7 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       OnStreamEnd();
       return;
     }
-    env_->metrics.AddReceivedBytes(frame_.Length());
+    metrics_->AddReceivedBytes(frame_.Length());
     absl::Status s = HandleFrame();
     frame_.Clear();
     if (!s.ok()) {
@@ -44,8 +47,8 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   }
 
   void OnDone() override {
-    env_->metrics.CallEnded();
-    env_->metrics.RecordCall(Op::kPut, code_, start_);
+    metrics_->CallEnded();
+    requests_->RecordCall(Op::kPut, static_cast<absl::StatusCode>(code_), start_);
     delete this;
   }
 
@@ -63,7 +66,8 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   void OnStreamEnd();
   void EndWithError(const absl::Status& s);
 
-  const ServiceEnv* const env_;
+  const Requests* const requests_;
+  TransportMetrics* const metrics_;
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const response_;
   const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
@@ -76,11 +80,10 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   v1::PutResponse results_;
   uint64_t bytes_received_ = 0;
 
-  // The active chunk.
+  // The active chunk; its payload is discarded while chunk_.pending() is null.
   bool active_ = false;
   uint64_t remaining_ = 0;
-  std::unique_ptr<storage::PendingChunk> pending_;  // null: discarding the payload
-  v1::ChunkResult result_;                          // decided early when discarding
+  PutChunk chunk_;
 };
 
 absl::Status PutReactor::HandleFrame() {
@@ -105,7 +108,7 @@ absl::Status PutReactor::CheckNamespace(const std::string& id_bytes) {
     }
     return absl::OkStatus();
   }
-  absl::StatusOr<Key128> id = env_->registry->Resolve(id_bytes);
+  absl::StatusOr<Key128> id = requests_->ResolveNamespace(id_bytes);
   if (!id.ok()) {
     if (id_bytes.empty()) {
       return absl::InvalidArgumentError("the first Put frame must carry namespace_id");
@@ -123,46 +126,26 @@ absl::Status PutReactor::StartChunk(const v1::ChunkHeader& header) {
                                                    remaining_, " bytes of chunk ", index,
                                                    " still missing"));
   }
-  storage::ChunkId id;
-  id.ns = *ns_;
-  if (header.key().size() != id.key.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk ", index, ": key must be 16 bytes, got ", header.key().size()));
-  }
-  if (header.size_bytes() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk ", index, ": size_bytes is 0"));
-  }
-  if (static_cast<uint32_t>(index) >= env_->limits.max_keys_per_request) {
-    return absl::InvalidArgumentError(absl::StrCat("more than server.max_keys_per_request (",
-                                                   env_->limits.max_keys_per_request,
-                                                   ") chunks in one Put call"));
-  }
-  std::memcpy(id.key.data(), header.key().data(), id.key.size());
-  storage::ChunkMeta meta;
-  meta.size_bytes = header.size_bytes();
-  meta.tokens = header.tokens();
-  meta.format = header.format();
-  meta.checksum = header.checksum();
+  PutChunkHeader h;
+  h.index = static_cast<uint32_t>(index);
+  h.key = header.key();
+  h.meta.size_bytes = header.size_bytes();
+  h.meta.tokens = header.tokens();
+  h.meta.format = header.format();
+  h.meta.checksum = header.checksum();
+  if (absl::Status s = requests_->CheckPutChunk(h); !s.ok()) return s;
   active_ = true;
-  remaining_ = meta.size_bytes;
-  result_.Clear();
-  absl::StatusOr<std::unique_ptr<storage::PendingChunk>> pending = env_->store->BeginPut(id, meta);
-  if (pending.ok()) {
-    pending_ = std::move(*pending);
-  } else if (absl::IsAlreadyExists(pending.status())) {
-    result_.set_already_present(true);  // idempotent repeat: drain and acknowledge
-  } else {
-    result_.set_code(static_cast<int>(pending.status().code()));
-    result_.set_message(std::string(pending.status().message()));
-  }
+  remaining_ = h.meta.size_bytes;
+  chunk_ = requests_->BeginPut(*ns_, h);
   return absl::OkStatus();
 }
 
 absl::Status PutReactor::ConsumePayload() {
-  if (payload_.bytes > env_->limits.max_frame_bytes) {
+  const uint64_t max_frame_bytes = requests_->env().limits.max_frame_bytes;
+  if (payload_.bytes > max_frame_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat("frame payload of ", payload_.bytes,
                                                      " bytes exceeds server.max_frame_bytes (",
-                                                     env_->limits.max_frame_bytes, ")"));
+                                                     max_frame_bytes, ")"));
   }
   if (!active_) {
     return absl::InvalidArgumentError("data frame outside a chunk (no header precedes it)");
@@ -175,13 +158,9 @@ absl::Status PutReactor::ConsumePayload() {
   bytes_received_ += payload_.bytes;
   remaining_ -= payload_.bytes;
   for (const grpc::Slice& slice : payload_.slices) {
-    if (pending_ == nullptr) break;
-    absl::Status s = pending_->Append(slice.begin(), slice.size());
-    if (!s.ok()) {  // the store refused its own reservation: report it, drain the rest
-      result_.set_code(static_cast<int>(s.code()));
-      result_.set_message(std::string(s.message()));
-      pending_.reset();
-    }
+    if (chunk_.pending() == nullptr) break;
+    absl::Status s = chunk_.pending()->Append(slice.begin(), slice.size());
+    if (!s.ok()) chunk_.Fail(s);  // the store refused its own reservation: drain the rest
   }
   payload_.slices.clear();
   if (remaining_ == 0) CompleteChunk();
@@ -189,24 +168,21 @@ absl::Status PutReactor::ConsumePayload() {
 }
 
 void PutReactor::CompleteChunk() {
-  if (pending_ != nullptr) {
-    absl::Status s = env_->store->CommitPut(std::move(pending_));
-    if (!s.ok()) {
-      result_.set_code(static_cast<int>(s.code()));
-      result_.set_message(std::string(s.message()));
-    }
+  const absl::Status s = chunk_.Finish();
+  v1::ChunkResult* result = results_.add_results();
+  result->set_already_present(chunk_.already_present());
+  if (!s.ok()) {
+    result->set_code(static_cast<int>(s.code()));
+    result->set_message(std::string(s.message()));
   }
-  env_->metrics.AddPutResult(result_.already_present() ? PutResult::kAlreadyPresent
-                             : result_.code() != 0       ? PutResult::kFailed
-                                                         : PutResult::kStored);
-  *results_.add_results() = result_;
+  chunk_ = PutChunk();
   active_ = false;
 }
 
 void PutReactor::OnStreamEnd() {
   if (context_->IsCancelled()) {
-    pending_.reset();  // the client went away: the partial chunk leaves no trace
-    env_->log->Debug("put cancelled", {{"chunks", results_.results_size()}});
+    chunk_ = PutChunk();  // the client went away: the partial chunk leaves no trace
+    requests_->env().log->Debug("put cancelled", {{"chunks", results_.results_size()}});
     End(grpc::Status::CANCELLED);
     return;
   }
@@ -217,22 +193,23 @@ void PutReactor::OnStreamEnd() {
     return;
   }
   *response_ = SerializeMessage(results_);
-  env_->log->Debug("put done", {{"chunks", results_.results_size()}, {"bytes", bytes_received_}});
+  requests_->env().log->Debug("put done",
+                              {{"chunks", results_.results_size()}, {"bytes", bytes_received_}});
   End(grpc::Status::OK);
 }
 
 void PutReactor::EndWithError(const absl::Status& s) {
-  pending_.reset();
-  env_->log->Debug("put refused", {{"status", s}, {"peer", context_->peer()}});
+  chunk_ = PutChunk();
+  requests_->LogRefused(Op::kPut, s, context_->peer());
   End(wire::ToGrpcStatus(s));
 }
 
 }  // namespace
 
-grpc::ServerReadReactor<grpc::ByteBuffer>* NewPutReactor(const ServiceEnv* env,
+grpc::ServerReadReactor<grpc::ByteBuffer>* NewPutReactor(const Requests* requests,
                                                          grpc::CallbackServerContext* context,
                                                          grpc::ByteBuffer* response) {
-  return new PutReactor(env, context, response);
+  return new PutReactor(requests, context, response);
 }
 
 }  // namespace kvstash::server

@@ -10,12 +10,12 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
-#include "server/service_env.h"
+#include "server/requests.h"
 
 namespace kvstash::server {
 
-// Starts the reactor of one Put call. `env` must outlive the call.
-grpc::ServerReadReactor<grpc::ByteBuffer>* NewPutReactor(const ServiceEnv* env,
+// Starts the reactor of one Put call. `requests` must outlive the call.
+grpc::ServerReadReactor<grpc::ByteBuffer>* NewPutReactor(const Requests* requests,
                                                          grpc::CallbackServerContext* context,
                                                          grpc::ByteBuffer* response);
 

@@ -149,7 +149,7 @@ absl::Status Server::Start() {
 
 absl::Status Server::StartUcx() {
   if (ucx_context_ == nullptr) return absl::OkStatus();
-  ucx::UcxServiceEnv env{&env_, &service_, &ucx_metrics_, shared_arena_,
+  ucx::UcxServiceEnv env{&env_, KVSTASH_VERSION, &ucx_metrics_, shared_arena_,
                          ucx_context_->tcp_segment_bytes()};
   absl::StatusOr<std::unique_ptr<ucx::UcxServer>> ucx =
       ucx::UcxServer::Start(UcxOptionsOf(config_.ucx), ucx_context_, env);

@@ -1,6 +1,6 @@
-// ServiceEnv: what every gRPC handler and stream reactor of the KvStash service shares
-// (the store, the namespace registry, limits, the log, the draining flag), plus the
-// request-parsing helpers they have in common.
+// ServiceEnv: what every transport's request handling shares (the store, the namespace
+// registry, limits, the log, the draining flag), plus the gRPC message helpers of the raw
+// methods. The request rules themselves live in requests.h.
 //
 // Thread-safety: ServiceEnv is immutable after construction except `draining` and
 // `unary_in_handler`, atomics, and `metrics`, lock-free cells; the pointees are
@@ -53,10 +53,6 @@ struct ServiceEnv {
   // UNAVAILABLE while draining, else OK.
   absl::Status Admit() const;
 };
-
-// Splits concatenated 16-byte keys. INVALID_ARGUMENT when the length is not a multiple of
-// 16 or there are more than `max_keys`.
-absl::StatusOr<std::vector<Key128>> ParseKeys(absl::string_view bytes, uint32_t max_keys);
 
 // Parses a whole serialized message held in `buffer` (raw methods receive bytes).
 absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* msg);

@@ -119,6 +119,10 @@ struct ChunkStoreOptions {
     bool low_priority_background = true;
   } nvme;
 
+  // The clock leases are granted and expired by. Unset (default): the real clock
+  // (absl::Now). Tests supply a fake one to expire leases without sleeping.
+  std::function<absl::Time()> clock;
+
   absl::Status Validate() const;
 };
 
@@ -152,10 +156,11 @@ class ChunkStore {
   // Get for callers that must not wait on the disk (event-loop threads). A DRAM hit or a
   // miss runs `done` on this thread before GetAsync returns; a chunk below DRAM is read on
   // one of the store's nvme.read_threads, which then runs `done`. Same results and
-  // counting as Get.
+  // counting as Get. With lease_id != 0, the lease's hold on `id` is released before
+  // `done` runs, whatever the result: the ChunkRef protects the bytes from then on.
   using GetCallback = absl::AnyInvocable<void(absl::StatusOr<ChunkRef>) &&>;
-  virtual void GetAsync(const ChunkId& id, GetCallback done) = 0;
-  // Releases `lease_id`'s hold on `id` (after the chunk was sent to the lease's owner).
+  virtual void GetAsync(const ChunkId& id, uint64_t lease_id, GetCallback done) = 0;
+  // Releases `lease_id`'s hold on `id` without reading the chunk.
   virtual void ReleaseLease(uint64_t lease_id, const ChunkId& id) = 0;
 
   // Counts the leading keys present. With lease > 0 (clamped to max_lease) the hits are

@@ -115,7 +115,7 @@ absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const Chu
 absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
   if (dram_->TryAllocate(size, out)) return absl::OkStatus();
   if (cleaner_ != nullptr) cleaner_->Kick();  // evicting from here on: keep the tail clean
-  ExpireLeases(absl::Now());
+  ExpireLeases(Now());
   const uint64_t max_rounds = index_->size() + kExtraEvictionRounds;
   for (uint64_t round = 1;; ++round) {
     // Dropping the victim here frees its bytes (EvictOne only picks unreferenced chunks),
@@ -170,16 +170,22 @@ absl::StatusOr<ChunkRef> ChunkStoreImpl::GetMissedDram(const ChunkId& id) {
   return chunk;
 }
 
-void ChunkStoreImpl::GetAsync(const ChunkId& id, GetCallback done) {
+void ChunkStoreImpl::GetAsync(const ChunkId& id, uint64_t lease_id, GetCallback done) {
+  // The lease has done its job once the reference (or the miss) is in hand.
+  auto answer = [this, &id, lease_id](GetCallback& done, absl::StatusOr<ChunkRef> ref) {
+    if (lease_id != 0) ReleaseLease(lease_id, id);
+    std::move(done)(std::move(ref));
+  };
   ChunkRef chunk = index_->Get(id, /*count_miss=*/nvme_ == nullptr);
-  if (chunk != nullptr) return std::move(done)(std::move(chunk));
+  if (chunk != nullptr) return answer(done, std::move(chunk));
   // Nothing below DRAM to read: answered here, without the disk, counted as Get counts it.
-  if (!BelowDram(id)) return std::move(done)(GetMissedDram(id));
-  readers_->Schedule([this, id, done = std::move(done)]() mutable {
-    if (closing_.load(std::memory_order_acquire)) {
-      return std::move(done)(absl::UnavailableError("the chunk store is shutting down"));
-    }
-    std::move(done)(Get(id));  // Get looks in DRAM again: a concurrent put may have landed
+  if (!BelowDram(id)) return answer(done, GetMissedDram(id));
+  readers_->Schedule([this, id, lease_id, done = std::move(done)]() mutable {
+    absl::StatusOr<ChunkRef> ref = absl::UnavailableError("the chunk store is shutting down");
+    // Get looks in DRAM again: a concurrent put may have landed.
+    if (!closing_.load(std::memory_order_acquire)) ref = Get(id);
+    if (lease_id != 0) ReleaseLease(lease_id, id);
+    std::move(done)(std::move(ref));
   });
 }
 
@@ -189,7 +195,7 @@ void ChunkStoreImpl::ReleaseLease(uint64_t lease_id, const ChunkId& id) {
 
 LookupResult ChunkStoreImpl::Lookup(const Key128& ns, absl::Span<const Key128> keys,
                                     absl::Duration lease) {
-  const absl::Time now = absl::Now();
+  const absl::Time now = Now();
   ExpireLeases(now);
   const absl::Duration granted = std::min(lease, options_.max_lease);
   const bool take_lease = granted > absl::ZeroDuration();
@@ -214,6 +220,8 @@ LookupResult ChunkStoreImpl::Lookup(const Key128& ns, absl::Span<const Key128> k
   }
   return result;
 }
+
+absl::Time ChunkStoreImpl::Now() const { return options_.clock ? options_.clock() : absl::Now(); }
 
 void ChunkStoreImpl::ExpireLeases(absl::Time now) {
   for (const LeaseTable::Hold& hold : leases_.TakeExpired(now)) {

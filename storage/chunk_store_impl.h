@@ -41,7 +41,7 @@ class ChunkStoreImpl final : public ChunkStore {
                                                          const ChunkMeta& meta) override;
   absl::Status CommitPut(std::unique_ptr<PendingChunk> pending) override;
   absl::StatusOr<ChunkRef> Get(const ChunkId& id) override;
-  void GetAsync(const ChunkId& id, GetCallback done) override;
+  void GetAsync(const ChunkId& id, uint64_t lease_id, GetCallback done) override;
   void ReleaseLease(uint64_t lease_id, const ChunkId& id) override;
   LookupResult Lookup(const Key128& ns, absl::Span<const Key128> keys,
                       absl::Duration lease) override;
@@ -57,6 +57,8 @@ class ChunkStoreImpl final : public ChunkStore {
   // Allocates `size` bytes into `out`, evicting as needed.
   absl::Status Reserve(uint64_t size, Allocation* out);
   void ExpireLeases(absl::Time now);
+  // The lease clock's time (options_.clock, or absl::Now when unset).
+  absl::Time Now() const;
   // Counts the index's heap bookkeeping against the DRAM budget; call when its size changed.
   void ChargeBookkeeping();
 

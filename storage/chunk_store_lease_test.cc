@@ -1,7 +1,8 @@
 // Lookup and leases through the public ChunkStore API.
+#include <memory>
 #include <vector>
 
-#include "absl/time/clock.h"
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "storage/chunk_store.h"
 #include "storage/test_util.h"
@@ -16,9 +17,30 @@ using testing::PutPattern;
 constexpr uint64_t kPage = 64 << 10;
 constexpr uint64_t kNs = 1;
 
-std::unique_ptr<ChunkStore> MakeStore(uint32_t pages,
+// A clock that moves only when told to.
+//
+// Thread-safety: thread-safe.
+class FakeClock {
+ public:
+  absl::Time Now() const {
+    absl::MutexLock lock(&mu_);
+    return now_;
+  }
+  void Advance(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    now_ += d;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::Time now_ ABSL_GUARDED_BY(mu_) = absl::FromUnixSeconds(1'000'000);
+};
+
+// `clock` must outlive the store.
+std::unique_ptr<ChunkStore> MakeStore(uint32_t pages, const FakeClock* clock,
                                       absl::Duration max_lease = absl::Seconds(60)) {
   ChunkStoreOptions o;
+  o.clock = [clock] { return clock->Now(); };
   o.page_bytes = kPage;
   o.dram_capacity_bytes = pages * kPage;
   o.huge_pages = ChunkStoreOptions::HugePages::kOff;
@@ -42,8 +64,13 @@ void Churn(ChunkStore& store, int from, int to) {
   for (int i = from; i < to; ++i) ASSERT_TRUE(PutPattern(store, MakeId(i, kNs), i, kPage).ok());
 }
 
-TEST(ChunkStoreLeaseTest, LookupCountsLeadingHitsOnly) {
-  auto store = MakeStore(16);
+class ChunkStoreLeaseTest : public ::testing::Test {
+ protected:
+  FakeClock clock_;
+};
+
+TEST_F(ChunkStoreLeaseTest, LookupCountsLeadingHitsOnly) {
+  auto store = MakeStore(16, &clock_);
   Churn(*store, 0, 5);
   std::vector<Key128> keys = Keys(0, 3);
   keys.push_back(MakeKey(100));  // a miss...
@@ -58,14 +85,13 @@ TEST(ChunkStoreLeaseTest, LookupCountsLeadingHitsOnly) {
   EXPECT_EQ(store->Lookup(kNsId, {}, absl::Seconds(1)).lease_id, 0u);  // nothing to hold
 }
 
-TEST(ChunkStoreLeaseTest, LeasedChunksSurviveEvictionPressure) {
-  auto store = MakeStore(8);
+TEST_F(ChunkStoreLeaseTest, LeasedChunksSurviveEvictionPressure) {
+  auto store = MakeStore(8, &clock_);
   Churn(*store, 0, 8);
-  const absl::Time before = absl::Now();
   LookupResult r = store->Lookup(kNsId, Keys(0, 4), absl::Seconds(30));
   ASSERT_EQ(r.hit_count, 4u);
   ASSERT_NE(r.lease_id, 0u);
-  EXPECT_GE(r.lease_expires, before + absl::Seconds(30));
+  EXPECT_EQ(r.lease_expires, clock_.Now() + absl::Seconds(30));
   Churn(*store, 100, 140);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(store->Locate(MakeId(i, kNs)), Tier::kDram) << i;
   for (int i = 4; i < 8; ++i) EXPECT_EQ(store->Locate(MakeId(i, kNs)), Tier::kNone) << i;
@@ -78,32 +104,37 @@ TEST(ChunkStoreLeaseTest, LeasedChunksSurviveEvictionPressure) {
   EXPECT_EQ(store->Locate(MakeId(3, kNs)), Tier::kDram);
 }
 
-TEST(ChunkStoreLeaseTest, ExpiredLeasesStopProtecting) {
-  auto store = MakeStore(8);
+TEST_F(ChunkStoreLeaseTest, ExpiredLeasesStopProtecting) {
+  auto store = MakeStore(8, &clock_);
   Churn(*store, 0, 8);
-  LookupResult r = store->Lookup(kNsId, Keys(0, 8), absl::Milliseconds(1));
+  LookupResult r = store->Lookup(kNsId, Keys(0, 8), absl::Seconds(10));
   ASSERT_EQ(r.hit_count, 8u);
   ASSERT_NE(r.lease_id, 0u);
-  // Only the order matters here: the deadline is in the past once this sleep returns.
-  absl::SleepFor(absl::Milliseconds(20));
+  clock_.Advance(absl::Seconds(10) - absl::Nanoseconds(1));
+  ChunkMeta meta;
+  meta.size_bytes = kPage;
+  // Not due yet: every chunk stays leased, so there is no room.
+  EXPECT_EQ(store->BeginPut(MakeId(100, kNs), meta).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  clock_.Advance(absl::Nanoseconds(1));
   Churn(*store, 100, 108);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(store->Locate(MakeId(i, kNs)), Tier::kNone) << i;
   store->ReleaseLease(r.lease_id, MakeId(0, kNs));  // after expiry: harmless
 }
 
-TEST(ChunkStoreLeaseTest, LeaseIsClampedToMaxLease) {
-  auto store = MakeStore(8, absl::Milliseconds(50));
+TEST_F(ChunkStoreLeaseTest, LeaseIsClampedToMaxLease) {
+  auto store = MakeStore(8, &clock_, absl::Milliseconds(50));
   Churn(*store, 0, 1);
   LookupResult r = store->Lookup(kNsId, Keys(0, 1), absl::Hours(1));
   ASSERT_NE(r.lease_id, 0u);
-  EXPECT_LE(r.lease_expires, absl::Now() + absl::Milliseconds(50));
-  auto no_lease_store = MakeStore(8, absl::ZeroDuration());
+  EXPECT_EQ(r.lease_expires, clock_.Now() + absl::Milliseconds(50));
+  auto no_lease_store = MakeStore(8, &clock_, absl::ZeroDuration());
   Churn(*no_lease_store, 0, 1);
   EXPECT_EQ(no_lease_store->Lookup(kNsId, Keys(0, 1), absl::Hours(1)).lease_id, 0u);
 }
 
-TEST(ChunkStoreLeaseTest, AllLeasedIsResourceExhausted) {
-  auto store = MakeStore(4);
+TEST_F(ChunkStoreLeaseTest, AllLeasedIsResourceExhausted) {
+  auto store = MakeStore(4, &clock_);
   Churn(*store, 0, 4);
   LookupResult r = store->Lookup(kNsId, Keys(0, 4), absl::Seconds(30));
   ASSERT_EQ(r.hit_count, 4u);
@@ -115,8 +146,27 @@ TEST(ChunkStoreLeaseTest, AllLeasedIsResourceExhausted) {
   EXPECT_TRUE(store->BeginPut(MakeId(50, kNs), meta).ok());
 }
 
-TEST(ChunkStoreLeaseTest, DeleteOfLeasedChunkWinsAndReputIsUnprotected) {
-  auto store = MakeStore(4);
+TEST_F(ChunkStoreLeaseTest, GetAsyncWithTheLeaseReleasesItsHold) {
+  auto store = MakeStore(4, &clock_);
+  Churn(*store, 0, 4);
+  LookupResult r = store->Lookup(kNsId, Keys(0, 4), absl::Seconds(30));
+  ASSERT_EQ(r.hit_count, 4u);
+  bool called = false;
+  store->GetAsync(MakeId(1, kNs), r.lease_id, [&](absl::StatusOr<ChunkRef> ref) {
+    EXPECT_TRUE(ref.ok()) << ref.status();
+    called = true;
+  });
+  ASSERT_TRUE(called);  // a DRAM hit answers inline
+  ChunkMeta meta;
+  meta.size_bytes = kPage;
+  auto pending = store->BeginPut(MakeId(50, kNs), meta);
+  EXPECT_TRUE(pending.ok()) << pending.status();  // chunk 1 was evictable
+  EXPECT_EQ(store->Locate(MakeId(1, kNs)), Tier::kNone);
+  for (int i : {0, 2, 3}) EXPECT_EQ(store->Locate(MakeId(i, kNs)), Tier::kDram) << i;
+}
+
+TEST_F(ChunkStoreLeaseTest, DeleteOfLeasedChunkWinsAndReputIsUnprotected) {
+  auto store = MakeStore(4, &clock_);
   Churn(*store, 0, 1);
   LookupResult r = store->Lookup(kNsId, Keys(0, 1), absl::Seconds(30));
   ASSERT_TRUE(store->Delete(MakeId(0, kNs)).ok());

@@ -154,7 +154,7 @@ struct AsyncGot {
 };
 
 void StartGet(ChunkStore& store, uint64_t i, AsyncGot* got) {
-  store.GetAsync(MakeId(i), [got](absl::StatusOr<ChunkRef> ref) {
+  store.GetAsync(MakeId(i), /*lease_id=*/0, [got](absl::StatusOr<ChunkRef> ref) {
     got->ref = std::move(ref);
     got->thread = std::this_thread::get_id();
     got->done.Notify();

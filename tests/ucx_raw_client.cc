@@ -81,11 +81,14 @@ absl::Status RawUcxClient::Attach(bool peer_errors) {
   auto hello = Call(wire::ucx::Op::kHello, "", absl::Seconds(30));
   if (!hello.ok()) return hello.status();
   if (hello->header.code != 0) return absl::InternalError(hello->body);
-  const uint64_t token = hello->header.size_bytes;
+  wire::ucx::HelloReply reply;
+  absl::string_view address;
+  if (absl::Status s = wire::ucx::ParseHelloReply(hello->body, &reply, &address); !s.ok()) return s;
+  const uint64_t token = reply.token;
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  ep.address = reinterpret_cast<const ucp_address_t*>(hello->body.data());
+  ep.address = reinterpret_cast<const ucp_address_t*>(address.data());
   ep.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   ep.err_handler.cb = &OnEndpointError;
   ep.err_handler.arg = &failed_;

@@ -1,7 +1,9 @@
 // Request handling of the UCX data plane: the active-message callback that every
 // UcxWorker registers for wire::ucx::kRequestAmId, and the Put, Get and unary operations
-// behind it. Same semantics and status codes as the gRPC service (docs/protocol.md): the
-// store calls are the same, unary methods run KvStashService's own code.
+// behind it. Same semantics and status codes as the gRPC service (docs/protocol.md): both
+// transports call the request layer (server/requests.h) for everything but moving bytes.
+// Dispatch and connection setup live in ucx_requests.cc, Put in ucx_put.cc, Get in
+// ucx_get.cc.
 //
 // Put: BeginPut reserves the chunk; a rendezvous payload is received straight into the
 // pending chunk's memory, an eager one copied; CommitPut publishes it. A receive that fails

@@ -112,6 +112,7 @@ void Mailbox::Close() {
 
 UcxWorker::UcxWorker(const UcxServiceEnv* env, ucp_worker_h worker, int efd)
     : env_(env),
+      requests_(env->env, env->metrics, env->version),
       worker_(worker),
       efd_(efd),
       next_token_(std::random_device()() | 1ull << 40),

@@ -32,21 +32,18 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/ucx_wire.h"
+#include "server/requests.h"
 #include "server/service_env.h"
 #include "server/transport_metrics.h"
 #include "server/ucx/ucx_context.h"
 #include "storage/chunk.h"
-
-namespace kvstash::server {
-class KvStashService;
-}
 
 namespace kvstash::server::ucx {
 
 // What the request handlers need from the daemon. Pointees outlive every worker.
 struct UcxServiceEnv {
   const ServiceEnv* env = nullptr;          // store, registry, limits, draining, log
-  KvStashService* service = nullptr;        // unary methods
+  std::string version;                      // what Health reports
   TransportMetrics* metrics = nullptr;      // the "ucx" transport's metrics
   const SharedRegion* arena = nullptr;      // the DRAM arena clients may map; null: none
   uint64_t tcp_segment_bytes = 0;           // the context's UCX TCP segment (Hello reply)
@@ -94,7 +91,7 @@ class Mailbox {
 // reference so a reply never goes to a freed endpoint.
 // A chunk reserved for a client that writes it into the shared arena itself (direct Put).
 struct DirectPut {
-  std::unique_ptr<storage::PendingChunk> pending;
+  PutChunk chunk;  // pending
   wire::ucx::PutFields fields{};
   TransportMetrics::Clock::time_point start;
 };
@@ -128,6 +125,8 @@ class UcxWorker {
 
   ucp_worker_h handle() const { return worker_; }
   const UcxServiceEnv& env() const { return *env_; }
+  // The request layer over env() and the UCX transport's metrics.
+  const Requests& requests() const { return requests_; }
 
   void Start();
   // Force-closes every connection, lets the resulting completions run, joins the thread.
@@ -185,6 +184,7 @@ class UcxWorker {
   static void OnSendDone(void* request, ucs_status_t status, void* user_data);
 
   const UcxServiceEnv* const env_;
+  const Requests requests_;
   ucp_worker_h worker_;
   const int efd_;  // the worker's event fd
   std::atomic<bool> stop_{false};

@@ -1,0 +1,127 @@
+// Requests: the transport-neutral half of every kvstash call (docs/protocol.md). The gRPC
+// handlers and reactors (grpc_service.h, put_reactor.h, get_reactor.h) and the UCX
+// handlers (ucx/) decode their wire format, ask this layer to admit, resolve, validate,
+// store and fetch, and move the bytes; the rules, the status messages, the per-call metrics
+// and the request log live here once.
+//
+// Thread-safety: Requests is immutable after construction and its pointees are
+// thread-safe, so every method may run on any thread. A PutChunk is owned by one thread
+// at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kvstash/keys.h"
+#include "kvstash/v1/kvstash.pb.h"
+#include "server/service_env.h"
+#include "server/transport_metrics.h"
+#include "storage/chunk.h"
+
+namespace kvstash::server {
+
+class Requests;
+
+// What a Put names about one chunk before its bytes.
+struct PutChunkHeader {
+  uint32_t index = 0;     // position of the chunk in the Put call
+  uint32_t count = 0;     // chunks in the call when the transport says up front; else 0
+  absl::string_view key;  // must be 16 bytes
+  storage::ChunkMeta meta;
+};
+
+// One chunk of a Put, from BeginPut to its result. Finish() counts the result (stored,
+// already_present or failed) exactly once; destroying an unfinished PutChunk drops the
+// reservation and counts nothing (the client went away, or will send the bytes again).
+class PutChunk {
+ public:
+  PutChunk() = default;
+  PutChunk(PutChunk&&) = default;
+  PutChunk& operator=(PutChunk&&) = default;
+
+  // Where the payload goes; null when the result is decided already (the key is present
+  // or the store refused it: drain the payload).
+  storage::PendingChunk* pending() const { return pending_.get(); }
+  bool already_present() const { return already_present_; }
+  // The payload could not be received or written: the chunk fails with `status`.
+  void Fail(absl::Status status);
+  // Commits the chunk when it is still pending and counts its result. OK when stored or
+  // already present; else why it failed.
+  absl::Status Finish();
+
+ private:
+  friend class Requests;
+  TransportMetrics* metrics_ = nullptr;
+  storage::ChunkStore* store_ = nullptr;
+  std::unique_ptr<storage::PendingChunk> pending_;
+  absl::Status status_;
+  bool already_present_ = false;
+};
+
+class Requests {
+ public:
+  // `env` and `metrics` (this transport's) must outlive the object. `version` is what
+  // Health reports.
+  Requests(const ServiceEnv* env, TransportMetrics* metrics, std::string version)
+      : env_(env), metrics_(metrics), version_(std::move(version)) {}
+
+  const ServiceEnv& env() const { return *env_; }
+  TransportMetrics& metrics() const { return *metrics_; }
+
+  // UNAVAILABLE while the daemon drains.
+  absl::Status Admit() const { return env_->Admit(); }
+  // The registry's id of the 16-byte namespace id `id`.
+  absl::StatusOr<Key128> ResolveNamespace(absl::string_view id) const;
+  // INVALID_ARGUMENT when `n` keys exceed server.max_keys_per_request.
+  absl::Status CheckKeyCount(size_t n) const;
+  // Splits concatenated 16-byte keys; INVALID_ARGUMENT for a ragged length or too many.
+  absl::StatusOr<std::vector<Key128>> ParseKeys(absl::string_view bytes) const;
+
+  // INVALID_ARGUMENT when a chunk header breaks a rule (key size, size_bytes 0, more
+  // chunks than server.max_keys_per_request): the whole call fails.
+  absl::Status CheckPutChunk(const PutChunkHeader& header) const;
+  // Reserves the chunk in namespace `ns`. REQUIRES: CheckPutChunk(header) is OK.
+  PutChunk BeginPut(const Key128& ns, const PutChunkHeader& header) const;
+
+  // The unary operations. Each admits the call (Health answers while draining: that is
+  // how a client learns the daemon is going away) and fills the response.
+  absl::Status Unary(const v1::RegisterNamespaceRequest& req,
+                     v1::RegisterNamespaceResponse* resp) const;
+  absl::Status Unary(const v1::LookupRequest& req, v1::LookupResponse* resp) const;
+  absl::Status Unary(const v1::KeysRequest& req, v1::ExistsResponse* resp) const;
+  absl::Status Unary(const v1::KeysRequest& req, v1::DeleteResponse* resp) const;
+  absl::Status Unary(const v1::StatsRequest& req, v1::StatsResponse* resp) const;
+  absl::Status Unary(const v1::HealthRequest& req, v1::HealthResponse* resp) const;
+  // The same for a transport that carries serialized messages: parses `request` as the
+  // request of `op` and serializes the response into `*response`. INVALID_ARGUMENT for an
+  // unparsable request or an op that is not unary.
+  absl::Status Unary(Op op, absl::string_view request, std::string* response) const;
+
+  // One finished call of `op`: its latency since `start` and its outcome.
+  void RecordCall(Op op, absl::StatusCode code, TransportMetrics::Clock::time_point start) const {
+    metrics_->RecordCall(op, static_cast<int>(code), start);
+  }
+  // Logs (debug) a call refused with `status`; `peer` may be empty.
+  void LogRefused(Op op, const absl::Status& status, absl::string_view peer) const;
+
+ private:
+  // A call on keys of one namespace, admitted: the namespace resolved, the keys split.
+  struct NamespaceKeys {
+    Key128 ns;
+    uint32_t chunk_tokens = 0;  // the namespace's
+    std::vector<Key128> keys;
+  };
+  absl::StatusOr<NamespaceKeys> AdmitKeys(const std::string& namespace_id,
+                                          absl::string_view keys) const;
+
+  const ServiceEnv* const env_;
+  TransportMetrics* const metrics_;
+  const std::string version_;
+};
+
+}  // namespace kvstash::server

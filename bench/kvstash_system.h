@@ -83,7 +83,7 @@ class KvstashSystem : public System {
   std::unique_ptr<ChildProcess> child_;
   std::string address_;
   std::string metrics_address_;
-  std::string ucx_address_;  // "" when the daemon reported no UCX listener
+  std::string ucx_address_;        // "" when the daemon reported no UCX listener
   std::unique_ptr<Client> admin_;  // for Stats; not used by cells
 };
 

@@ -26,11 +26,11 @@
 namespace kvstash::bench {
 namespace {
 
-constexpr size_t kChunk = 4u << 20;       // the chunk size for NVMe gets and puts
-constexpr size_t kSmallChunk = 1u << 10;  // rebuild: stays inline in SSTs, 100k fit easily
-constexpr uint64_t kDram = 128ull << 20;  // small, so most chunks live on NVMe
-constexpr int kNvmeGetChunks = 512;       // 2 GiB on NVMe: a cell never reads one twice
-constexpr int kNvmeGetBatch = 8;          // chunks per request in the batched get cells
+constexpr size_t kChunk = 4u << 20;            // the chunk size for NVMe gets and puts
+constexpr size_t kSmallChunk = 1u << 10;       // rebuild: stays inline in SSTs, 100k fit easily
+constexpr uint64_t kDram = 128ull << 20;       // small, so most chunks live on NVMe
+constexpr int kNvmeGetChunks = 512;            // 2 GiB on NVMe: a cell never reads one twice
+constexpr int kNvmeGetBatch = 8;               // chunks per request in the batched get cells
 constexpr uint64_t kChurnBudget = 1ull << 30;  // NVMe budget of the churn daemon
 constexpr uint64_t kChurnFactor = 4;           // churn puts this many budgets' worth
 constexpr uint64_t kHotChunks = 8;             // the DRAM-hit get cells' working set
@@ -413,10 +413,10 @@ void Suite::Rebuild(Daemon& d, uint64_t chunks) {
 void Suite::Fio() {
   const std::string file = scratch_->path() + "/fio.dat";
   for (const char* rw : {"write", "read"}) {
-    const std::string cmd = absl::StrCat(
-        "fio --name=kvstash --filename=", file, " --rw=", rw,
-        " --bs=1M --direct=1 --ioengine=libaio --iodepth=4 --size=2G --runtime=5 "
-        "--output-format=json 2>/dev/null");
+    const std::string cmd =
+        absl::StrCat("fio --name=kvstash --filename=", file, " --rw=", rw,
+                     " --bs=1M --direct=1 --ioengine=libaio --iodepth=4 --size=2G --runtime=5 "
+                     "--output-format=json 2>/dev/null");
     absl::StatusOr<std::string> json = RunCommand(cmd);
     NvmeRow r;
     r.system = "fio";
@@ -428,7 +428,8 @@ void Suite::Fio() {
     const double bw = json.ok() ? FioBandwidth(*json, rw) : -1;
     if (bw < 0) {
       r.errors = 1;
-      r.first_error = json.ok() ? "no bw_bytes in fio output" : std::string(json.status().message());
+      r.first_error =
+          json.ok() ? "no bw_bytes in fio output" : std::string(json.status().message());
     } else {
       r.gbps = bw / 1e9;
       r.ops_per_s = bw / (1 << 20);
@@ -446,10 +447,9 @@ absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
   if (config_.keep_scratch) scratch_->Keep();
   const bool have_fio = !FindExecutable("fio").empty();
   if (!have_fio) out_.notes.push_back("fio not found (apt install fio): no fio rows or ratios");
-  const std::vector<std::string> no_promote = {"storage.nvme.capacity_bytes=24GiB",
-                                               "storage.nvme.promote_on_hit=false",
-                                               "storage.nvme.demotion_queue_chunks=64",
-                                               "storage.nvme.demotion_wait_ms=600000"};
+  const std::vector<std::string> no_promote = {
+      "storage.nvme.capacity_bytes=24GiB", "storage.nvme.promote_on_hit=false",
+      "storage.nvme.demotion_queue_chunks=64", "storage.nvme.demotion_wait_ms=600000"};
   absl::StatusOr<Daemon> get = StartDaemon("get", kDram, no_promote, /*ucx_shm=*/true);
   if (!get.ok()) return get.status();
   progress_ << "populating NVMe with " << kNvmeGetChunks << " chunks of 4MiB...\n";
@@ -492,9 +492,9 @@ absl::StatusOr<NvmeSuiteOutput> Suite::Run() {
 }
 
 absl::Status Suite::RunRebuilds() {
-  absl::StatusOr<Daemon> d = StartDaemon("rebuild", 64ull << 20,
-                                         {"storage.nvme.write_through=true",
-                                          "storage.nvme.promote_on_hit=false"});
+  absl::StatusOr<Daemon> d =
+      StartDaemon("rebuild", 64ull << 20,
+                  {"storage.nvme.write_through=true", "storage.nvme.promote_on_hit=false"});
   if (!d.ok()) return d.status();
   uint64_t have = 0;
   for (uint64_t target : {10000ull, 100000ull}) {

@@ -39,11 +39,11 @@ struct NvmeRow {
   int clients = 0;
   int rounds = 0;
   double gbps = 0, ops_per_s = 0, p50_us = 0, p99_us = 0;
-  uint64_t chunks = 0;     // rebuild: chunks recovered
-  double rebuild_ms = 0;   // rebuild: as the daemon logged it (index rebuild only)
-  double ready_ms = 0;     // rebuild: spawn until ready (process start included)
-  uint64_t errors = 0;     // failed operations, summed over rounds
-  uint64_t drops = 0;      // put: demotions dropped (queue full), summed over rounds
+  uint64_t chunks = 0;    // rebuild: chunks recovered
+  double rebuild_ms = 0;  // rebuild: as the daemon logged it (index rebuild only)
+  double ready_ms = 0;    // rebuild: spawn until ready (process start included)
+  uint64_t errors = 0;    // failed operations, summed over rounds
+  uint64_t drops = 0;     // put: demotions dropped (queue full), summed over rounds
   // churn: database directory bytes / NVMe budget, median and max of the samples taken in
   // the second half of the churn, and 5 s after the puts stopped.
   double disk_ratio_p50 = 0, disk_ratio_max = 0, disk_ratio_after = 0;

@@ -148,7 +148,6 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
 
 }  // namespace
 
-
 absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
                                           const std::string& default_kvstashd) {
   FlagParseOptions parse;

@@ -16,10 +16,10 @@ namespace kvstash::bench {
 struct BenchOptions {
   RunConfig run;
   std::string json_path;  // --json; empty: no JSON
-  bool nvme = false;  // --nvme: run the NVMe suite (nvme_suite.h) instead of the sweep
-  bool scrape = false;  // --scrape: run the scrape suite (scrape_suite.h) instead
-  int scrape_ms = 1000;  // --scrape_ms: the scraper's interval
-  bool ucx = false;  // --ucx: run the UCX suite (ucx_suite.h) instead
+  bool nvme = false;      // --nvme: run the NVMe suite (nvme_suite.h) instead of the sweep
+  bool scrape = false;    // --scrape: run the scrape suite (scrape_suite.h) instead
+  int scrape_ms = 1000;   // --scrape_ms: the scraper's interval
+  bool ucx = false;       // --ucx: run the UCX suite (ucx_suite.h) instead
   std::vector<std::string> transports = {"ucx-tcp", "ucx-shm"};  // --transport
   bool help = false;
 };
@@ -32,6 +32,5 @@ absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
                                           const std::string& default_kvstashd);
 
 std::string UsageText();
-
 
 }  // namespace kvstash::bench

@@ -127,8 +127,7 @@ absl::Status ScrapeSuite::Populate(size_t size, uint64_t ws_keys) {
 }
 
 // Both variants of one cell, the order alternating so neither always goes first.
-void ScrapeSuite::RunPair(int round, int pair, Op op, size_t size, int clients,
-                          uint64_t ws_keys) {
+void ScrapeSuite::RunPair(int round, int pair, Op op, size_t size, int clients, uint64_t ws_keys) {
   const bool scraped_first = (round + pair) % 2 == 1;
   RunOne(round, scraped_first, op, size, clients, ws_keys);
   RunOne(round, !scraped_first, op, size, clients, ws_keys);

@@ -21,7 +21,7 @@ struct ScrapeStats {
   uint64_t scrapes = 0;   // successful fetches (HTTP 200, non-empty body)
   uint64_t failures = 0;  // connect/read errors or a status other than 200
   std::string first_failure;
-  double p50_ms = 0;      // fetch latency, connect to last byte
+  double p50_ms = 0;  // fetch latency, connect to last byte
   double max_ms = 0;
   uint64_t last_bytes = 0;  // response size of the last successful fetch
 };

@@ -95,8 +95,9 @@ void RunSystemCells(System& system, const CellSpec& cell, const CellLimits& limi
     plan.chunk_bytes = cell.size;
     plan.put_value = cell.value;
     const uint64_t space = cell.put_space;
-    plan.key = op == Op::kGet ? std::function<BenchKey(int, uint64_t)>(
-                                    [&ws](int t, uint64_t i) { return ws[(t * 7 + i) % ws.size()]; })
+    plan.key = op == Op::kGet ? std::function<BenchKey(int, uint64_t)>([&ws](int t, uint64_t i) {
+      return ws[(t * 7 + i) % ws.size()];
+    })
                               : [space](int t, uint64_t i) {
                                   return MakeKey(space, (uint64_t{1} << 40) * t + i);
                                 };
@@ -157,8 +158,8 @@ void AddPerftestSamples(const char* system, double gbps, const std::string& tran
 struct Systems {
   std::unique_ptr<ScratchDir> scratch;
   std::map<std::string, std::unique_ptr<KvstashSystem>> kvstash;  // by transport
-  std::unique_ptr<System> memcached;                               // null when absent
-  std::string perftest;                                            // "" when absent
+  std::unique_ptr<System> memcached;                              // null when absent
+  std::string perftest;                                           // "" when absent
   std::vector<pid_t> kvstash_pids;
 };
 
@@ -225,8 +226,8 @@ absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
         }
       }
       for (int clients : config.clients) {
-        progress << "round " << round + 1 << " size " << FormatBytes(size) << " clients "
-                 << clients << "\n";
+        progress << "round " << round + 1 << " size " << FormatBytes(size) << " clients " << clients
+                 << "\n";
         CellSpec cell{size, clients, &ws, absl::MakeConstSpan(value), 0, &sys->kvstash_pids};
         for (size_t i = 0; i < transports.size(); ++i) {
           const std::string& t = transports[(i + round) % transports.size()];
@@ -301,8 +302,9 @@ void PrintTargetLines(std::ostream& out, const std::vector<Row>& rows) {
   const Row* m = Find(rows, "memcached", "", Op::kGet, 4 << 20, 4);
   if (k != nullptr && m != nullptr && m->gbps > 0) {
     const double r = k->gbps / m->gbps;
-    out << absl::StrFormat("  get  4MiB ucx-shm 4 clients: %.2fx memcached GET (target >= 1.5x)  %s\n",
-                           r, r >= 1.5 ? "MET" : "MISSED");
+    out << absl::StrFormat(
+        "  get  4MiB ucx-shm 4 clients: %.2fx memcached GET (target >= 1.5x)  %s\n", r,
+        r >= 1.5 ? "MET" : "MISSED");
   }
   if (const Row* l = Find(rows, "kvstash", "ucx-shm", Op::kGet, 64 << 10, 1); l != nullptr) {
     out << absl::StrFormat("  get  64KiB ucx-shm 1 client: p50 %.1f us (target < 100 us)  %s\n",

@@ -23,7 +23,6 @@ namespace {
 
 using client_internal::KeyToBytes;
 
-
 // Thread-safe: all state under mu.
 class FakeDaemon final : public v1::KvStash::Service {
  public:

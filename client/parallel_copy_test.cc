@@ -4,8 +4,8 @@
 #include <thread>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/random_bytes.h"
+#include "gtest/gtest.h"
 
 namespace kvstash::client_internal {
 namespace {

@@ -36,9 +36,9 @@ inline absl::Status ErrorOf(const wire::ucx::ReplyHeader& h, const void* data, s
 struct UcxChannel::Call {
   uint8_t op = 0;
   uint64_t id = 0;
-  bool replied = false;       // unary: the reply arrived
-  absl::Status status;        // whole-request outcome
-  std::string body;           // unary reply body
+  bool replied = false;  // unary: the reply arrived
+  absl::Status status;   // whole-request outcome
+  std::string body;      // unary reply body
   absl::Span<PutItem> put_items;
   size_t replies = 0;  // Put replies, one per item
   absl::Span<GetItem> get_items;

@@ -44,7 +44,8 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
                                                                    const ClientOptions& options) {
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
-  if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_config_read: ", ucs_status_string(s)));
+  if (s != UCS_OK)
+    return absl::UnavailableError(absl::StrCat("ucp_config_read: ", ucs_status_string(s)));
   absl::StatusOr<uint64_t> segment =
       ucx_setup::ConfigureUcx(options.ucx_tls, options.ucx_tcp_segment_bytes, config);
   if (!segment.ok()) {
@@ -116,8 +117,8 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxTransport::Acquire(absl::Time dea
       UcxChannel::Connect(context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_, direct_,
                           tcp_segment_bytes_, &copier_, deadline);
   if (!ch.ok()) {
-    return absl::Status(ch.status().code(), absl::StrCat("kvstashd at ucx://", address_, ": ",
-                                                         ch.status().message()));
+    return absl::Status(ch.status().code(),
+                        absl::StrCat("kvstashd at ucx://", address_, ": ", ch.status().message()));
   }
   return ch;
 }

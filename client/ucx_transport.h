@@ -61,8 +61,7 @@ class UcxTransport final : public MessageTransport {
   UcxTransport(const std::string& address, ucp_context_h context, const ClientOptions& options,
                uint64_t tcp_segment_bytes);
   // A connected channel for one call: an idle one, or a new connection.
-  absl::StatusOr<std::unique_ptr<UcxChannel>> Acquire(absl::Time deadline)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::unique_ptr<UcxChannel>> Acquire(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // Returns a channel to the pool, or destroys it when broken.
   void Release(std::unique_ptr<UcxChannel> channel) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `fn(channel)` on an acquired channel and releases it; Result: a Status or StatusOr.

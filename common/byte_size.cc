@@ -43,8 +43,8 @@ absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
     }
     return number * s.factor;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown size suffix in \"", text, "\" (B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown size suffix in \"", text,
+                                                 "\" (B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"));
 }
 
 std::string FormatByteSize(uint64_t bytes) {

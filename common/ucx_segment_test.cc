@@ -1,9 +1,8 @@
 // EffectiveTcpSegmentBytes: the configured TCP segment, or UCX_TCP_RX_SEG_SIZE
 // in UCX's memory units when the environment sets it.
-#include "common/ucx_setup.h"
-
 #include <cstdlib>
 
+#include "common/ucx_setup.h"
 #include "gtest/gtest.h"
 
 namespace kvstash::ucx_setup {

@@ -287,8 +287,8 @@ absl::Status CreateWorker(ucp_context_h context, ucp_worker_h* worker, int* efd)
   return absl::OkStatus();
 }
 
-absl::Status SetWholeMessageHandler(ucp_worker_h worker, unsigned am_id,
-                                    ucp_am_recv_callback_t cb, void* arg) {
+absl::Status SetWholeMessageHandler(ucp_worker_h worker, unsigned am_id, ucp_am_recv_callback_t cb,
+                                    void* arg) {
   ucp_am_handler_param_t am{};
   am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                   UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;

@@ -74,7 +74,7 @@ absl::StatusOr<uint64_t> ConfigureUcx(const std::string& tls, uint64_t tcp_segme
 absl::Status CreateWorker(ucp_context_h context, ucp_worker_h* worker, int* efd);
 
 // Registers `cb(arg, ...)` for whole (not fragmented) active messages with id `am_id`.
-absl::Status SetWholeMessageHandler(ucp_worker_h worker, unsigned am_id,
-                                    ucp_am_recv_callback_t cb, void* arg);
+absl::Status SetWholeMessageHandler(ucp_worker_h worker, unsigned am_id, ucp_am_recv_callback_t cb,
+                                    void* arg);
 
 }  // namespace kvstash::ucx_setup

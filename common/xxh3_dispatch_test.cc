@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/random_bytes.h"
+#include "gtest/gtest.h"
 
 namespace kvstash {
 namespace {

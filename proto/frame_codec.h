@@ -8,12 +8,12 @@
 // Thread-safety: stateless functions; safe from any thread.
 #pragma once
 
-#include <cstddef>
-#include <vector>
-
 #include <google/protobuf/message_lite.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
+
+#include <cstddef>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"

@@ -95,8 +95,7 @@ TEST(FrameCodecTest, RejectsTruncatedAndRepeatedPayload) {
   v1::PutFrame extra;
   extra.set_data("yy");
   twice += extra.SerializeAsString();
-  EXPECT_EQ(DecodeFrame(Split(twice, 100), &head, &out).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeFrame(Split(twice, 100), &head, &out).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(DecodeFrame(Split(std::string("\x00\x01", 2), 1), &head, &out).code(),
             absl::StatusCode::kInvalidArgument);
 }

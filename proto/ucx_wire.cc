@@ -65,9 +65,8 @@ size_t RequestHeaderLength(Op op) {
 
 absl::Status ParseRequestHeader(const void* header, size_t length, RequestHeader* out) {
   if (header == nullptr || length < sizeof(RequestHeader)) {
-    return absl::InvalidArgumentError(absl::StrCat("UCX request header of ", length,
-                                                   " bytes; at least ", sizeof(RequestHeader),
-                                                   " expected"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UCX request header of ", length, " bytes; at least ", sizeof(RequestHeader), " expected"));
   }
   std::memcpy(out, header, sizeof(RequestHeader));
   if (out->magic != kMagic) {
@@ -76,8 +75,8 @@ absl::Status ParseRequestHeader(const void* header, size_t length, RequestHeader
   }
   if (out->version != kVersion) {
     return absl::InvalidArgumentError(absl::StrCat("UCX request header: unsupported version ",
-                                                   out->version, " (this daemon speaks ",
-                                                   kVersion, ")"));
+                                                   out->version, " (this daemon speaks ", kVersion,
+                                                   ")"));
   }
   if (out->op == 0 || out->op > kMaxOp) {
     return absl::InvalidArgumentError(absl::StrCat("UCX request header: unknown op ", out->op));
@@ -92,8 +91,8 @@ absl::Status ParseRequestHeader(const void* header, size_t length, RequestHeader
 
 absl::Status ParseReplyHeader(const void* header, size_t length, ReplyHeader* out) {
   if (header == nullptr || length != sizeof(ReplyHeader)) {
-    return absl::InternalError(absl::StrCat("UCX reply header of ", length, " bytes; expected ",
-                                            sizeof(ReplyHeader)));
+    return absl::InternalError(
+        absl::StrCat("UCX reply header of ", length, " bytes; expected ", sizeof(ReplyHeader)));
   }
   std::memcpy(out, header, sizeof(ReplyHeader));
   if (out->magic != kMagic || out->version != kVersion) {

@@ -75,9 +75,9 @@ inline constexpr uint16_t kFlagSendPayload = 8;
 struct RequestHeader {
   uint32_t magic;
   uint8_t version;
-  uint8_t op;  // Op
-  uint16_t flags;  // 0, except kFlagPeerErrorHandling on Attach
-  uint64_t request_id;  // chosen by the client, echoed in every reply
+  uint8_t op;                // Op
+  uint16_t flags;            // 0, except kFlagPeerErrorHandling on Attach
+  uint64_t request_id;       // chosen by the client, echoed in every reply
   uint8_t namespace_id[16];  // zero for Health / RegisterNamespace / Stats
 };
 // Follows RequestHeader in the AM header of a Put. 48 bytes.
@@ -127,7 +127,7 @@ struct GetItemRecord {
 struct ReplyHeader {
   uint32_t magic;
   uint8_t version;
-  uint8_t op;  // the request's op
+  uint8_t op;      // the request's op
   uint16_t flags;  // kFlag*
   uint64_t request_id;
   int32_t code;    // google.rpc.Code / absl::StatusCode; non-zero: body is the message

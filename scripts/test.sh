@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds kvstash twice (optimised, and with AddressSanitizer +
+# Installs what is missing, checks that the sources are clang-format clean, builds kvstash twice (optimised, and with AddressSanitizer +
 # UndefinedBehaviorSanitizer) and runs the whole test suite on each build.
 # Then the Python package's suite (scripts/python_test.sh) against the optimised build, and
 # last the engine adapters against real engines from PyPI (scripts/engine_test.sh).
@@ -9,6 +9,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
+"$top/scripts/format_check.sh"
 
 run_suite() {
   local dir=$1

@@ -262,8 +262,7 @@ TEST(ConfigTest, NvmeDefaultsToATierUnderTheDataDir) {
   EXPECT_TRUE(o.nvme.promote_on_hit);
   EXPECT_TRUE(o.nvme.low_priority_background);
   EXPECT_FALSE(o.nvme.write_through);
-  EXPECT_EQ(MustParse("", {{"storage.nvme.enabled", "false"}}).ToChunkStoreOptions().nvme.path,
-            "");
+  EXPECT_EQ(MustParse("", {{"storage.nvme.enabled", "false"}}).ToChunkStoreOptions().nvme.path, "");
 }
 
 TEST(ConfigTest, ReadsEveryNvmeField) {

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
 #include "common/http_get.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstash/stats_counters.h"
 #include "server/metrics/exposition.h"

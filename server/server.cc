@@ -164,12 +164,18 @@ absl::Status Server::StartMetrics() {
   const int64_t start_unix_s = absl::ToUnixSeconds(env_.start_time);
   metrics_.Add([this, start_unix_s](std::vector<metrics::Family>* out) {
     using metrics::MetricType;
-    out->push_back({"kvstash_build_info", "Always 1; labels carry the version.",
-                    MetricType::kGauge, {{{{"version", KVSTASH_VERSION}}, 1, {}}}});
-    out->push_back({"kvstash_ready", "1 while /readyz answers 200.", MetricType::kGauge,
+    out->push_back({"kvstash_build_info",
+                    "Always 1; labels carry the version.",
+                    MetricType::kGauge,
+                    {{{{"version", KVSTASH_VERSION}}, 1, {}}}});
+    out->push_back({"kvstash_ready",
+                    "1 while /readyz answers 200.",
+                    MetricType::kGauge,
                     {{{}, ready() ? 1.0 : 0.0, {}}}});
-    out->push_back({"kvstash_start_time_seconds", "Start time of the daemon, Unix seconds.",
-                    MetricType::kGauge, {{{}, static_cast<double>(start_unix_s), {}}}});
+    out->push_back({"kvstash_start_time_seconds",
+                    "Start time of the daemon, Unix seconds.",
+                    MetricType::kGauge,
+                    {{{}, static_cast<double>(start_unix_s), {}}}});
   });
   metrics_.Add([this](std::vector<metrics::Family>* out) { env_.metrics.Collect(out); });
   if (ucx_ != nullptr) {

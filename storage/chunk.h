@@ -38,7 +38,7 @@ struct ChunkId {
 struct ChunkMeta {
   uint64_t size_bytes = 0;
   uint32_t tokens = 0;
-  uint32_t format = 0;    // opaque writer tag
+  uint32_t format = 0;  // opaque writer tag
   // XXH3-64 of the payload; 0 on put = compute it. In a committed chunk's meta() it may
   // still be 0 while the checksum is computed in the background: read
   // StoredChunk::checksum() instead.

@@ -77,8 +77,8 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                              Checksummer::Options{},
                              [index = index_.get()](const ChunkId& id) { return index->Peek(id); })
                        : nullptr),
-      readers_(nvme_ == nullptr ? nullptr
-                                : std::make_unique<ReadPool>(options.nvme.read_threads)) {}
+      readers_(nvme_ == nullptr ? nullptr : std::make_unique<ReadPool>(options.nvme.read_threads)) {
+}
 
 ChunkStoreImpl::~ChunkStoreImpl() {
   closing_.store(true, std::memory_order_release);  // reads still queued are answered at once

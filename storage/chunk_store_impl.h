@@ -87,7 +87,7 @@ class ChunkStoreImpl final : public ChunkStore {
   // Destroyed in reverse: the cleaner stops, the demoter drains, then the tier closes.
   const std::unique_ptr<RocksDbTier> nvme_;
   const std::unique_ptr<Demoter> demoter_;
-  const std::unique_ptr<Cleaner> cleaner_;  // null without NVMe or with the cleaner off
+  const std::unique_ptr<Cleaner> cleaner_;          // null without NVMe or with the cleaner off
   const std::unique_ptr<Checksummer> checksummer_;  // null unless background_checksums
   std::atomic<uint64_t> nvme_hits_{0};
   std::atomic<uint64_t> nvme_misses_{0};

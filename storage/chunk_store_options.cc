@@ -12,7 +12,6 @@
 namespace kvstash::storage {
 namespace {
 
-
 constexpr uint64_t kMinPageBytes = 4096;
 constexpr uint64_t kMaxPageBytes = 1ull << 30;
 constexpr int kMaxIndexShards = 1 << 16;
@@ -71,8 +70,8 @@ absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
                                                    kMaxNvmeThreads, " (got ", n.read_threads, ")"));
   }
   if (n.demotion_queue_chunks < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("nvme.demotion_queue_chunks must be >= 1 (got ", n.demotion_queue_chunks, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("nvme.demotion_queue_chunks must be >= 1 (got ",
+                                                   n.demotion_queue_chunks, ")"));
   }
   return absl::OkStatus();
 }

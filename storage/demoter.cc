@@ -106,7 +106,8 @@ DemoterCounters Demoter::Counters() const {
 
 bool Demoter::Next(ChunkId* id, ChunkRef* chunk) {
   for (;;) {
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
+    auto ready = [this]()
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
     mu_.Await(absl::Condition(&ready));
     if (queue_.empty()) return false;  // stopping, and everything queued was written
     *id = queue_.front();

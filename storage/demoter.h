@@ -91,7 +91,7 @@ class Demoter {
   mutable absl::Mutex mu_;
   std::deque<ChunkId> queue_ ABSL_GUARDED_BY(mu_);  // may hold ids cancelled since
   absl::flat_hash_map<ChunkId, Item> pending_ ABSL_GUARDED_BY(mu_);
-  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;  // pending_ entries not yet in flight
+  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;          // pending_ entries not yet in flight
   uint64_t pinned_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // payload bytes of pending_ entries
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   DemoterCounters counters_ ABSL_GUARDED_BY(mu_);

@@ -30,8 +30,8 @@ inline constexpr size_t kMetaBytes = 1 + 8 + 4 + 4 + 8 + 8;
 
 // What the metadata family records about one chunk.
 struct MetaRecord {
-  ChunkMeta meta;          // checksum is always the real XXH3-64 of the payload
-  uint64_t sequence = 0;   // insertion or last persisted access; orders approximate LRU
+  ChunkMeta meta;         // checksum is always the real XXH3-64 of the payload
+  uint64_t sequence = 0;  // insertion or last persisted access; orders approximate LRU
 };
 
 std::string EncodeKey(const ChunkId& id);

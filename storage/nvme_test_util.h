@@ -63,7 +63,8 @@ inline std::vector<std::string> FilesWithSuffix(const std::string& dir, const st
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string p = e.path().string();
-    if (p.size() >= suffix.size() && p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (p.size() >= suffix.size() &&
+        p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0) {
       out.push_back(p);
     }
   }

@@ -32,9 +32,8 @@ void ReadPool::Loop() {
     Task task;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !queue_.empty();
-      };
+      auto ready = [this]()
+                       ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) return;  // stopping, and nothing left to run
       task = std::move(queue_.front());

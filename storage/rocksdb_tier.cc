@@ -130,7 +130,8 @@ absl::Status RocksDbTier::ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
     loaded->push_back(std::move(e));
   }
   if (!it->status().ok()) {
-    return absl::UnavailableError(absl::StrCat("nvme: scanning metadata: ", it->status().ToString()));
+    return absl::UnavailableError(
+        absl::StrCat("nvme: scanning metadata: ", it->status().ToString()));
   }
   // Oldest first, so the most recently used ends at the LRU front.
   std::sort(loaded->begin(), loaded->end(),
@@ -355,9 +356,8 @@ absl::StatusOr<ChunkRef> RocksDbTier::Get(const ChunkId& id) {
             : db_->Get(nvme::PayloadReadOptions(), families_[kPayload], key, value.get());
   }
   const bool corrupt =
-      s.IsCorruption() ||
-      (s.ok() && (value->size() != meta.size_bytes ||
-                  XXH3_64bits(value->data(), value->size()) != meta.checksum));
+      s.IsCorruption() || (s.ok() && (value->size() != meta.size_bytes ||
+                                      XXH3_64bits(value->data(), value->size()) != meta.checksum));
   if (corrupt || s.IsNotFound()) {
     // Never served: drop it so the next put of this key stores good bytes.
     Remove(id, generation);

@@ -66,8 +66,8 @@ uint64_t GcTriggerBytes(const RocksDbTierOptions& o) {
 DbConfig BuildDbConfig(const RocksDbTierOptions& o) {
   DbConfig c;
   rocksdb::DBOptions& db = c.db;
-  db.create_if_missing = true;                // first start creates the layout
-  db.create_missing_column_families = true;   // ...including payload and meta
+  db.create_if_missing = true;               // first start creates the layout
+  db.create_missing_column_families = true;  // ...including payload and meta
   // After kill -9 a torn record at the WAL tail is dropped and everything before it is
   // recovered; kAbsoluteConsistency would refuse to open instead.
   db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
@@ -176,8 +176,8 @@ absl::Status RocksDbTierOptions::Validate() const {
   if (path.empty()) return absl::InvalidArgumentError("nvme.path must not be empty");
   constexpr uint64_t kMinCapacity = 1ull << 20;
   if (capacity_bytes < kMinCapacity) {
-    return absl::InvalidArgumentError(absl::StrCat("nvme.capacity_bytes must be >= ",
-                                                   kMinCapacity, " (got ", capacity_bytes, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("nvme.capacity_bytes must be >= ", kMinCapacity,
+                                                   " (got ", capacity_bytes, ")"));
   }
   if (flush_interval_ms < 0) {
     return absl::InvalidArgumentError(

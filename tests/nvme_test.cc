@@ -250,9 +250,9 @@ TEST_F(NvmeTest, GrpcGetCancelledWhileReadingAhead) {
 // Churn through an NVMe budget of 16 MiB: the tier evicts, blob garbage collection runs and
 // Stats reports it (the same counters as kvstash_gc_runs_total / kvstash_gc_waits_total).
 TEST_F(NvmeTest, StatsReportGarbageCollectionUnderChurn) {
-  ASSERT_NO_FATAL_FAILURE(StartDaemon({"storage.nvme.capacity_bytes=16MiB",
-                                       "storage.nvme.demotion_wait_ms=600000",
-                                       "storage.nvme.clean_window_percent=0"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartDaemon({"storage.nvme.capacity_bytes=16MiB", "storage.nvme.demotion_wait_ms=600000",
+                   "storage.nvme.clean_window_percent=0"}));
   PutFresh(96, kMiB);  // 64 MiB of demotions through a 16 MiB budget
   AwaitDemotions();
   EXPECT_GT(Stats().nvme_evictions, 0u);

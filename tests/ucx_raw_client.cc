@@ -1,4 +1,3 @@
-#include "common/ucx_setup.h"
 #include "tests/ucx_raw_client.h"
 
 #include <netdb.h>
@@ -7,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/ucx_setup.h"
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/namespace_spec.h"
 #include "tests/test_util.h"
@@ -104,8 +104,8 @@ absl::Status RawUcxClient::Attach(bool peer_errors) {
   }
   body.append(reinterpret_cast<const char*>(mine), mine_len);
   ucp_worker_release_address(worker_, mine);
-  wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(wire::ucx::Op::kAttach, next_id_++,
-                                                            nullptr);
+  wire::ucx::RequestHeader h =
+      wire::ucx::MakeRequestHeader(wire::ucx::Op::kAttach, next_id_++, nullptr);
   h.flags = peer_errors ? wire::ucx::kFlagPeerErrorHandling : 0;
   if (absl::Status s = Send(&h, sizeof(h), body.data(), body.size()); !s.ok()) return s;
   while (sends_in_flight_ > 0 && !failed_) ucp_worker_progress(worker_);
@@ -132,8 +132,8 @@ RawUcxClient::~RawUcxClient() {
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
-ucs_status_t RawUcxClient::OnReply(void* arg, const void* header, size_t header_length,
-                                   void* data, size_t length, const ucp_am_recv_param_t* param) {
+ucs_status_t RawUcxClient::OnReply(void* arg, const void* header, size_t header_length, void* data,
+                                   size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<RawUcxClient*>(arg);
   Reply r;
   std::memcpy(&r.header, header, std::min(header_length, sizeof(r.header)));

@@ -46,7 +46,6 @@ struct CliArgs {
 // further checks.
 absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv);
 
-
 std::string UsageText();
 
 }  // namespace kvstash::cli

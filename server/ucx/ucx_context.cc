@@ -1,9 +1,9 @@
-#include "common/ucx_setup.h"
 #include "server/ucx/ucx_context.h"
 
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/ucx_setup.h"
 #include "proto/ucx_wire.h"
 #include "server/ucx/ucx_server.h"
 

@@ -199,8 +199,8 @@ ucs_status_t OnRequestMessage(void* arg, const void* header, size_t header_lengt
   // request can make the daemon buffer.
   const uint64_t max_body = requests.env().limits.max_frame_bytes + (64 << 10);
   if (s.ok() && req.header.op != static_cast<uint8_t>(WireOp::kPut) && length > max_body) {
-    s = absl::ResourceExhaustedError(absl::StrCat("request body of ", length,
-                                                  " bytes exceeds server.max_frame_bytes"));
+    s = absl::ResourceExhaustedError(
+        absl::StrCat("request body of ", length, " bytes exceeds server.max_frame_bytes"));
   }
   if (!s.ok()) {
     requests.LogRefused(req.op(), s, {});

@@ -41,8 +41,8 @@ absl::Status UcxServerOptions::Validate() const {
   std::string host, port;
   int p = -1;
   if (!SplitHostPort(listen, &host, &port) || !absl::SimpleAtoi(port, &p) || p < 0 || p > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("ucx.listen: expected HOST:PORT, got \"",
-                                                   listen, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ucx.listen: expected HOST:PORT, got \"", listen, "\""));
   }
   if (worker_threads < 1 || worker_threads > 64) {
     return absl::InvalidArgumentError("ucx.worker_threads: must be in [1, 64]");
@@ -96,12 +96,13 @@ absl::Status UcxServer::Listen() {
   ucs_status_t s = ucp_listener_create(workers_[0]->handle(), &params, &listener_);
   freeaddrinfo(found);
   if (s != UCS_OK) {
-    return absl::UnavailableError(absl::StrCat("ucx.listen: cannot listen on ", options_.listen,
-                                               ": ", ucs_status_string(s)));
+    return absl::UnavailableError(
+        absl::StrCat("ucx.listen: cannot listen on ", options_.listen, ": ", ucs_status_string(s)));
   }
   ucp_listener_attr_t attr{};
   attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-  if (s = ucp_listener_query(listener_, &attr); s != UCS_OK) return UcsError("ucp_listener_query", s);
+  if (s = ucp_listener_query(listener_, &attr); s != UCS_OK)
+    return UcsError("ucp_listener_query", s);
   const auto* sa = reinterpret_cast<const sockaddr*>(&attr.sockaddr);
   port_ = ntohs(sa->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port
                                           : reinterpret_cast<const sockaddr_in*>(sa)->sin_port);

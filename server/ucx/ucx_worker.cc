@@ -1,4 +1,3 @@
-#include "common/ucx_setup.h"
 #include "server/ucx/ucx_worker.h"
 
 #include <poll.h>
@@ -8,6 +7,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/ucx_setup.h"
 #include "server/ucx/ucx_requests.h"
 
 namespace kvstash::server::ucx {
@@ -123,7 +123,9 @@ UcxWorker::~UcxWorker() {
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
 }
 
-void UcxWorker::Start() { thread_ = std::thread([this] { Loop(); }); }
+void UcxWorker::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void UcxWorker::Stop() {
   stop_.store(true);
@@ -325,8 +327,8 @@ void UcxWorker::Send(const ConnectionPtr& conn, const wire::ucx::ReplyHeader& he
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = &OnSendDone;
   param.user_data = op.get();
-  void* request = ucp_am_send_nbx(conn->reply_ep(), wire::ucx::kReplyAmId, &op->header, sizeof(op->header),
-                                  data, size, &param);
+  void* request = ucp_am_send_nbx(conn->reply_ep(), wire::ucx::kReplyAmId, &op->header,
+                                  sizeof(op->header), data, size, &param);
   env_->metrics->AddSentBytes(size + sizeof(header));
   if (request == nullptr) return;  // done already; op is freed here
   if (UCS_PTR_IS_ERR(request)) {

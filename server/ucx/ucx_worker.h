@@ -42,11 +42,11 @@ namespace kvstash::server::ucx {
 
 // What the request handlers need from the daemon. Pointees outlive every worker.
 struct UcxServiceEnv {
-  const ServiceEnv* env = nullptr;          // store, registry, limits, draining, log
-  std::string version;                      // what Health reports
-  TransportMetrics* metrics = nullptr;      // the "ucx" transport's metrics
-  const SharedRegion* arena = nullptr;      // the DRAM arena clients may map; null: none
-  uint64_t tcp_segment_bytes = 0;           // the context's UCX TCP segment (Hello reply)
+  const ServiceEnv* env = nullptr;      // store, registry, limits, draining, log
+  std::string version;                  // what Health reports
+  TransportMetrics* metrics = nullptr;  // the "ucx" transport's metrics
+  const SharedRegion* arena = nullptr;  // the DRAM arena clients may map; null: none
+  uint64_t tcp_segment_bytes = 0;       // the context's UCX TCP segment (Hello reply)
 };
 
 class UcxWorker;
@@ -102,7 +102,7 @@ struct Connection {
   ucp_ep_h request_ep = nullptr;  // UCX's own; identifies the attached requests
   ucp_ep_h data_ep = nullptr;     // ours, to the client's worker address, or null
   uint64_t token = 0;             // names this connection in Hello / Attach
-  bool closed = false;  // the peer failed or the worker is stopping: send nothing more
+  bool closed = false;            // the peer failed or the worker is stopping: send nothing more
   // Direct access: reservations by handle, and the chunks of Gets the client is still
   // copying, by request id. Each entry counts in the worker's in_flight() until committed
   // or released, or until Close() drops it (a reserved chunk then leaves no trace).
@@ -194,7 +194,7 @@ class UcxWorker {
   // memory with peer-failure handling) is pushed only by this worker's progress, and
   // nothing wakes a sleeping sender once the client has drained its queue.
   int64_t sends_in_flight_ = 0;
-  uint64_t activity_ = 0;  // NoteActivity(); worker thread only
+  uint64_t activity_ = 0;                               // NoteActivity(); worker thread only
   std::chrono::steady_clock::time_point last_traffic_;  // see Progress(); worker thread only
   // Start of the current run of progress that reached none of our handlers; the epoch when
   // none is running (see Progress()). Worker thread only.

@@ -170,8 +170,8 @@ struct NamespaceHandle {
 
 class Client {
  public:
-  // uri: "grpc://host:port" or "ucx://host:port". Fails with UNAVAILABLE when the daemon does not answer
-  // within connect_timeout_ms, INVALID_ARGUMENT for a malformed URI or options.
+  // uri: "grpc://host:port" or "ucx://host:port". Fails with UNAVAILABLE when the daemon does not
+  // answer within connect_timeout_ms, INVALID_ARGUMENT for a malformed URI or options.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(absl::string_view uri,
                                                          const ClientOptions& options = {});
   virtual ~Client() = default;

@@ -32,8 +32,8 @@ enum class HashAlgo : uint32_t {
 // What a chunk's bytes mean. Two engines share chunks iff their namespaces are equal.
 struct Namespace {
   std::string tenant = "default";
-  std::string model_id;      // REQUIRED, e.g. "meta-llama/Meta-Llama-3-8B"
-  std::string revision;      // model revision or weights hash; may be empty
+  std::string model_id;  // REQUIRED, e.g. "meta-llama/Meta-Llama-3-8B"
+  std::string revision;  // model revision or weights hash; may be empty
   std::string dtype = "fp16";
   std::string kv_layout = "kvstash.layer_kv_token.v1";
   uint32_t num_layers = 0;

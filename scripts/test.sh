@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, checks that the sources are clang-format clean, builds kvstash twice (optimised, and with AddressSanitizer +
-# UndefinedBehaviorSanitizer) and runs the whole test suite on each build.
+# Installs what is missing, checks that the sources are clang-format clean, builds kvstash
+# twice (optimised, and with AddressSanitizer + UndefinedBehaviorSanitizer) and runs the
+# whole test suite on each build.
 # Then the Python package's suite (scripts/python_test.sh) against the optimised build, and
 # last the engine adapters against real engines from PyPI (scripts/engine_test.sh).
 #   scripts/test.sh                 everything

@@ -21,8 +21,6 @@
 namespace kvstash {
 namespace {
 
-using client_internal::KeyToBytes;
-
 // Thread-safe: all state under mu.
 class FakeDaemon final : public v1::KvStash::Service {
  public:

@@ -23,10 +23,6 @@ std::string KeysToBytes(absl::Span<const Key128> keys) {
   return out;
 }
 
-std::string KeyToBytes(const Key128& key) {
-  return std::string(reinterpret_cast<const char*>(key.data()), key.size());
-}
-
 absl::StatusOr<Key128> KeyFromBytes(absl::string_view bytes, absl::string_view what) {
   Key128 key{};
   if (bytes.size() != key.size()) {

@@ -17,7 +17,6 @@ namespace kvstash::client_internal {
 
 // Keys concatenated, 16 bytes each, as the wire carries them.
 std::string KeysToBytes(absl::Span<const Key128> keys);
-std::string KeyToBytes(const Key128& key);
 // INTERNAL unless `bytes` is exactly 16 bytes (the daemon broke the protocol).
 absl::StatusOr<Key128> KeyFromBytes(absl::string_view bytes, absl::string_view what);
 // Unknown tier values from a newer daemon read as kNone rather than as garbage.

@@ -183,6 +183,10 @@ int HexDigit(char c) {
 
 }  // namespace
 
+std::string KeyToBytes(const Key128& key) {
+  return std::string(reinterpret_cast<const char*>(key.data()), key.size());
+}
+
 std::string KeyToHex(const Key128& key) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out(2 * key.size(), '0');

@@ -360,33 +360,15 @@ std::vector<ConfigEntry> ConfigEntries(const ServerConfig& config) {
 }
 
 absl::string_view LogLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "debug";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kWarn:
-      return "warn";
-    case LogLevel::kError:
-      return "error";
-  }
-  return "info";
+  return ChoiceName(level, Choices<LogLevel>(config_schema::kLogLevels));
 }
 
 absl::string_view HugePagesName(storage::ChunkStoreOptions::HugePages mode) {
-  switch (mode) {
-    case HugePages::kOff:
-      return "off";
-    case HugePages::kAuto:
-      return "auto";
-    case HugePages::kOn:
-      return "on";
-  }
-  return "auto";
+  return ChoiceName(mode, Choices<HugePages>(config_schema::kHugePagesModes));
 }
 
 absl::string_view LogFormatName(LogFormat format) {
-  return format == LogFormat::kJson ? "json" : "logfmt";
+  return ChoiceName(format, Choices<LogFormat>(config_schema::kLogFormats));
 }
 
 }  // namespace kvstash::server

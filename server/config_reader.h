@@ -11,7 +11,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <set>
 #include <string>
@@ -22,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 
 namespace kvstash::server {
 
@@ -41,8 +41,7 @@ class ConfigReader {
   void Int(const std::string& key, int64_t min, int64_t max, T* out);
   // One of a fixed set of names.
   template <typename T>
-  void Choice(const std::string& key, std::initializer_list<std::pair<const char*, T>> choices,
-              T* out);
+  void Choice(const std::string& key, absl::Span<const std::pair<const char*, T>> choices, T* out);
 
   // Records a failure of `key` (the first failure wins).
   void Fail(const std::string& key, const std::string& message);
@@ -79,7 +78,7 @@ void ConfigReader::Int(const std::string& key, int64_t min, int64_t max, T* out)
 
 template <typename T>
 void ConfigReader::Choice(const std::string& key,
-                          std::initializer_list<std::pair<const char*, T>> choices, T* out) {
+                          absl::Span<const std::pair<const char*, T>> choices, T* out) {
   const std::string* text = Scalar(key, "a name");
   if (text == nullptr) return;
   std::vector<std::string> names;

@@ -18,11 +18,11 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
 #include <string>
 #include <utility>
 
+#include "absl/types/span.h"
 #include "common/ucx_setup.h"
 #include "server/config.h"
 
@@ -41,9 +41,9 @@ struct IntRange {
   bool power_of_two = false;
 };
 // The names a field accepts and the values they stand for; the first name of a value is
-// the one written back.
+// the one written back (and the one LogLevelName and the like return).
 template <typename T>
-using Choices = std::initializer_list<std::pair<const char*, T>>;
+using Choices = absl::Span<const std::pair<const char*, T>>;
 
 namespace config_schema {
 
@@ -55,6 +55,20 @@ constexpr int64_t kDayMs = 24 * kHourMs;
 constexpr int kMaxThreads = 64;
 
 using HugePages = storage::ChunkStoreOptions::HugePages;
+
+inline const std::pair<const char*, LogLevel> kLogLevels[] = {{"debug", LogLevel::kDebug},
+                                                              {"info", LogLevel::kInfo},
+                                                              {"warn", LogLevel::kWarn},
+                                                              {"error", LogLevel::kError}};
+inline const std::pair<const char*, LogFormat> kLogFormats[] = {{"logfmt", LogFormat::kLogfmt},
+                                                                {"json", LogFormat::kJson}};
+// true/false are accepted because YAML users write them for on/off out of habit.
+inline const std::pair<const char*, HugePages> kHugePagesModes[] = {{"off", HugePages::kOff},
+                                                                    {"auto", HugePages::kAuto},
+                                                                    {"on", HugePages::kOn},
+                                                                    {"false", HugePages::kOff},
+                                                                    {"true", HugePages::kOn}};
+inline const std::pair<const char*, std::string> kEvictionPolicies[] = {{"lru", "lru"}};
 
 template <typename V>
 void VisitServer(GrpcConfig& c, V& v) {
@@ -70,13 +84,8 @@ void VisitServer(GrpcConfig& c, V& v) {
 template <typename V>
 void VisitLog(LogConfig& c, V& v) {
   v.Begin("log");
-  v.Enum("level", &c.level,
-         Choices<LogLevel>{{"debug", LogLevel::kDebug},
-                           {"info", LogLevel::kInfo},
-                           {"warn", LogLevel::kWarn},
-                           {"error", LogLevel::kError}});
-  v.Enum("format", &c.format,
-         Choices<LogFormat>{{"logfmt", LogFormat::kLogfmt}, {"json", LogFormat::kJson}});
+  v.Enum("level", &c.level, Choices<LogLevel>(kLogLevels));
+  v.Enum("format", &c.format, Choices<LogFormat>(kLogFormats));
   v.End();
 }
 
@@ -85,15 +94,9 @@ void VisitDram(DramConfig& c, V& v) {
   v.Begin("dram");
   v.Size("capacity_bytes", &c.capacity_bytes, {1});
   v.Size("page_bytes", &c.page_bytes, {4 * kKiB, kGiB, /*power_of_two=*/true});
-  // true/false are accepted because YAML users write them for on/off out of habit.
-  v.Enum("huge_pages", &c.huge_pages,
-         Choices<HugePages>{{"off", HugePages::kOff},
-                            {"auto", HugePages::kAuto},
-                            {"on", HugePages::kOn},
-                            {"false", HugePages::kOff},
-                            {"true", HugePages::kOn}});
+  v.Enum("huge_pages", &c.huge_pages, Choices<HugePages>(kHugePagesModes));
   v.Bool("prefault", &c.prefault);
-  v.Enum("eviction", &c.eviction, Choices<std::string>{{"lru", "lru"}});
+  v.Enum("eviction", &c.eviction, Choices<std::string>(kEvictionPolicies));
   v.End();
 }
 

@@ -213,7 +213,7 @@ void GetReactor::BuildHeadFrame(uint32_t index, Fetched ref) {
   v1::GetFrame head;
   head.set_index(index);
   v1::ChunkHeader* header = head.mutable_header();
-  header->set_key(reinterpret_cast<const char*>(keys_[index].data()), keys_[index].size());
+  header->set_key(KeyToBytes(keys_[index]));
   if (!ref.ok()) {
     head.set_code(static_cast<int>(ref.status().code()));
     out_ = wire::EncodeFrame(head, {});

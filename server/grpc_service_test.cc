@@ -23,8 +23,6 @@ using ::testing::HasSubstr;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-std::string KeyBytes(const Key128& k) { return std::string(k.begin(), k.end()); }
-
 Key128 TestKey(uint32_t i) {
   Key128 k{};
   std::memcpy(k.data(), &i, sizeof(i));
@@ -134,7 +132,7 @@ class GrpcServiceTest : public ::testing::Test {
         v1::PutFrame f;
         if (frames.empty()) f.set_namespace_id(ns);
         if (off == 0) {
-          f.mutable_header()->set_key(KeyBytes(c.key));
+          f.mutable_header()->set_key(KeyToBytes(c.key));
           f.mutable_header()->set_size_bytes(c.data.size());
           f.mutable_header()->set_tokens(16);
           f.mutable_header()->set_format(7);
@@ -158,7 +156,7 @@ class GrpcServiceTest : public ::testing::Test {
                      std::vector<Fetched>* out, uint64_t lease_id = 0) {
     v1::GetRequest req;
     req.set_namespace_id(ns);
-    for (const Key128& k : keys) req.mutable_keys()->append(KeyBytes(k));
+    for (const Key128& k : keys) req.mutable_keys()->append(KeyToBytes(k));
     req.set_lease_id(lease_id);
     grpc::ClientContext ctx;
     std::unique_ptr<grpc::ClientReader<v1::GetFrame>> reader = stub_->Get(&ctx, req);
@@ -176,7 +174,7 @@ class GrpcServiceTest : public ::testing::Test {
   std::string ExistsBytes(const std::vector<Key128>& keys) {
     v1::KeysRequest req;
     req.set_namespace_id(ns_);
-    for (const Key128& k : keys) req.mutable_keys()->append(KeyBytes(k));
+    for (const Key128& k : keys) req.mutable_keys()->append(KeyToBytes(k));
     grpc::ClientContext ctx;
     v1::ExistsResponse resp;
     EXPECT_TRUE(stub_->Exists(&ctx, req, &resp).ok());
@@ -213,7 +211,7 @@ TEST_F(GrpcServiceTest, SecondServerOnTheSamePortFailsToStart) {
 }
 
 TEST_F(GrpcServiceTest, RegisterNamespaceReturnsTheCanonicalId) {
-  EXPECT_EQ(ns_, KeyBytes(NamespaceFromProto(Spec("model-a")).Id()));
+  EXPECT_EQ(ns_, KeyToBytes(NamespaceFromProto(Spec("model-a")).Id()));
   v1::NamespaceSpec bad = Spec("");
   grpc::ClientContext ctx;
   v1::RegisterNamespaceRequest req;
@@ -244,7 +242,7 @@ TEST_F(GrpcServiceTest, PutThenGetRoundTripsChunksOfAnySize) {
   for (uint32_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].index, i);
     EXPECT_EQ(got[i].header.key(),
-              i == 1 ? KeyBytes(TestKey(9)) : KeyBytes(chunks[expected_chunk[i]].key));
+              i == 1 ? KeyToBytes(TestKey(9)) : KeyToBytes(chunks[expected_chunk[i]].key));
     if (expected_chunk[i] < 0) {
       EXPECT_EQ(got[i].code, static_cast<int>(grpc::StatusCode::NOT_FOUND));
       EXPECT_TRUE(got[i].data.empty());
@@ -300,7 +298,7 @@ TEST_F(GrpcServiceTest, MalformedPutStreamsFailTheCallAndLeaveNoTrace) {
     f.set_data(data.substr(0, n));
     return f;
   };
-  const std::string key = KeyBytes(TestKey(1));
+  const std::string key = KeyToBytes(TestKey(1));
   struct Case {
     const char* name;
     std::vector<v1::PutFrame> frames;
@@ -344,7 +342,7 @@ TEST_F(GrpcServiceTest, MalformedPutStreamsFailTheCallAndLeaveNoTrace) {
 }
 
 TEST_F(GrpcServiceTest, UnknownNamespaceIsAFailedPrecondition) {
-  std::string unknown = KeyBytes(NamespaceFromProto(Spec("never-registered")).Id());
+  std::string unknown = KeyToBytes(NamespaceFromProto(Spec("never-registered")).Id());
   v1::PutResponse resp;
   grpc::Status s = PutFrames(FramesOf(unknown, {{TestKey(1), "abc", 3}}), &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
@@ -375,7 +373,7 @@ TEST_F(GrpcServiceTest, LookupCountsLeadingHitsAndLeases) {
   PutOk({{TestKey(1), "a", 1}, {TestKey(2), "b", 1}, {TestKey(4), "d", 1}});
   v1::LookupRequest req;
   req.set_namespace_id(ns_);
-  for (uint32_t i : {1, 2, 3, 4}) req.mutable_keys()->append(KeyBytes(TestKey(i)));
+  for (uint32_t i : {1, 2, 3, 4}) req.mutable_keys()->append(KeyToBytes(TestKey(i)));
   req.set_lease_ms(5000);
   grpc::ClientContext ctx;
   v1::LookupResponse resp;
@@ -417,7 +415,7 @@ TEST_F(GrpcServiceTest, ExistsAndDelete) {
   EXPECT_EQ(ExistsBytes({TestKey(1), TestKey(3), TestKey(2)}), std::string("\2\0\2", 3));
   v1::KeysRequest req;
   req.set_namespace_id(ns_);
-  req.set_keys(KeyBytes(TestKey(1)) + KeyBytes(TestKey(3)));
+  req.set_keys(KeyToBytes(TestKey(1)) + KeyToBytes(TestKey(3)));
   grpc::ClientContext ctx;
   v1::DeleteResponse resp;
   ASSERT_TRUE(stub_->Delete(&ctx, req, &resp).ok());
@@ -474,7 +472,7 @@ TEST_F(GrpcServiceTest, ChunkDeletedDuringGetIsStillSentWhole) {
   PutOk({{TestKey(1), data, kMiB}});
   v1::GetRequest req;
   req.set_namespace_id(ns_);
-  req.set_keys(KeyBytes(TestKey(1)));
+  req.set_keys(KeyToBytes(TestKey(1)));
   grpc::ClientContext ctx;
   std::unique_ptr<grpc::ClientReader<v1::GetFrame>> reader = stub_->Get(&ctx, req);
   v1::GetFrame frame;
@@ -483,7 +481,7 @@ TEST_F(GrpcServiceTest, ChunkDeletedDuringGetIsStillSentWhole) {
   std::string got = frame.data();
   v1::KeysRequest del;
   del.set_namespace_id(ns_);
-  del.set_keys(KeyBytes(TestKey(1)));
+  del.set_keys(KeyToBytes(TestKey(1)));
   grpc::ClientContext del_ctx;
   v1::DeleteResponse deleted;
   ASSERT_TRUE(stub_->Delete(&del_ctx, del, &deleted).ok());

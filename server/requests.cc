@@ -18,10 +18,6 @@ constexpr const char* kRefused[kOpCount] = {"register_namespace refused",
                                             "stats refused",
                                             "health refused"};
 
-std::string IdBytes(const Key128& id) {
-  return std::string(reinterpret_cast<const char*>(id.data()), id.size());
-}
-
 // Parses `bytes` as a Req, answers it with `requests.Unary`, serializes the Resp.
 template <typename Req, typename Resp>
 absl::Status UnarySerialized(const Requests& requests, absl::string_view bytes, std::string* out) {
@@ -115,7 +111,7 @@ absl::Status Requests::Unary(const v1::RegisterNamespaceRequest& req,
   if (absl::Status s = Admit(); !s.ok()) return s;
   absl::StatusOr<Key128> id = env_->registry->Register(req.spec());
   if (!id.ok()) return id.status();
-  resp->set_namespace_id(IdBytes(*id));
+  resp->set_namespace_id(KeyToBytes(*id));
   return absl::OkStatus();
 }
 

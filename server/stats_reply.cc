@@ -7,14 +7,6 @@
 #include "absl/container/flat_hash_map.h"
 
 namespace kvstash::server {
-namespace {
-
-std::string IdBytes(const Key128& id) {
-  return std::string(reinterpret_cast<const char*>(id.data()), id.size());
-}
-
-}  // namespace
-
 #define KVSTASH_SET_FIELD(name, ...) out->set_##name(in.name);
 
 void ToProto(const storage::CounterSnapshot& in, v1::CounterSet* out) {
@@ -52,7 +44,7 @@ absl::Status FillStatsResponse(const ServiceEnv& env, const v1::StatsRequest& re
   std::sort(ids.begin(), ids.end());
   for (const Key128& id : ids) {
     v1::NamespaceStats* ns = resp->add_namespaces();
-    ns->set_namespace_id(IdBytes(id));
+    ns->set_namespace_id(KeyToBytes(id));
     *ns->mutable_spec() = specs[id];
     ToProto(env.store->NamespaceCounters(id), ns->mutable_counters());
   }

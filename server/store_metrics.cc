@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -208,10 +207,8 @@ void CollectNamespaces(const storage::ChunkStore& store, const NamespaceRegistry
   for (size_t i = 0; i < shown; ++i) {
     const auto& [id, c] = all[i];
     const v1::NamespaceSpec& spec = specs[id];
-    const Labels l = {{"namespace", absl::BytesToHexString(absl::string_view(
-                                        reinterpret_cast<const char*>(id.data()), id.size()))},
-                      {"tenant", spec.tenant()},
-                      {"model", spec.model_id()}};
+    const Labels l = {
+        {"namespace", KeyToHex(id)}, {"tenant", spec.tenant()}, {"model", spec.model_id()}};
     auto with = [&](const char* k, const char* v) {
       Labels r = l;
       r.emplace_back(k, v);

@@ -63,7 +63,7 @@ int GrpcStalledPut(v1::KvStash::Stub& stub, const std::string& ns, const Call& c
   auto writer = stub.Put(&ctx, &response);
   v1::PutFrame frame;
   frame.set_namespace_id(ns);
-  frame.mutable_header()->set_key(KeyBytes(call.key));
+  frame.mutable_header()->set_key(KeyToBytes(call.key));
   frame.mutable_header()->set_size_bytes(call.size);
   if (!writer->Write(frame)) return Fail("header write failed");
   const std::string data(kMiB, 'z');
@@ -80,7 +80,7 @@ int GrpcStalledGet(v1::KvStash::Stub& stub, const std::string& ns, const Call& c
   grpc::ClientContext ctx;
   v1::GetRequest request;
   request.set_namespace_id(ns);
-  request.set_keys(KeyBytes(call.key));
+  request.set_keys(KeyToBytes(call.key));
   auto reader = stub.Get(&ctx, request);
   v1::GetFrame frame;
   for (int i = 0; i < 3; ++i) {

@@ -251,7 +251,7 @@ TEST_F(GrpcFaultTest, GetCancelledMidStream) {
     grpc::ClientContext ctx;
     v1::GetRequest request;
     request.set_namespace_id(*ns);
-    request.set_keys(KeyBytes(keys[0]));
+    request.set_keys(KeyToBytes(keys[0]));
     auto reader = stub->Get(&ctx, request);
     v1::GetFrame frame;
     for (int i = 0; i < 2; ++i) ASSERT_TRUE(reader->Read(&frame));

@@ -140,7 +140,7 @@ class MalformedRequestTest : public DaemonFixture {
     return response.present().size() == 1 && response.present()[0] != 0;
   }
 
-  std::string NewKey() { return KeyBytes(RandomKey(rng_)); }
+  std::string NewKey() { return KeyToBytes(RandomKey(rng_)); }
 
   std::mt19937_64 rng_{99};
   std::unique_ptr<v1::KvStash::Stub> stub_;

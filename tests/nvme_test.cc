@@ -220,7 +220,7 @@ TEST_F(NvmeTest, GrpcGetCancelledWhileReadingAhead) {
   const std::vector<Key128> keys = PutFresh(64, kMiB);
   AwaitDemotions();
   std::string batch;
-  for (const Key128& key : keys) batch += KeyBytes(key);
+  for (const Key128& key : keys) batch += KeyToBytes(key);
   auto stub = RawStub(daemon_->address());
   auto ns = RawRegister(*stub, TestNamespace("nvme"));
   ASSERT_TRUE(ns.ok()) << ns.status();

@@ -112,7 +112,7 @@ TEST_F(ShutdownTest, InFlightGetCompletesAfterSigterm) {
   grpc::ClientContext ctx;
   v1::GetRequest request;
   request.set_namespace_id(*ns);
-  request.set_keys(KeyBytes(key));
+  request.set_keys(KeyToBytes(key));
   auto reader = stub->Get(&ctx, request);
   v1::GetFrame frame;
   ASSERT_TRUE(reader->Read(&frame));

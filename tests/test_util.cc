@@ -178,10 +178,6 @@ absl::StatusOr<std::string> RawRegister(v1::KvStash::Stub& stub, const Namespace
   return resp.namespace_id();
 }
 
-std::string KeyBytes(const Key128& key) {
-  return std::string(reinterpret_cast<const char*>(key.data()), key.size());
-}
-
 bool PollUntil(const std::function<bool()>& done, absl::Duration timeout, absl::Duration interval) {
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {

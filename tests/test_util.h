@@ -72,7 +72,6 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& uri,
 std::unique_ptr<v1::KvStash::Stub> RawStub(const std::string& address);
 // Registers `spec` through `stub`; returns the 16-byte namespace id.
 absl::StatusOr<std::string> RawRegister(v1::KvStash::Stub& stub, const Namespace& spec);
-std::string KeyBytes(const Key128& key);
 
 // Calls `done` every `interval` until it returns true or `timeout` passes; returns its last
 // answer. A bounded wait for asynchronous effects, never a timing assertion.

@@ -22,6 +22,8 @@ namespace kvstash {
 using Key128 = std::array<uint8_t, 16>;
 
 std::string KeyToHex(const Key128& key);
+// The key's 16 bytes as a string: its form in wire messages.
+std::string KeyToBytes(const Key128& key);
 absl::StatusOr<Key128> KeyFromHex(absl::string_view hex);
 
 enum class HashAlgo : uint32_t {

@@ -117,7 +117,8 @@ absl::StatusOr<NamespaceHandle> ClientImpl::OpenNamespace(const Namespace& spec)
 }
 
 absl::StatusOr<LookupResult> ClientImpl::Lookup(NamespaceHandle ns, absl::Span<const Key128> keys,
-                                                uint32_t lease_ms) {
+                                                uint32_t lease_ms, uint64_t session_id) {
+  (void)session_id;  // TODO(hints): carried on the wire
   LookupResult result;
   if (keys.empty()) return result;  // a prompt shorter than one chunk hits nothing
   absl::Status s = Run(&ns.id, [&](const CallContext& ctx) {

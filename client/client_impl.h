@@ -29,7 +29,7 @@ class ClientImpl final : public Client {
 
   absl::StatusOr<NamespaceHandle> OpenNamespace(const Namespace& spec) override;
   absl::StatusOr<LookupResult> Lookup(NamespaceHandle ns, absl::Span<const Key128> keys,
-                                      uint32_t lease_ms) override;
+                                      uint32_t lease_ms, uint64_t session_id) override;
   absl::Status Put(NamespaceHandle ns, absl::Span<PutItem> items) override;
   absl::Status Get(NamespaceHandle ns, absl::Span<GetItem> items, uint64_t lease_id) override;
   std::future<absl::Status> PutAsync(NamespaceHandle ns, absl::Span<PutItem> items) override;

@@ -223,7 +223,7 @@ TEST_F(ClientImplTest, ReregistersForgottenNamespaceAndRetriesOnce) {
     fake_->known.clear();  // the daemon restarted
   }
   std::vector<Key128> keys(2);
-  auto r = client_->Lookup(*ns, keys, 0);
+  auto r = client_->Lookup(*ns, keys, 0, 0);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Registrations(), 2);
 }
@@ -313,7 +313,7 @@ TEST_F(ClientImplTest, EmptyRequestsNeedNoCall) {
   NamespaceHandle ns{TestSpec().Id()};
   EXPECT_TRUE(client_->Put(ns, {}).ok());
   EXPECT_TRUE(client_->Get(ns, {}, 0).ok());
-  EXPECT_EQ(client_->Lookup(ns, {}, 0)->hit_count, 0u);
+  EXPECT_EQ(client_->Lookup(ns, {}, 0, 0)->hit_count, 0u);
   EXPECT_TRUE(client_->Exists(ns, {})->empty());
   EXPECT_EQ(*client_->Delete(ns, {}), 0u);
   EXPECT_EQ(Attempts(), 0);

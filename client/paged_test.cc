@@ -26,8 +26,8 @@ class MemoryClient final : public Client {
   absl::StatusOr<NamespaceHandle> OpenNamespace(const Namespace&) override {
     return NamespaceHandle{};
   }
-  absl::StatusOr<LookupResult> Lookup(NamespaceHandle, absl::Span<const Key128>,
-                                      uint32_t) override {
+  absl::StatusOr<LookupResult> Lookup(NamespaceHandle, absl::Span<const Key128>, uint32_t,
+                                      uint64_t) override {
     return absl::UnimplementedError("lookup");
   }
   absl::Status Put(NamespaceHandle, absl::Span<PutItem> items) override {

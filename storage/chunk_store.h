@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "kvstash/hints.h"
 #include "kvstash/keys.h"
 #include "storage/chunk.h"
 
@@ -134,6 +135,17 @@ struct LookupResult {
   absl::Time lease_expires;  // when the lease lapses
 };
 
+// One namespace's footprint per tier (admin listing).
+struct NamespaceUsage {
+  Key128 ns;
+  std::string tenant;  // as bound by SetNamespaceTenant; empty when never bound
+  uint64_t dram_chunks = 0;
+  uint64_t dram_bytes = 0;
+  uint64_t nvme_chunks = 0;
+  uint64_t nvme_bytes = 0;
+  uint64_t pinned_bytes = 0;
+};
+
 class ChunkStore {
  public:
   static absl::StatusOr<std::unique_ptr<ChunkStore>> Create(const ChunkStoreOptions& options);
@@ -143,8 +155,13 @@ class ChunkStore {
   // visible only once CommitPut succeeds; dropping the PendingChunk instead leaves no trace.
   // Errors: INVALID_ARGUMENT (size 0), RESOURCE_EXHAUSTED (too large or no evictable
   // space), ALREADY_EXISTS (key present: puts are idempotent, the caller drains and acks).
+  // `hints` (kvstash/hints.h) apply once the chunk is committed.
   virtual absl::StatusOr<std::unique_ptr<PendingChunk>> BeginPut(const ChunkId& id,
-                                                                 const ChunkMeta& meta) = 0;
+                                                                 const ChunkMeta& meta,
+                                                                 const PutHints& hints) = 0;
+  absl::StatusOr<std::unique_ptr<PendingChunk>> BeginPut(const ChunkId& id, const ChunkMeta& meta) {
+    return BeginPut(id, meta, PutHints{});
+  }
   // Publishes a fully written chunk. Errors: INVALID_ARGUMENT (not all bytes written),
   // DATA_LOSS (meta.checksum != 0 and does not match the payload). A concurrent put of the
   // same key that committed first wins; this one then returns OK and is discarded.
@@ -165,12 +182,32 @@ class ChunkStore {
 
   // Counts the leading keys present. With lease > 0 (clamped to max_lease) the hits are
   // protected from eviction until each is fetched with the lease id or the lease expires.
-  virtual LookupResult Lookup(const Key128& ns, absl::Span<const Key128> keys,
-                              absl::Duration lease) = 0;
+  // session_id != 0 marks the session active and adds the hits to its chain (PutHints).
+  virtual LookupResult Lookup(const Key128& ns, absl::Span<const Key128> keys, absl::Duration lease,
+                              uint64_t session_id) = 0;
+  LookupResult Lookup(const Key128& ns, absl::Span<const Key128> keys, absl::Duration lease) {
+    return Lookup(ns, keys, lease, 0);
+  }
   // Tier of the chunk, or Tier::kNone.
   virtual Tier Locate(const ChunkId& id) const = 0;
   // OK or NOT_FOUND. A chunk being read is freed when its last reader finishes.
   virtual absl::Status Delete(const ChunkId& id) = 0;
+
+  // Binds namespace `ns` to `tenant`, whose quotas (ChunkStoreOptions) then cover its
+  // chunks. The daemon calls it when a namespace is registered; unbound namespaces count
+  // as tenant "default".
+  virtual void SetNamespaceTenant(const Key128& ns, const std::string& tenant) = 0;
+  // Pins (pin) or unpins the leading `keys` of `ns` that are present, stopping at the first
+  // absent one; returns how many changed state. RESOURCE_EXHAUSTED (nothing pinned) when
+  // the tenant's pin quota cannot hold them.
+  virtual absl::StatusOr<uint32_t> Pin(const Key128& ns, absl::Span<const Key128> keys,
+                                       bool pin) = 0;
+  // Ends session `session_id` of `ns`: its chunks become ordinary chunks of their priority.
+  virtual void EndSession(const Key128& ns, uint64_t session_id) = 0;
+  // Deletes every chunk of `ns` in every tier; returns how many were deleted.
+  virtual uint64_t ClearNamespace(const Key128& ns) = 0;
+  // Every namespace holding chunks (or bound to a tenant), with its usage per tier.
+  virtual std::vector<NamespaceUsage> NamespaceUsages() const = 0;
 
   virtual StoreStats Stats() const = 0;
   // Counters of one namespace; zeroes for a namespace never seen.

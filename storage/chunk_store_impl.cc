@@ -101,7 +101,9 @@ absl::Status ChunkStoreImpl::CheckFits(uint64_t size) const {
 }
 
 absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const ChunkId& id,
-                                                                       const ChunkMeta& meta) {
+                                                                       const ChunkMeta& meta,
+                                                                       const PutHints& hints) {
+  (void)hints;  // TODO(hints): applied at commit
   if (meta.size_bytes == 0) return absl::InvalidArgumentError("chunk size_bytes must be > 0");
   if (absl::Status s = CheckFits(meta.size_bytes); !s.ok()) return s;
   if (Locate(id) != Tier::kNone) {
@@ -194,7 +196,8 @@ void ChunkStoreImpl::ReleaseLease(uint64_t lease_id, const ChunkId& id) {
 }
 
 LookupResult ChunkStoreImpl::Lookup(const Key128& ns, absl::Span<const Key128> keys,
-                                    absl::Duration lease) {
+                                    absl::Duration lease, uint64_t session_id) {
+  (void)session_id;  // TODO(hints)
   const absl::Time now = Now();
   ExpireLeases(now);
   const absl::Duration granted = std::min(lease, options_.max_lease);
@@ -272,4 +275,12 @@ std::vector<std::pair<Key128, CounterSnapshot>> ChunkStoreImpl::AllNamespaceCoun
   return index_->AllNamespaceCounters();
 }
 
+// TODO(hints): placeholders until the hint layer lands.
+void ChunkStoreImpl::SetNamespaceTenant(const Key128&, const std::string&) {}
+absl::StatusOr<uint32_t> ChunkStoreImpl::Pin(const Key128&, absl::Span<const Key128>, bool) {
+  return absl::UnimplementedError("pins are not implemented yet");
+}
+void ChunkStoreImpl::EndSession(const Key128&, uint64_t) {}
+uint64_t ChunkStoreImpl::ClearNamespace(const Key128&) { return 0; }
+std::vector<NamespaceUsage> ChunkStoreImpl::NamespaceUsages() const { return {}; }
 }  // namespace kvstash::storage

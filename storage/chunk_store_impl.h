@@ -37,14 +37,21 @@ class ChunkStoreImpl final : public ChunkStore {
   // the NVMe tier.
   ~ChunkStoreImpl() override;
 
-  absl::StatusOr<std::unique_ptr<PendingChunk>> BeginPut(const ChunkId& id,
-                                                         const ChunkMeta& meta) override;
+  using ChunkStore::BeginPut;
+  using ChunkStore::Lookup;
+  absl::StatusOr<std::unique_ptr<PendingChunk>> BeginPut(const ChunkId& id, const ChunkMeta& meta,
+                                                         const PutHints& hints) override;
   absl::Status CommitPut(std::unique_ptr<PendingChunk> pending) override;
   absl::StatusOr<ChunkRef> Get(const ChunkId& id) override;
   void GetAsync(const ChunkId& id, uint64_t lease_id, GetCallback done) override;
   void ReleaseLease(uint64_t lease_id, const ChunkId& id) override;
-  LookupResult Lookup(const Key128& ns, absl::Span<const Key128> keys,
-                      absl::Duration lease) override;
+  LookupResult Lookup(const Key128& ns, absl::Span<const Key128> keys, absl::Duration lease,
+                      uint64_t session_id) override;
+  void SetNamespaceTenant(const Key128& ns, const std::string& tenant) override;
+  absl::StatusOr<uint32_t> Pin(const Key128& ns, absl::Span<const Key128> keys, bool pin) override;
+  void EndSession(const Key128& ns, uint64_t session_id) override;
+  uint64_t ClearNamespace(const Key128& ns) override;
+  std::vector<NamespaceUsage> NamespaceUsages() const override;
   Tier Locate(const ChunkId& id) const override;
   absl::Status Delete(const ChunkId& id) override;
   StoreStats Stats() const override;

@@ -32,6 +32,9 @@ struct PolicyHook {
   uint64_t stamp = 0;  // e.g. last access time, for VictimRank
   uint32_t word0 = 0;
   uint32_t word1 = 0;
+  // Cached chunks that name this one as their parent (PutHints::parent); maintained by the
+  // index, which calls EvictionPolicy::OnChildrenChanged when it goes 0 <-> non-zero.
+  uint32_t children = 0;
 };
 
 // Circular doubly-linked list of hooks with a sentinel. Does not own the hooks.
@@ -78,6 +81,9 @@ class EvictionPolicy {
   virtual void OnAccess(PolicyHook* hook) = 0;
   // The entry leaves the tier (evicted or deleted). REQUIRES: hook was inserted.
   virtual void OnErase(PolicyHook* hook) = 0;
+  // hook->children went from 0 to non-zero or back. Chain-aware policies evict leaves
+  // (children == 0) first; others ignore it. REQUIRES: hook was inserted.
+  virtual void OnChildrenChanged(PolicyHook* hook) { (void)hook; }
   // The entry to evict next among those `evictable` accepts (the index refuses leased and
   // referenced entries), or nullptr when none is. Does not remove it: if the caller evicts
   // it, it calls OnErase. May reorder internal state (e.g. S3-FIFO promotions).

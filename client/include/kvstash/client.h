@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "kvstash/hints.h"
 #include "kvstash/keys.h"
 #include "kvstash/stats_counters.h"
 
@@ -110,6 +111,7 @@ struct PutItem {
   size_t size = 0;
   uint32_t tokens = 0;
   uint32_t format = 0;
+  PutHints hints;  // kvstash/hints.h; default: none
   // Out: OK, or why this chunk was not stored. already_present marks an idempotent repeat.
   absl::Status status;
   bool already_present = false;
@@ -181,9 +183,10 @@ class Client {
   virtual absl::StatusOr<NamespaceHandle> OpenNamespace(const Namespace& spec) = 0;
 
   // Number of leading `keys` present. lease_ms > 0 protects the hits from eviction until
-  // fetched with the returned lease_id or expired.
+  // fetched with the returned lease_id or expired. session_id != 0 keeps the session
+  // (PutHints::session_id) alive and its hit chain with it.
   virtual absl::StatusOr<LookupResult> Lookup(NamespaceHandle ns, absl::Span<const Key128> keys,
-                                              uint32_t lease_ms = 0) = 0;
+                                              uint32_t lease_ms = 0, uint64_t session_id = 0) = 0;
 
   // Stores every item in one streamed call. Returns a call-level error (connection,
   // deadline, malformed request) or OK with each item's own status filled in. Storing is

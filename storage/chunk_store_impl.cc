@@ -122,10 +122,10 @@ absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
   for (uint64_t round = 1;; ++round) {
     // Dropping the victim here frees its bytes (EvictOne only picks unreferenced chunks),
     // unless the demotion queue keeps it until written to NVMe.
-    ChunkId victim_id;
-    ChunkRef victim = index_->EvictOne(&victim_id);
+    EvictedEntry evicted_entry;
+    ChunkRef victim = index_->EvictOne(&evicted_entry);
     const bool evicted = victim != nullptr;
-    if (evicted) Demote(victim_id, std::move(victim));
+    if (evicted) Demote(evicted_entry, std::move(victim));
     ChargeBookkeeping();
     if (!evicted) {
       return absl::ResourceExhaustedError(

@@ -72,7 +72,7 @@ class ChunkStoreImpl final : public ChunkStore {
   // NVMe glue (chunk_store_nvme.cc); each is a no-op or a miss without the NVMe tier.
   // Hands a chunk evicted from DRAM to the demotion queue unless NVMe already has it
   // (waiting up to demotion_wait_ms for room).
-  void Demote(const ChunkId& id, ChunkRef victim);
+  void Demote(const EvictedEntry& evicted, ChunkRef victim);
   // The cleaner over this store's index and DRAM, or null (no NVMe, or cleaner off).
   std::unique_ptr<Cleaner> MakeCleaner();
   // Get after a DRAM miss (already counted by the index when there is no NVMe tier): the

@@ -15,8 +15,9 @@ std::unique_ptr<Cleaner> ChunkStoreImpl::MakeCleaner() {
   return std::make_unique<Cleaner>(o, index_.get(), dram_.get(), demoter_.get(), nvme_.get());
 }
 
-void ChunkStoreImpl::Demote(const ChunkId& id, ChunkRef victim) {
+void ChunkStoreImpl::Demote(const EvictedEntry& evicted, ChunkRef victim) {
   if (nvme_ == nullptr) return;
+  const ChunkId& id = evicted.id;
   // Cleaned, write-through and promoted chunks are on NVMe already: evicting them costs
   // no write.
   if (nvme_->Contains(id)) return;

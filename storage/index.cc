@@ -91,8 +91,13 @@ ChunkRef ChunkIndex::Get(const ChunkId& id, bool count_miss) {
     return nullptr;
   }
   ++c.hits;
-  s.policy->OnAccess(it->second.get());
+  Touch(s, it->second.get());
   return it->second->chunk;
+}
+
+void ChunkIndex::Touch(Shard& s, IndexEntry* e) {
+  if (e->hits != UINT32_MAX) ++e->hits;
+  s.policy->OnAccess(e);
 }
 
 void ChunkIndex::RecordGet(const ChunkId& id, bool hit) {
@@ -132,7 +137,7 @@ bool ChunkIndex::Evictable(const PolicyHook* h) {
   return e->lease_refs == 0 && e->chunk.use_count() == 1;
 }
 
-ChunkRef ChunkIndex::EvictOne(ChunkId* victim_id) {
+ChunkRef ChunkIndex::EvictOne(EvictedEntry* victim) {
   // The shards are scanned one lock at a time, so by the time the chosen shard is locked
   // again its candidate may be referenced (a reader, a cleaning) or gone. Its next entry
   // may then be far warmer than other shards' candidates: that attempt evicts nothing and
@@ -142,7 +147,7 @@ ChunkRef ChunkIndex::EvictOne(ChunkId* victim_id) {
     const VictimShard best = BestVictimShard();
     if (best.shard == nullptr) return nullptr;
     const uint64_t max_rank = attempt + 1 < kEvictAttempts ? best.rank : UINT64_MAX;
-    if (ChunkRef victim = EvictFrom(*best.shard, max_rank, victim_id)) return victim;
+    if (ChunkRef chunk = EvictFrom(*best.shard, max_rank, victim)) return chunk;
   }
   return nullptr;
 }
@@ -166,12 +171,12 @@ ChunkIndex::VictimShard ChunkIndex::BestVictimShard() {
   return best;
 }
 
-ChunkRef ChunkIndex::EvictFrom(Shard& s, uint64_t max_rank, ChunkId* victim_id) {
+ChunkRef ChunkIndex::EvictFrom(Shard& s, uint64_t max_rank, EvictedEntry* victim) {
   absl::MutexLock lock(&s.mu);
-  PolicyHook* victim = s.policy->PickVictim(Evictable);
-  if (victim == nullptr || s.policy->VictimRank(victim) > max_rank) return nullptr;
-  auto* e = static_cast<IndexEntry*>(victim);
-  if (victim_id != nullptr) *victim_id = e->id;
+  PolicyHook* hook = s.policy->PickVictim(Evictable);
+  if (hook == nullptr || s.policy->VictimRank(hook) > max_rank) return nullptr;
+  auto* e = static_cast<IndexEntry*>(hook);
+  if (victim != nullptr) *victim = {e->id, e->hits};
   ++s.counters[e->id.ns].evictions;
   return RemoveLocked(s, e);
 }
@@ -206,6 +211,7 @@ ProbeResult ChunkIndex::Probe(const ChunkId& id, bool take_lease) {
   auto it = s.entries.find(id);
   if (it == s.entries.end()) return {};
   IndexEntry& e = *it->second;
+  Touch(s, &e);
   if (!take_lease) return {e.tier, 0};
   ++e.lease_refs;
   return {e.tier, e.generation};

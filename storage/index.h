@@ -37,6 +37,13 @@ struct IndexEntry : PolicyHook {
   Tier tier = Tier::kNone;
   uint64_t generation = 0;  // unique per insert, see LeaseTable
   uint32_t lease_refs = 0;  // leases holding this entry; > 0 blocks eviction
+  uint32_t hits = 0;        // gets and lookups that found it (saturating)
+};
+
+// What EvictOne removed, besides its bytes.
+struct EvictedEntry {
+  ChunkId id;
+  uint32_t hits = 0;  // IndexEntry::hits at eviction
 };
 
 // An entry near the cold end of its shard (see ChunkIndex::Coldest).
@@ -73,8 +80,8 @@ class ChunkIndex {
   ChunkRef Erase(const ChunkId& id);
   // Evicts the policy's best victim; entries that are leased or referenced outside the
   // index are skipped, so releasing the returned ref frees memory. Returns null when no
-  // entry is evictable. Sets *victim_id (when given) to the evicted chunk's id.
-  ChunkRef EvictOne(ChunkId* victim_id = nullptr);
+  // entry is evictable. Describes the evicted entry in *victim (when given).
+  ChunkRef EvictOne(EvictedEntry* victim = nullptr);
 
   // Up to `max_entries` entries of each shard from its cold end (the next victims), at
   // most `max_bytes` of payload per shard; unordered across shards (sort by rank).
@@ -82,7 +89,8 @@ class ChunkIndex {
   // The chunk without counting a get or telling the policy (background readers), or null.
   ChunkRef Peek(const ChunkId& id) const;
 
-  // Presence and tier of `id`; with take_lease, also raises its lease count.
+  // Presence and tier of `id` (a hit counts as an access for the policy); with take_lease,
+  // also raises its lease count.
   ProbeResult Probe(const ChunkId& id, bool take_lease);
   // Undoes one take_lease Probe, unless the entry was replaced since (generation differs).
   void DropLeaseRef(const ChunkId& id, uint64_t generation);
@@ -112,6 +120,8 @@ class ChunkIndex {
   Shard& ShardFor(const ChunkId& id) const;
   // Unlinks `e` from the map, policy and live counters; returns its chunk.
   ChunkRef RemoveLocked(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // A hit: counts it in the entry and tells the policy.
+  static void Touch(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   static bool Evictable(const PolicyHook* h);
   struct VictimShard {
     Shard* shard = nullptr;  // null: no scanned shard has an evictable entry
@@ -120,7 +130,7 @@ class ChunkIndex {
   // The shard whose policy victim ranks first among the scanned shards.
   VictimShard BestVictimShard();
   // Evicts the policy victim of `s` if it ranks at most `max_rank`, else returns null.
-  ChunkRef EvictFrom(Shard& s, uint64_t max_rank, ChunkId* victim_id);
+  ChunkRef EvictFrom(Shard& s, uint64_t max_rank, EvictedEntry* victim);
 
   static constexpr int kEvictAttempts = 32;
   static constexpr int kSampledShards = 8;

@@ -110,9 +110,10 @@ TEST(ChunkIndexTest, EvictionRacingAReaderOfTheOldestStillEvictsTheOldest) {
       EXPECT_TRUE(index->Insert(MakeId(r * kEntries + i), Chunk(), Tier::kDram));
     }
     round.store(r);
-    ChunkId victim;
+    EvictedEntry victim;
     const bool evicted = index->EvictOne(&victim) != nullptr;
-    if (!evicted || (!(victim == MakeId(r * kEntries)) && !(victim == MakeId(r * kEntries + 1)))) {
+    if (!evicted ||
+        (!(victim.id == MakeId(r * kEntries)) && !(victim.id == MakeId(r * kEntries + 1)))) {
       ++wrong;
     }
     for (int i = 0; i < kEntries; ++i) index->Erase(MakeId(r * kEntries + i));

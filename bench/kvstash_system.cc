@@ -137,6 +137,10 @@ std::string KvstashSystem::ClientUri() const {
 
 absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewConn() { return NewConnTo(ClientUri()); }
 
+absl::StatusOr<std::unique_ptr<Client>> KvstashSystem::NewClient() {
+  return ConnectClient(ClientUri(), options_);
+}
+
 absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewGrpcConn() {
   return NewConnTo("grpc://" + address_);
 }

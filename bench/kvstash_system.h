@@ -56,6 +56,9 @@ class KvstashSystem : public System {
   absl::StatusOr<std::unique_ptr<Conn>> NewConn() override;
   // A client over gRPC even when the clients of NewConn use UCX (the daemon serves both).
   absl::StatusOr<std::unique_ptr<Conn>> NewGrpcConn();
+  // A client of the full API over the clients' transport (grpc:// or ucx://), with the
+  // options NewConn's clients have.
+  absl::StatusOr<std::unique_ptr<Client>> NewClient();
   // The daemon acknowledges a repeated key as already present without storing it.
   bool NeedsFreshPutKeys() const override { return true; }
   pid_t server_pid() const override { return child_->pid(); }

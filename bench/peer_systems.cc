@@ -42,9 +42,21 @@ class RedisSystem : public System {
 
   absl::Status Start() {
     auto argv = [this](int port) {
-      return std::vector<std::string>{
-          binary_,        "--port", absl::StrCat(port), "--bind", "127.0.0.1", "--save", "",
-          "--appendonly", "no",     "--protected-mode", "no"};
+      return std::vector<std::string>{binary_,
+                                      "--port",
+                                      absl::StrCat(port),
+                                      "--bind",
+                                      "127.0.0.1",
+                                      "--save",
+                                      "",
+                                      "--appendonly",
+                                      "no",
+                                      "--protected-mode",
+                                      "no",
+                                      "--maxmemory",
+                                      absl::StrCat(options_.redis_maxmemory_bytes),
+                                      "--maxmemory-policy",
+                                      "allkeys-lru"};
     };
     auto child = StartOnFreePort("redis-server", options_.scratch_dir + "/redis.log", argv, &port_);
     if (!child.ok()) return child.status();
@@ -95,7 +107,7 @@ class MemcachedSystem : public System {
                                        "-m",
                                        absl::StrCat(options_.memcached_memory_mib),
                                        "-I",
-                                       "64m",
+                                       absl::StrCat(options_.memcached_max_item_mib, "m"),
                                        "-t",
                                        absl::StrCat(options_.memcached_threads)};
       // memcached refuses to run as root without -u. Staying root keeps the death signal

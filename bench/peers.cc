@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -218,6 +219,24 @@ absl::StatusOr<uint32_t> RedisConn::Lookup(absl::Span<const BenchKey> keys) {
   return count;
 }
 
+absl::StatusOr<std::vector<bool>> RedisConn::Present(absl::Span<const BenchKey> keys) {
+  header_.clear();
+  for (const BenchKey& k : keys) {
+    const std::string hex = KeyHex(k);
+    absl::StrAppend(&header_, "*2", kCrLf, "$6", kCrLf, "EXISTS", kCrLf, "$", hex.size(), kCrLf,
+                    hex, kCrLf);
+  }
+  absl::Status s = stream_->WriteAll({Piece(header_.data(), header_.size())});
+  if (!s.ok()) return s;
+  std::vector<bool> present;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    absl::StatusOr<std::string> reply = ReadStatusLine();
+    if (!reply.ok()) return reply.status();
+    present.push_back(*reply != "0");
+  }
+  return present;
+}
+
 absl::Status RedisConn::FlushAll() {
   absl::Status s = SendCommand({"FLUSHALL", "SYNC"}, {});
   if (!s.ok()) return s;
@@ -275,23 +294,29 @@ absl::Status MemcachedConn::Get(const BenchKey& key, absl::Span<char> buf, size_
 }
 
 absl::StatusOr<uint32_t> MemcachedConn::Lookup(absl::Span<const BenchKey> keys) {
+  absl::StatusOr<std::vector<bool>> present = Present(keys);
+  if (!present.ok()) return present.status();
+  return static_cast<uint32_t>(std::count(present->begin(), present->end(), true));
+}
+
+absl::StatusOr<std::vector<bool>> MemcachedConn::Present(absl::Span<const BenchKey> keys) {
   header_.clear();
   for (const BenchKey& k : keys) absl::StrAppend(&header_, "mg ", KeyHex(k), kCrLf);
   absl::StrAppend(&header_, "mn", kCrLf);
   absl::Status s = stream_->WriteAll({Piece(header_.data(), header_.size())});
   if (!s.ok()) return s;
-  uint32_t hits = 0;
+  std::vector<bool> present;
   std::string line;
   while (true) {
     s = stream_->ReadLine(&line);
     if (!s.ok()) return s;
-    if (line == "MN") return hits;
-    if (line == "HD") {
-      ++hits;
-    } else if (line != "EN") {
+    if (line == "MN") break;
+    if (line != "HD" && line != "EN")
       return absl::InternalError("memcached mg: unexpected " + line);
-    }
+    present.push_back(line == "HD");
   }
+  if (present.size() != keys.size()) return absl::InternalError("memcached mg: reply count");
+  return present;
 }
 
 absl::Status MemcachedConn::Version(std::string* version) {

@@ -53,6 +53,8 @@ class RedisConn : public Conn {
   absl::Status Get(const BenchKey& key, absl::Span<char> buf, size_t* size) override;
   // EXISTS over all keys.
   absl::StatusOr<uint32_t> Lookup(absl::Span<const BenchKey> keys) override;
+  // One pipelined EXISTS per key.
+  absl::StatusOr<std::vector<bool>> Present(absl::Span<const BenchKey> keys) override;
   absl::Status FlushAll();
   absl::Status Ping();
 
@@ -75,6 +77,8 @@ class MemcachedConn : public Conn {
   absl::Status Get(const BenchKey& key, absl::Span<char> buf, size_t* size) override;
   // Pipelined meta gets without value (`mg <key>` per key, then `mn`).
   absl::StatusOr<uint32_t> Lookup(absl::Span<const BenchKey> keys) override;
+  // The same pipelined meta gets, per key.
+  absl::StatusOr<std::vector<bool>> Present(absl::Span<const BenchKey> keys) override;
   absl::Status Version(std::string* version);
 
  private:

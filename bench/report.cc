@@ -52,21 +52,6 @@ double Rate(const Row& r) { return r.op == Op::kLookup ? r.ops_per_s : r.gbps; }
 
 std::string Verdict(bool met) { return met ? "MET" : "NOT MET"; }
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 void PrintRatioTarget(std::ostream& out, const std::vector<Row>& rows, Op op, double min_ratio,
                       const char* label) {
   const Row* k = FindRow(rows, "kvstash", op, kTargetChunkBytes, kTargetClients);
@@ -82,6 +67,21 @@ void PrintRatioTarget(std::ostream& out, const std::vector<Row>& rows, Op op, do
 }
 
 }  // namespace
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;

@@ -73,5 +73,7 @@ absl::Status WriteJsonLines(const std::string& path, const std::vector<Row>& row
 
 // "256KiB", "4MiB", "1.5GiB".
 std::string FormatBytes(uint64_t bytes);
+// `s` with quotes, backslashes and control characters escaped for a JSON string.
+std::string JsonEscape(const std::string& s);
 
 }  // namespace kvstash::bench

@@ -43,8 +43,12 @@ struct PeerOptions {
   std::string scratch_dir;  // logs go here
   // memcached -m: item memory, MiB.
   uint64_t memcached_memory_mib = 1024;
+  // memcached -I: the largest item, MiB; memcached wants -m at least twice this.
+  uint64_t memcached_max_item_mib = 64;
   // memcached -t: worker threads.
   int memcached_threads = 4;
+  // redis-server --maxmemory with allkeys-lru eviction; 0: no limit (--maxmemory 0).
+  uint64_t redis_maxmemory_bytes = 0;
 };
 
 // Empty path: redis-server / memcached from PATH. NOT_FOUND when the binary is missing.

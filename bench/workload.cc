@@ -130,6 +130,10 @@ absl::Status Conn::GetBatch(absl::Span<const BenchKey> keys, absl::Span<char> bu
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<bool>> Conn::Present(absl::Span<const BenchKey>) {
+  return absl::UnimplementedError("no per-key presence check");
+}
+
 absl::Status ExpectValueBytes(size_t got, size_t want) {
   if (got == want) return absl::OkStatus();
   return absl::DataLossError(absl::StrCat("got ", got, " bytes, want ", want));

@@ -39,6 +39,9 @@ class Conn {
   virtual absl::Status Get(const BenchKey& key, absl::Span<char> buf, size_t* size) = 0;
   // How many of `keys` (a prompt's ordered chunk keys) are present, in one request.
   virtual absl::StatusOr<uint32_t> Lookup(absl::Span<const BenchKey> keys) = 0;
+  // Per key, whether it is present, in one round trip (UNIMPLEMENTED where the system has
+  // no such form).
+  virtual absl::StatusOr<std::vector<bool>> Present(absl::Span<const BenchKey> keys);
   // Gets `keys` (a prompt's chunks) into consecutive `value_bytes` slices of `buf`; an
   // error unless every value is there with exactly `value_bytes`. Default: one Get per
   // key; a system with batched reads does it in one request.

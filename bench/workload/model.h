@@ -1,0 +1,63 @@
+// The engine model of kvstash_workload: a model's KV shape (bytes per token, default chunk
+// size) and its compute cost (prefill time growing with context, decode rate), from
+// documented public figures, flags, or a calibration file measured on a real engine.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kvstash::bench::workload {
+
+// What a model's KV cache looks like to a store.
+struct ModelShape {
+  std::string name;                 // "llama3-8b", "llama2-7b", "tiny"
+  uint64_t kv_bytes_per_token = 0;  // K and V of every layer, fp16
+  uint32_t chunk_tokens = 256;      // default tokens per stored chunk
+  double params = 0;                // weights, for the FLOP count of the linear layers
+  uint32_t layers = 0;
+  uint32_t d_model = 0;  // hidden size, for the attention FLOPs per attended token
+};
+
+// Known shapes (bench/README.md gives their sources); NOT_FOUND names the known ones.
+absl::StatusOr<ModelShape> ModelByName(absl::string_view name);
+
+// Compute cost of one engine (one GPU):
+//   prefill_s(new, ctx) = new / prefill_tokens_per_s
+//                       + attention_s_per_token_ctx * new * (ctx + new / 2)
+// where ctx tokens are already cached (attended to, not recomputed) and the new tokens
+// attend to ctx plus, on average, half of themselves. Decode: decode_tokens_per_s per request.
+struct CostModel {
+  double prefill_tokens_per_s = 0;
+  double attention_s_per_token_ctx = 0;
+  double decode_tokens_per_s = 0;
+
+  double PrefillSeconds(uint64_t new_tokens, uint64_t cached_tokens) const;
+  double DecodeSeconds(uint64_t tokens) const;
+  absl::Status Validate() const;
+};
+
+// The GPU the defaults describe: dense bf16 TFLOP/s and the fraction of it prefill reaches.
+struct GpuSpec {
+  double tflops = 989;  // NVIDIA H100 SXM, dense BF16 (datasheet)
+  double mfu = 0.5;     // model FLOPs utilisation of a large prefill batch
+  double decode_tokens_per_s = 50;
+};
+
+// Kaplan et al. 2020 (arXiv:2001.08361, Table 1): a forward pass costs 2 * params FLOPs
+// per token plus 2 * layers * ctx * d_model per token for attention.
+CostModel DefaultCost(const ModelShape& model, const GpuSpec& gpu);
+
+// Overrides the fields named in a flat JSON object read from `path`:
+//   {"prefill_tokens_per_s": 12000, "attention_s_per_token_ctx": 1e-9,
+//    "decode_tokens_per_s": 40}
+// Unknown keys and malformed files are INVALID_ARGUMENT naming the file.
+absl::Status ApplyCalibrationFile(const std::string& path, CostModel* cost);
+// The same from text (for tests); `source` names it in errors.
+absl::Status ApplyCalibration(absl::string_view json, absl::string_view source, CostModel* cost);
+
+}  // namespace kvstash::bench::workload

@@ -1,0 +1,174 @@
+#include "bench/workload/remote_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace kvstash::bench::workload {
+namespace {
+
+double SecondsSince(absl::Time begin) { return absl::ToDoubleSeconds(absl::Now() - begin); }
+
+// Chunk-sized scratch buffers: fetches land in `in`, puts send `out` (its bytes vary per
+// chunk so no store could deduplicate them).
+class Buffers {
+ public:
+  explicit Buffers(size_t chunk_bytes) : chunk_bytes_(chunk_bytes), out_(chunk_bytes) {
+    for (size_t i = 0; i < out_.size(); ++i) out_[i] = static_cast<char>(i * 131 + 7);
+  }
+  size_t chunk_bytes() const { return chunk_bytes_; }
+  char* In(size_t chunks) {
+    if (in_.size() < chunks * chunk_bytes_) in_.resize(chunks * chunk_bytes_);
+    return in_.data();
+  }
+  const char* Out() const { return out_.data(); }
+
+ private:
+  size_t chunk_bytes_;
+  std::vector<char> in_;
+  std::vector<char> out_;
+};
+
+class KvstashStore : public RemoteStore {
+ public:
+  KvstashStore(std::unique_ptr<Client> client, NamespaceHandle ns, size_t chunk_bytes)
+      : client_(std::move(client)), ns_(ns), buffers_(chunk_bytes) {}
+
+  absl::StatusOr<LookupReply> Lookup(absl::Span<const Key128> keys, uint64_t session_id) override {
+    const absl::Time begin = absl::Now();
+    absl::StatusOr<LookupResult> r = client_->Lookup(ns_, keys, kLeaseMs, session_id);
+    if (!r.ok()) return r.status();
+    LookupReply reply;
+    reply.seconds = SecondsSince(begin);
+    reply.hits = r->hit_count;
+    reply.lease_id = r->lease_id;
+    for (ChunkTier t : r->tiers) reply.nvme.push_back(t == ChunkTier::kNvme);
+    reply.nvme.resize(reply.hits, false);
+    return reply;
+  }
+
+  absl::StatusOr<FetchReply> Fetch(absl::Span<const Key128> keys, uint64_t lease_id) override {
+    const size_t bytes = buffers_.chunk_bytes();
+    char* in = buffers_.In(keys.size());
+    items_.assign(keys.size(), GetItem{});
+    for (size_t i = 0; i < keys.size(); ++i) {
+      items_[i].key = keys[i];
+      items_[i].data = in + i * bytes;
+      items_[i].capacity = bytes;
+    }
+    const absl::Time begin = absl::Now();
+    if (absl::Status s = client_->Get(ns_, absl::MakeSpan(items_), lease_id); !s.ok()) return s;
+    FetchReply reply;
+    reply.seconds = SecondsSince(begin);
+    while (reply.fetched < items_.size() && items_[reply.fetched].status.ok() &&
+           items_[reply.fetched].size == bytes) {
+      ++reply.fetched;
+    }
+    return reply;
+  }
+
+  absl::StatusOr<PutReply> Put(absl::Span<const PutChunk> chunks) override {
+    std::vector<PutItem> items(chunks.size());
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      items[i].key = chunks[i].key;
+      items[i].data = buffers_.Out();
+      items[i].size = buffers_.chunk_bytes();
+      items[i].hints = chunks[i].hints;
+    }
+    const absl::Time begin = absl::Now();
+    if (absl::Status s = client_->Put(ns_, absl::MakeSpan(items)); !s.ok()) return s;
+    PutReply reply;
+    reply.seconds = SecondsSince(begin);
+    for (const PutItem& item : items) {
+      if (item.status.ok()) {
+        ++reply.stored;
+      } else {
+        if (reply.refused++ == 0) reply.first_error = item.status.ToString();
+      }
+    }
+    return reply;
+  }
+
+ private:
+  // Long enough for the fetch that follows a lookup; the lease ends with that fetch.
+  static constexpr uint32_t kLeaseMs = 10000;
+  std::unique_ptr<Client> client_;
+  NamespaceHandle ns_;
+  Buffers buffers_;
+  std::vector<GetItem> items_;
+};
+
+class PeerStore : public RemoteStore {
+ public:
+  PeerStore(std::unique_ptr<Conn> conn, size_t chunk_bytes)
+      : conn_(std::move(conn)), buffers_(chunk_bytes) {}
+
+  absl::StatusOr<LookupReply> Lookup(absl::Span<const Key128> keys, uint64_t) override {
+    const absl::Time begin = absl::Now();
+    absl::StatusOr<std::vector<bool>> present = conn_->Present(keys);
+    if (!present.ok()) return present.status();
+    LookupReply reply;
+    reply.seconds = SecondsSince(begin);
+    while (reply.hits < present->size() && (*present)[reply.hits]) ++reply.hits;
+    reply.nvme.assign(reply.hits, false);
+    return reply;
+  }
+
+  absl::StatusOr<FetchReply> Fetch(absl::Span<const Key128> keys, uint64_t) override {
+    const size_t bytes = buffers_.chunk_bytes();
+    char* in = buffers_.In(keys.size());
+    FetchReply reply;
+    const absl::Time begin = absl::Now();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      size_t size = 0;
+      absl::Status s = conn_->Get(keys[i], absl::MakeSpan(in + i * bytes, bytes), &size);
+      if (absl::IsNotFound(s)) break;  // evicted since the lookup
+      if (!s.ok()) return s;
+      if (size != bytes) break;
+      ++reply.fetched;
+    }
+    reply.seconds = SecondsSince(begin);
+    return reply;
+  }
+
+  absl::StatusOr<PutReply> Put(absl::Span<const PutChunk> chunks) override {
+    PutReply reply;
+    const absl::Time begin = absl::Now();
+    for (const PutChunk& c : chunks) {
+      absl::Status s =
+          conn_->Put(c.key, absl::MakeConstSpan(buffers_.Out(), buffers_.chunk_bytes()));
+      if (s.ok()) {
+        ++reply.stored;
+      } else if (absl::IsResourceExhausted(s) || absl::IsInternal(s)) {
+        // The peer refused the value (out of memory); the connection is still usable.
+        if (reply.refused++ == 0) reply.first_error = s.ToString();
+      } else {
+        return s;
+      }
+    }
+    reply.seconds = SecondsSince(begin);
+    return reply;
+  }
+
+ private:
+  std::unique_ptr<Conn> conn_;
+  Buffers buffers_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RemoteStore>> NewKvstashStore(std::unique_ptr<Client> client,
+                                                             const Namespace& ns,
+                                                             size_t chunk_bytes) {
+  absl::StatusOr<NamespaceHandle> handle = client->OpenNamespace(ns);
+  if (!handle.ok()) return handle.status();
+  return std::unique_ptr<RemoteStore>(new KvstashStore(std::move(client), *handle, chunk_bytes));
+}
+
+std::unique_ptr<RemoteStore> NewPeerStore(std::unique_ptr<Conn> conn, size_t chunk_bytes) {
+  return std::make_unique<PeerStore>(std::move(conn), chunk_bytes);
+}
+
+}  // namespace kvstash::bench::workload

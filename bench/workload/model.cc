@@ -16,8 +16,9 @@ namespace {
 
 // KV bytes per token = 2 (K and V) * layers * kv_heads * head_dim * 2 bytes (fp16).
 const ModelShape kModels[] = {
-    // Meta-Llama-3-8B config.json: 32 layers, hidden 4096, 8 KV heads of 128.
-    {"llama3-8b", 2ull * 32 * 8 * 128 * 2, 256, 8.0e9, 32, 4096},
+    // Meta-Llama-3-8B model card and config.json: 8.03e9 parameters, 32 layers, hidden
+    // 4096, 8 KV heads of 128.
+    {"llama3-8b", 2ull * 32 * 8 * 128 * 2, 256, 8.03e9, 32, 4096},
     // Llama-2-7b config.json: 32 layers, hidden 4096, 32 KV heads of 128 (no GQA).
     {"llama2-7b", 2ull * 32 * 32 * 128 * 2, 256, 6.7e9, 32, 4096},
     // A small model for quick runs: 8 layers, 2 KV heads of 64 (4 KiB per token).
@@ -38,7 +39,7 @@ absl::StatusOr<ModelShape> ModelByName(absl::string_view name) {
 
 double CostModel::PrefillSeconds(uint64_t new_tokens, uint64_t cached_tokens) const {
   const double n = static_cast<double>(new_tokens);
-  const double ctx = static_cast<double>(cached_tokens) + n / 2;
+  const double ctx = static_cast<double>(cached_tokens) + (n + 1) / 2;
   return n / prefill_tokens_per_s + attention_s_per_token_ctx * n * ctx;
 }
 
@@ -63,7 +64,7 @@ CostModel DefaultCost(const ModelShape& model, const GpuSpec& gpu) {
   const double flops_per_s = gpu.tflops * 1e12 * gpu.mfu;
   CostModel c;
   c.prefill_tokens_per_s = flops_per_s / (2 * model.params);
-  c.attention_s_per_token_ctx = 2.0 * model.layers * model.d_model / flops_per_s;
+  c.attention_s_per_token_ctx = 4.0 * model.layers * model.d_model / flops_per_s;
   c.decode_tokens_per_s = gpu.decode_tokens_per_s;
   return c;
 }

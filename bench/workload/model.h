@@ -26,11 +26,12 @@ struct ModelShape {
 // Known shapes (bench/README.md gives their sources); NOT_FOUND names the known ones.
 absl::StatusOr<ModelShape> ModelByName(absl::string_view name);
 
-// Compute cost of one engine (one GPU):
+// Compute cost of one engine (one GPU), the same model as the client's FetchAdvisor:
 //   prefill_s(new, ctx) = new / prefill_tokens_per_s
-//                       + attention_s_per_token_ctx * new * (ctx + new / 2)
-// where ctx tokens are already cached (attended to, not recomputed) and the new tokens
-// attend to ctx plus, on average, half of themselves. Decode: decode_tokens_per_s per request.
+//                       + attention_s_per_token_ctx * new * (ctx + (new + 1) / 2)
+// where ctx tokens are already cached (attended to, not recomputed) and each new token
+// attends, causally, to ctx and the new tokens before it. Decode: decode_tokens_per_s per
+// request.
 struct CostModel {
   double prefill_tokens_per_s = 0;
   double attention_s_per_token_ctx = 0;
@@ -43,13 +44,13 @@ struct CostModel {
 
 // The GPU the defaults describe: dense bf16 TFLOP/s and the fraction of it prefill reaches.
 struct GpuSpec {
-  double tflops = 989;  // NVIDIA H100 SXM, dense BF16 (datasheet)
-  double mfu = 0.5;     // model FLOPs utilisation of a large prefill batch
+  double tflops = 989;   // NVIDIA H100 SXM, dense BF16 (datasheet)
+  double mfu = 1.0 / 3;  // model FLOPs utilisation typical of prefill
   double decode_tokens_per_s = 50;
 };
 
-// Kaplan et al. 2020 (arXiv:2001.08361, Table 1): a forward pass costs 2 * params FLOPs
-// per token plus 2 * layers * ctx * d_model per token for attention.
+// A forward pass costs 2 * params FLOPs per token (Kaplan et al. 2020, arXiv:2001.08361,
+// Table 1) plus, per (token, attended token) pair, 4 * layers * d_model for QK^T and PV.
 CostModel DefaultCost(const ModelShape& model, const GpuSpec& gpu);
 
 // Overrides the fields named in a flat JSON object read from `path`:

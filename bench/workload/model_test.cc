@@ -14,7 +14,7 @@ TEST(ModelTest, KnownShapes) {
 
 TEST(ModelTest, PrefillGrowsWithContext) {
   CostModel c{1000, 1e-6, 10};
-  EXPECT_DOUBLE_EQ(c.PrefillSeconds(100, 0), 0.1 + 1e-6 * 100 * 50);
+  EXPECT_DOUBLE_EQ(c.PrefillSeconds(100, 0), 0.1 + 1e-6 * 100 * 50.5);
   EXPECT_GT(c.PrefillSeconds(100, 10000), c.PrefillSeconds(100, 0));
   EXPECT_DOUBLE_EQ(c.DecodeSeconds(20), 2.0);
 }
@@ -22,7 +22,7 @@ TEST(ModelTest, PrefillGrowsWithContext) {
 TEST(ModelTest, DefaultsFollowFlops) {
   const ModelShape m = *ModelByName("llama3-8b");
   const CostModel c = DefaultCost(m, GpuSpec{});
-  EXPECT_NEAR(c.prefill_tokens_per_s, 989e12 * 0.5 / 16e9, 1);
+  EXPECT_NEAR(c.prefill_tokens_per_s, 989e12 / 3 / (2 * 8.03e9), 1);  // ~20500
   EXPECT_TRUE(c.Validate().ok());
 }
 

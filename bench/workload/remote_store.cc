@@ -92,8 +92,9 @@ class KvstashStore : public RemoteStore {
   }
 
  private:
-  // Long enough for the fetch that follows a lookup; the lease ends with that fetch.
-  static constexpr uint32_t kLeaseMs = 10000;
+  // No lease: the fetch follows the lookup at once on this thread, and a lease on hits
+  // the engine already holds (never fetched) would pin them until it expired.
+  static constexpr uint32_t kLeaseMs = 0;
   std::unique_ptr<Client> client_;
   NamespaceHandle ns_;
   Buffers buffers_;

@@ -3,7 +3,8 @@
 # what is missing, and uses sudo only when not running as root.
 #   scripts/setup.sh [--bench]   (--bench also installs the peers: redis-server, memcached,
 #                                 fio for the raw-disk rows of the NVMe benchmark, and
-#                                 ucx-utils for the ucx_perftest rows of --ucx)
+#                                 ucx-utils for the ucx_perftest rows of --ucx,
+#                                 gnuplot-nox for kvstash_workload's plots)
 set -euo pipefail
 
 packages=(
@@ -15,7 +16,7 @@ packages=(
   python3-dev python3-venv
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(redis-server memcached fio ucx-utils)
+  packages+=(redis-server memcached fio ucx-utils gnuplot-nox)
 fi
 
 missing=()

@@ -138,8 +138,7 @@ class Simulation {
   // Lookup and fetch of the chunks after the engine's hits; returns when they are in GPU
   // memory and sets *hits to the chunks the prefill can skip.
   double FetchFromStore(Request& r, size_t engine_hits, double now, size_t* hits) {
-    const uint64_t session_id = o_.hints.session ? r.session + 1 : 0;
-    absl::StatusOr<LookupReply> found = store_->Lookup(r.keys, session_id);
+    absl::StatusOr<LookupReply> found = store_->Lookup(r.keys, SessionId(r));
     result_.lookups++;
     if (!found.ok()) {
       Error(found.status());
@@ -225,9 +224,15 @@ class Simulation {
     r.keys.shrink_to_fit();
   }
 
+  // With session hints, one id per multi-turn session (0: none).
+  uint64_t SessionId(const Request& r) const {
+    const bool multi_turn = trace_.sessions[r.session].turns.size() > 1;
+    return o_.hints.session && multi_turn ? r.session + 1 : 0;
+  }
+
   PutHints HintsFor(const Request& r, const std::vector<Key128>& keys, size_t i) const {
     PutHints h;
-    if (o_.hints.session) h.session_id = r.session + 1;
+    h.session_id = SessionId(r);
     if (o_.hints.parent && i > 0) {
       h.has_parent = true;
       h.parent = keys[i - 1];

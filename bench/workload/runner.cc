@@ -182,35 +182,7 @@ absl::StatusOr<std::unique_ptr<RemoteStore>> SuiteRunner::StartStore(const Conte
                                                                      const Variant& v,
                                                                      const std::string& dir,
                                                                      uint64_t capacity_bytes) {
-  const uint64_t wire_ws = c.working_set_chunks * c.wire_chunk_bytes;
-  if (v.store->kind == StoreSpec::Kind::kKvstash) {
-    const uint64_t page = PageBytesFor(c.wire_chunk_bytes);
-    KvstashOptions k;
-    k.binary = o_.kvstashd_path;
-    k.scratch_dir = dir;
-    k.dram_budget_bytes = std::max(capacity_bytes, page);
-    k.extra_sets = {absl::StrCat("storage.dram.page_bytes=", page)};
-    if (v.store->nvme) {
-      const uint64_t nvme = std::max<uint64_t>(kMiB, std::ceil(o_.nvme_fraction * wire_ws));
-      k.extra_sets.push_back(absl::StrCat("storage.nvme.capacity_bytes=", nvme));
-    } else {
-      k.extra_sets.push_back("storage.nvme.enabled=false");
-    }
-    if (!v.policy.empty()) k.extra_sets.push_back("storage.dram.eviction=" + v.policy);
-    k.extra_sets.insert(k.extra_sets.end(), o_.kvstash_sets.begin(), o_.kvstash_sets.end());
-    if (v.store->ucx) {
-      k.ucx_tls = o_.ucx_tls;
-      k.transport_label = "ucx";
-    }
-    auto system = KvstashSystem::Start(k);
-    if (!system.ok()) return system.status();
-    auto client = (*system)->NewClient();
-    if (!client.ok()) return client.status();
-    auto store = NewKvstashStore(*std::move(client), ModelNamespace(), c.wire_chunk_bytes);
-    if (!store.ok()) return store.status();
-    return std::unique_ptr<RemoteStore>(
-        new Owning<KvstashSystem>(*std::move(system), *std::move(store)));
-  }
+  if (v.store->kind == StoreSpec::Kind::kKvstash) return StartKvstash(c, v, dir, capacity_bytes);
   PeerOptions p;
   p.scratch_dir = dir;
   // Redis counts its own overhead in maxmemory; about 1 MiB of it is there before any key.
@@ -227,6 +199,39 @@ absl::StatusOr<std::unique_ptr<RemoteStore>> SuiteRunner::StartStore(const Conte
   if (!conn.ok()) return conn.status();
   return std::unique_ptr<RemoteStore>(
       new Owning<System>(*std::move(system), NewPeerStore(*std::move(conn), c.wire_chunk_bytes)));
+}
+
+absl::StatusOr<std::unique_ptr<RemoteStore>> SuiteRunner::StartKvstash(const Context& c,
+                                                                       const Variant& v,
+                                                                       const std::string& dir,
+                                                                       uint64_t capacity_bytes) {
+  const uint64_t page = PageBytesFor(c.wire_chunk_bytes);
+  KvstashOptions k;
+  k.binary = o_.kvstashd_path;
+  k.scratch_dir = dir;
+  k.dram_budget_bytes = std::max(capacity_bytes, page);
+  k.extra_sets = {absl::StrCat("storage.dram.page_bytes=", page)};
+  if (v.store->nvme) {
+    const uint64_t wire_ws = c.working_set_chunks * c.wire_chunk_bytes;
+    const uint64_t nvme = std::max<uint64_t>(kMiB, std::ceil(o_.nvme_fraction * wire_ws));
+    k.extra_sets.push_back(absl::StrCat("storage.nvme.capacity_bytes=", nvme));
+  } else {
+    k.extra_sets.push_back("storage.nvme.enabled=false");
+  }
+  if (!v.policy.empty()) k.extra_sets.push_back("storage.dram.eviction=" + v.policy);
+  k.extra_sets.insert(k.extra_sets.end(), o_.kvstash_sets.begin(), o_.kvstash_sets.end());
+  if (v.store->ucx) {
+    k.ucx_tls = o_.ucx_tls;
+    k.transport_label = "ucx";
+  }
+  auto system = KvstashSystem::Start(k);
+  if (!system.ok()) return system.status();
+  auto client = (*system)->NewClient();
+  if (!client.ok()) return client.status();
+  auto store = NewKvstashStore(*std::move(client), ModelNamespace(), c.wire_chunk_bytes);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<RemoteStore>(
+      new Owning<KvstashSystem>(*std::move(system), *std::move(store)));
 }
 
 }  // namespace kvstash::bench::workload

@@ -39,6 +39,9 @@ class SuiteRunner {
   absl::StatusOr<std::unique_ptr<RemoteStore>> StartStore(const Context& c, const Variant& v,
                                                           const std::string& dir,
                                                           uint64_t capacity_bytes);
+  absl::StatusOr<std::unique_ptr<RemoteStore>> StartKvstash(const Context& c, const Variant& v,
+                                                            const std::string& dir,
+                                                            uint64_t capacity_bytes);
   Namespace ModelNamespace() const;
 
   const WorkloadOptions& o_;

@@ -131,35 +131,45 @@ absl::StatusOr<double> ParseByteScale(absl::string_view text) {
   return num / den;
 }
 
-// Lists, names and paths.
-absl::Status ApplyText(const std::string& flag, const std::string& v, WorkloadOptions& o) {
+// Parses each item of the list `text` into *out (replacing it).
+template <typename T, typename Parse>
+absl::Status ParseEach(absl::string_view text, Parse parse, std::vector<T>* out) {
+  out->clear();
+  for (const std::string& item : List(text)) {
+    absl::StatusOr<T> v = parse(item);
+    if (!v.ok()) return v.status();
+    out->push_back(*v);
+  }
+  return absl::OkStatus();
+}
+
+// List flags.
+absl::Status ApplyList(const std::string& flag, const std::string& v, WorkloadOptions& o) {
   if (flag == "workloads") {
-    o.workloads.clear();
-    for (const std::string& w : List(v)) {
-      absl::StatusOr<WorkloadKind> k = ParseWorkload(w);
-      if (!k.ok()) return Bad(flag, k.status().message());
-      o.workloads.push_back(*k);
-    }
-  } else if (flag == "store") {
-    o.stores.clear();
-    for (const std::string& name : List(v)) {
-      absl::StatusOr<StoreSpec> s = ParseStore(name);
-      if (!s.ok()) return s.status();
-      o.stores.push_back(*s);
-    }
-  } else if (flag == "model") {
+    return ParseEach<WorkloadKind>(
+        v,
+        [&](const std::string& w) -> absl::StatusOr<WorkloadKind> {
+          absl::StatusOr<WorkloadKind> k = ParseWorkload(w);
+          if (!k.ok()) return Bad(flag, k.status().message());
+          return k;
+        },
+        &o.workloads);
+  }
+  if (flag == "store") return ParseEach<StoreSpec>(v, ParseStore, &o.stores);
+  if (flag == "hints") return ParseEach<HintOptions>(v, ParseHints, &o.hint_sets);
+  o.policies = List(v);  // "policies"
+  return absl::OkStatus();
+}
+
+// Names, sizes and paths.
+absl::Status ApplyText(const std::string& flag, const std::string& v, WorkloadOptions& o) {
+  if (flag == "workloads" || flag == "store" || flag == "hints" || flag == "policies") {
+    return ApplyList(flag, v, o);
+  }
+  if (flag == "model") {
     absl::StatusOr<ModelShape> m = ModelByName(v);
     if (!m.ok()) return Bad(flag, m.status().message());
     o.model = *m;
-  } else if (flag == "policies") {
-    o.policies = List(v);
-  } else if (flag == "hints") {
-    o.hint_sets.clear();
-    for (const std::string& h : List(v)) {
-      absl::StatusOr<HintOptions> hints = ParseHints(h);
-      if (!hints.ok()) return hints.status();
-      o.hint_sets.push_back(*hints);
-    }
   } else if (flag == "arrivals") {
     if (v != "poisson" && v != "bursty") return Bad(flag, "expected poisson or bursty, got " + v);
     o.trace.arrivals = v == "poisson" ? Arrivals::kPoisson : Arrivals::kBursty;
@@ -311,6 +321,8 @@ absl::StatusOr<WorkloadOptions> ParseWorkloadOptions(int argc, char** argv,
   }
   o.trace.chunk_tokens = o.chunk_tokens;
   if (absl::Status s = ApplyCost(*flags, o); !s.ok()) return s;
+  if (o.workloads.empty()) return Bad("workloads", "empty list");
+  if (o.stores.empty()) return Bad("store", "empty list");
   if (o.policies.empty()) o.policies = {""};
   if (o.hint_sets.empty()) o.hint_sets = {HintOptions{}};
   return o;

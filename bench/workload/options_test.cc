@@ -66,7 +66,8 @@ TEST(WorkloadOptionsTest, BadValuesNameTheFlag) {
                                              {"--workloads", "poetry"},
                                              {"--model", "gpt-9"},
                                              {"--kvstash_set", "novalue"},
-                                             {"--calibration", "/nonexistent.json"}}) {
+                                             {"--calibration", "/nonexistent.json"},
+                                             {"--store", ""}}) {
     absl::StatusOr<WorkloadOptions> o = Parse(args);
     ASSERT_FALSE(o.ok()) << args[0];
     EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << o.status();

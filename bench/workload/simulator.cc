@@ -147,25 +147,40 @@ class Simulation {
     const double looked_up = now + found->seconds;
     r.put_from = found->hits;
     if (found->hits <= engine_hits) return looked_up;
-    absl::Span<const Key128> wanted =
-        absl::MakeConstSpan(r.keys).subspan(engine_hits, found->hits - engine_hits);
-    absl::StatusOr<FetchReply> got = store_->Fetch(wanted, found->lease_id);
+    std::vector<bool> nvme(found->nvme.begin() + engine_hits, found->nvme.end());
+    if (o_.advice.chunks_to_fetch) {
+      const uint64_t prompt = TurnOf(r).prompt.size();
+      nvme.resize(std::min<size_t>(
+          nvme.size(), o_.advice.chunks_to_fetch(nvme, engine_hits * o_.chunk_tokens, prompt)));
+    }
+    if (nvme.empty()) return looked_up;  // recomputing is faster
+    return Fetch(r, engine_hits, nvme, looked_up, hits);
+  }
+
+  // Fetches the nvme.size() chunks after the engine's hits once the fetch link is free.
+  double Fetch(Request& r, size_t engine_hits, const std::vector<bool>& nvme, double ready,
+               size_t* hits) {
+    absl::StatusOr<FetchReply> got =
+        store_->Fetch(absl::MakeConstSpan(r.keys).subspan(engine_hits, nvme.size()), 0);
     if (!got.ok()) {
       Error(got.status());
       r.put_from = engine_hits;
-      return looked_up;
+      return ready;
     }
-    if (got->fetched < wanted.size()) r.put_from = engine_hits + got->fetched;
+    if (got->fetched < nvme.size()) r.put_from = engine_hits + got->fetched;
+    bool any_nvme = false;
     for (uint32_t i = 0; i < got->fetched; ++i) {
-      const bool nvme = found->nvme[engine_hits + i];
-      (nvme ? result_.nvme_hit_tokens : result_.dram_hit_tokens) += o_.chunk_tokens;
+      any_nvme |= nvme[i];
+      (nvme[i] ? result_.nvme_hit_tokens : result_.dram_hit_tokens) += o_.chunk_tokens;
     }
-    result_.fetched_model_bytes += got->fetched * o_.chunk_model_bytes;
+    const uint64_t bytes = got->fetched * o_.chunk_model_bytes;
+    result_.fetched_model_bytes += bytes;
     result_.wire_bytes += WireBytes(got->fetched);
     *hits = engine_hits + got->fetched;
-    const double start = std::max(looked_up, fetch_link_free_);
+    const double start = std::max(ready, fetch_link_free_);
     fetch_link_free_ = start + Scaled(got->seconds);
     result_.transfer_s += Scaled(got->seconds);
+    if (o_.advice.record && bytes > 0) o_.advice.record(any_nvme, bytes, Scaled(got->seconds));
     return fetch_link_free_;
   }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,18 @@ struct HintOptions {
   std::string Name() const;  // "none", "session+parent", ...
 };
 
+// Fetch-or-recompute advice (the client's FetchAdvisor fits here); unset: every store hit
+// after the engine's is fetched.
+struct FetchAdvice {
+  // Of the store's hits after the engine's `cached_tokens` (per chunk: true when on NVMe),
+  // how many leading chunks to fetch for a prompt of prompt_tokens.
+  std::function<uint32_t(const std::vector<bool>& nvme, uint64_t cached_tokens,
+                         uint64_t prompt_tokens)>
+      chunks_to_fetch;
+  // A completed fetch: model bytes, virtual seconds, whether a chunk came from NVMe.
+  std::function<void(bool nvme, uint64_t bytes, double seconds)> record;
+};
+
 struct SimOptions {
   CostModel cost;
   uint32_t chunk_tokens = 256;
@@ -48,6 +61,7 @@ struct SimOptions {
   // Capacity of the position-independent key analysis (RAG): an LRU of chunk contents.
   uint64_t pi_capacity_chunks = 0;
   HintOptions hints;
+  FetchAdvice advice;
   // Virtual seconds per wall second: real calls wait until their virtual time comes, so
   // the daemon's clocks (TTL, session idle timeout) see the trace's pauses scaled by
   // 1/speedup; TTL hints are divided by it too. 0: as fast as possible, TTLs unscaled.

@@ -114,6 +114,24 @@ TEST(SimulatorTest, FetchesOverlapAnotherRequestsPrefill) {
   EXPECT_NEAR(r.ttft_s[2], 1.001 + 0.01, 1e-9);
 }
 
+TEST(SimulatorTest, AdviceCanTurnFetchesIntoRecomputation) {
+  Trace trace;
+  trace.sessions = {Session{0, {MakeTurn(Tokens(12, 0), 1, 0), MakeTurn(Tokens(16, 0), 1, 5)}},
+                    Session{0, {MakeTurn(Tokens(8, 50), 1, 0), MakeTurn(Tokens(12, 50), 1, 5)}}};
+  SimOptions o = Options();
+  std::vector<std::pair<uint64_t, double>> recorded;
+  o.advice.chunks_to_fetch = [](const std::vector<bool>& nvme, uint64_t cached, uint64_t prompt) {
+    return prompt == 16 ? 0u : 1u;  // the first session recomputes, the second fetches one
+  };
+  o.advice.record = [&](bool nvme, uint64_t bytes, double s) { recorded.push_back({bytes, s}); };
+  FakeStore store;
+  const SimResult r = Simulate(trace, Chain(), o, &store);
+  EXPECT_EQ(r.dram_hit_tokens, 4u);
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].first, 1000u);
+  EXPECT_DOUBLE_EQ(recorded[0].second, 0.02);  // 0.01 s measured / byte_scale 0.5
+}
+
 TEST(SimulatorTest, HintsReachThePutsAndLookups) {
   Trace trace;
   trace.sessions = {Session{0, {MakeTurn(Tokens(12, 0), 1, 0), MakeTurn(Tokens(16, 0), 1, 5)}}};

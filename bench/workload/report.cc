@@ -23,7 +23,7 @@ constexpr const char* kCsvHeader =
     "engine_hit_ratio,dram_hit_ratio,nvme_hit_ratio,pi_extra_ratio,ttft_mean_ms,"
     "ttft_p50_ms,ttft_p99_ms,requests_per_s,fetched_bytes,put_bytes,wire_bytes,lookups,"
     "put_refused_chunks,gpu_prefill_s,gpu_s_saved,transfer_s,makespan_s,wall_s,max_lag_s,"
-    "errors,error";
+    "errors,kvstash_evictions,kvstash_demotions,kvstash_demotion_drops,kvstash_nvme_hits,error";
 
 void PrintHeader(std::ostream& out) {
   out << absl::StrFormat(
@@ -110,14 +110,16 @@ std::string Reporter::JsonLine(const ResultRow& r, double saved) const {
       R"("pi_extra_ratio":%.6f,"ttft_mean_ms":%.4f,"ttft_p50_ms":%.4f,"ttft_p99_ms":%.4f,)"
       R"("requests_per_s":%.4f,"fetched_bytes":%d,"put_bytes":%d,"wire_bytes":%d,"lookups":%d,)"
       R"("put_refused_chunks":%d,"gpu_prefill_s":%.6f,"gpu_s_saved":%.6f,"transfer_s":%.6f,)"
-      R"("makespan_s":%.3f,"wall_s":%.3f,"max_lag_s":%.3f,"errors":%d,"error":"%s"})",
+      R"("makespan_s":%.3f,"wall_s":%.3f,"max_lag_s":%.3f,"errors":%d,"kvstash_evictions":%d,)"
+      R"("kvstash_demotions":%d,"kvstash_demotion_drops":%d,"kvstash_nvme_hits":%d,"error":"%s"})",
       r.workload, r.store, r.transport, r.capacity_fraction, JsonEscape(r.policy), r.hints, r.model,
       r.byte_scale, r.working_set_bytes, r.engine_capacity_chunks, r.store_capacity_bytes,
       r.sim.requests, r.sim.prompt_tokens, r.EngineHitRatio(), r.DramHitRatio(), r.NvmeHitRatio(),
       r.PiExtraRatio(), 1e3 * r.TtftMean(), 1e3 * r.TtftQuantile(0.5), 1e3 * r.TtftQuantile(0.99),
       r.RequestsPerSecond(), r.sim.fetched_model_bytes, r.sim.put_model_bytes, r.sim.wire_bytes,
       r.sim.lookups, r.sim.put_refused_chunks, r.sim.gpu_prefill_s, saved, r.sim.transfer_s,
-      r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s, r.sim.errors,
+      r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s, r.sim.errors, r.kvstash.evictions,
+      r.kvstash.demotions, r.kvstash.demotion_drops, r.kvstash.nvme_hits,
       JsonEscape(r.error.empty() ? r.sim.first_error : r.error));
 }
 
@@ -127,14 +129,15 @@ std::string Reporter::CsvLine(const ResultRow& r, double saved) const {
   std::replace(error.begin(), error.end(), '\n', ' ');
   return absl::StrFormat(
       "%s,%s,%s,%g,%s,%s,%s,%g,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%d,%d,%d,"
-      "%d,%d,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%d,%s",
+      "%d,%d,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%d,%d,%d,%d,%d,%s",
       r.workload, r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.model,
       r.byte_scale, r.working_set_bytes, r.engine_capacity_chunks, r.store_capacity_bytes,
       r.sim.requests, r.sim.prompt_tokens, r.EngineHitRatio(), r.DramHitRatio(), r.NvmeHitRatio(),
       r.PiExtraRatio(), 1e3 * r.TtftMean(), 1e3 * r.TtftQuantile(0.5), 1e3 * r.TtftQuantile(0.99),
       r.RequestsPerSecond(), r.sim.fetched_model_bytes, r.sim.put_model_bytes, r.sim.wire_bytes,
       r.sim.lookups, r.sim.put_refused_chunks, r.sim.gpu_prefill_s, saved, r.sim.transfer_s,
-      r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s, r.sim.errors, error);
+      r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s, r.sim.errors, r.kvstash.evictions,
+      r.kvstash.demotions, r.kvstash.demotion_drops, r.kvstash.nvme_hits, error);
 }
 
 }  // namespace kvstash::bench::workload

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "bench/kvstash_system.h"
 #include "bench/workload/simulator.h"
 
 namespace kvstash::bench::workload {
@@ -29,6 +30,8 @@ struct ResultRow {
   uint64_t engine_capacity_chunks = 0;
   uint64_t store_capacity_bytes = 0;  // wire bytes given to the store's DRAM
   SimResult sim;
+  // The daemon's counters at the end of a kvstash run (evictions, demotions, drops).
+  KvstashTierStats kvstash;
   std::string error;  // the run did not happen (e.g. the server did not start)
 
   double EngineHitRatio() const;

@@ -53,6 +53,7 @@ class Owning : public RemoteStore {
     return store_->Fetch(k, l);
   }
   absl::StatusOr<PutReply> Put(absl::Span<const PutChunk> c) override { return store_->Put(c); }
+  S& server() { return *server_; }
 
  private:
   std::unique_ptr<S> server_;  // destroyed after store_: stops the server
@@ -175,6 +176,10 @@ ResultRow SuiteRunner::RunVariant(const Context& c, const Variant& v) {
     return row;
   }
   row.sim = Simulate(c.trace, chain, sim, store->get());
+  if (auto* kvstash = dynamic_cast<Owning<KvstashSystem>*>(store->get())) {
+    absl::StatusOr<KvstashTierStats> stats = kvstash->server().Stats();
+    if (stats.ok()) row.kvstash = *stats;
+  }
   return row;
 }
 

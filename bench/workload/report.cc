@@ -80,28 +80,31 @@ void Reporter::Add(std::ostream& out, ResultRow row) {
   if (rows_.empty()) PrintHeader(out);
   rows_.push_back(std::move(row));
   const ResultRow& r = rows_.back();
-  const double saved = GpuSecondsSaved(r, NoneRow(r.workload));
+  const ResultRow* none = NoneRow(r.workload);
+  const double saved = GpuSecondsSaved(r, none);
   if (!r.error.empty()) {
     out << absl::StrFormat("%-9s %-16s %-5s %5.2f %-8s %-18s  not run: %s\n", r.workload, r.store,
                            r.transport, r.capacity_fraction, r.policy, r.hints, r.error);
   } else {
     out << absl::StrFormat(
         "%-9s %-16s %-5s %5.2f %-8s %-18s %5d %6.1f %6.1f %6.1f %5.1f %8.1f %8.1f %8.1f %7.2f %9s "
-        "%8.2f %8.2f %4d\n",
+        "%8.2f %8s %4d\n",
         r.workload, r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.sim.requests,
         100 * r.EngineHitRatio(), 100 * r.DramHitRatio(), 100 * r.NvmeHitRatio(),
         100 * r.PiExtraRatio(), 1e3 * r.TtftMean(), 1e3 * r.TtftQuantile(0.5),
         1e3 * r.TtftQuantile(0.99), r.RequestsPerSecond(),
-        FormatBytes(r.sim.fetched_model_bytes + r.sim.put_model_bytes), r.sim.gpu_prefill_s, saved,
-        r.sim.errors);
+        FormatBytes(r.sim.fetched_model_bytes + r.sim.put_model_bytes), r.sim.gpu_prefill_s,
+        none != nullptr ? absl::StrFormat("%.2f", saved) : "-", r.sim.errors);
     if (!r.sim.first_error.empty()) out << "    first error: " << r.sim.first_error << "\n";
   }
   out.flush();
-  if (!json_path_.empty()) std::ofstream(json_path_, std::ios::app) << JsonLine(r, saved) << "\n";
-  if (!csv_path_.empty()) std::ofstream(csv_path_, std::ios::app) << CsvLine(r, saved) << "\n";
+  if (!json_path_.empty()) std::ofstream(json_path_, std::ios::app) << JsonLine(r, none) << "\n";
+  if (!csv_path_.empty()) std::ofstream(csv_path_, std::ios::app) << CsvLine(r, none) << "\n";
 }
 
-std::string Reporter::JsonLine(const ResultRow& r, double saved) const {
+std::string Reporter::JsonLine(const ResultRow& r, const ResultRow* none) const {
+  const std::string saved =
+      none != nullptr ? absl::StrFormat("%.6f", GpuSecondsSaved(r, none)) : "null";
   return absl::StrFormat(
       R"({"workload":"%s","store":"%s","transport":"%s","capacity_fraction":%g,"policy":"%s",)"
       R"("hints":"%s","model":"%s","byte_scale":%g,"working_set_bytes":%d,)"
@@ -109,7 +112,7 @@ std::string Reporter::JsonLine(const ResultRow& r, double saved) const {
       R"("engine_hit_ratio":%.6f,"dram_hit_ratio":%.6f,"nvme_hit_ratio":%.6f,)"
       R"("pi_extra_ratio":%.6f,"ttft_mean_ms":%.4f,"ttft_p50_ms":%.4f,"ttft_p99_ms":%.4f,)"
       R"("requests_per_s":%.4f,"fetched_bytes":%d,"put_bytes":%d,"wire_bytes":%d,"lookups":%d,)"
-      R"("put_refused_chunks":%d,"gpu_prefill_s":%.6f,"gpu_s_saved":%.6f,"transfer_s":%.6f,)"
+      R"("put_refused_chunks":%d,"gpu_prefill_s":%.6f,"gpu_s_saved":%s,"transfer_s":%.6f,)"
       R"("makespan_s":%.3f,"wall_s":%.3f,"max_lag_s":%.3f,"errors":%d,"kvstash_evictions":%d,)"
       R"("kvstash_demotions":%d,"kvstash_demotion_drops":%d,"kvstash_nvme_hits":%d,"error":"%s"})",
       r.workload, r.store, r.transport, r.capacity_fraction, JsonEscape(r.policy), r.hints, r.model,
@@ -123,13 +126,15 @@ std::string Reporter::JsonLine(const ResultRow& r, double saved) const {
       JsonEscape(r.error.empty() ? r.sim.first_error : r.error));
 }
 
-std::string Reporter::CsvLine(const ResultRow& r, double saved) const {
+std::string Reporter::CsvLine(const ResultRow& r, const ResultRow* none) const {
+  const std::string saved =
+      none != nullptr ? absl::StrFormat("%.6f", GpuSecondsSaved(r, none)) : "";
   std::string error = r.error.empty() ? r.sim.first_error : r.error;
   std::replace(error.begin(), error.end(), ',', ';');
   std::replace(error.begin(), error.end(), '\n', ' ');
   return absl::StrFormat(
       "%s,%s,%s,%g,%s,%s,%s,%g,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%d,%d,%d,"
-      "%d,%d,%.6f,%.6f,%.6f,%.3f,%.3f,%.3f,%d,%d,%d,%d,%d,%s",
+      "%d,%d,%.6f,%s,%.6f,%.3f,%.3f,%.3f,%d,%d,%d,%d,%d,%s",
       r.workload, r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.model,
       r.byte_scale, r.working_set_bytes, r.engine_capacity_chunks, r.store_capacity_bytes,
       r.sim.requests, r.sim.prompt_tokens, r.EngineHitRatio(), r.DramHitRatio(), r.NvmeHitRatio(),

@@ -43,7 +43,8 @@ struct ResultRow {
   double RequestsPerSecond() const;
 };
 
-// Fills the GPU-seconds saved of `row` from the none row of its workload (nullptr: 0).
+// Prefill GPU-seconds `row` saved against the none row of its workload (nullptr: 0; the
+// outputs then leave the value out).
 double GpuSecondsSaved(const ResultRow& row, const ResultRow* none);
 
 class Reporter {
@@ -56,8 +57,9 @@ class Reporter {
 
  private:
   const ResultRow* NoneRow(const std::string& workload) const;
-  std::string JsonLine(const ResultRow& r, double saved) const;
-  std::string CsvLine(const ResultRow& r, double saved) const;
+  // `none`: the workload's none row, or nullptr when it was not run.
+  std::string JsonLine(const ResultRow& r, const ResultRow* none) const;
+  std::string CsvLine(const ResultRow& r, const ResultRow* none) const;
 
   std::vector<ResultRow> rows_;
   std::string json_path_, csv_path_;

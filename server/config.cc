@@ -49,6 +49,7 @@ storage:
     capacity_bytes: 16GiB         # payload budget; the directory settles within ~1.25x
     demotion_threads: 1           # threads writing DRAM evictions to NVMe
     read_threads: 4               # threads reading NVMe hits for gRPC gets
+    read_bytes_per_s: 0           # pace NVMe reads to this rate (a slow tier); 0 = unlimited
     demotion_queue_chunks: 16     # evictions waiting to be written; beyond: dropped
     demotion_wait_ms: 0           # longest such wait; 0: never block a put, drop at once
     clean_window_percent: 25      # coldest % of DRAM written to NVMe ahead of eviction

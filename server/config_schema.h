@@ -108,6 +108,7 @@ void VisitNvme(NvmeConfig& c, V& v) {
   v.Size("capacity_bytes", &c.capacity_bytes, {kMiB});
   v.Int("demotion_threads", &c.demotion_threads, {1, kMaxThreads});
   v.Int("read_threads", &c.read_threads, {1, kMaxThreads});
+  v.Size("read_bytes_per_s", &c.read_bytes_per_s, {0});
   v.Int("demotion_queue_chunks", &c.demotion_queue_chunks, {1, 1 << 20});
   v.Int("demotion_wait_ms", &c.demotion_wait_ms, {0, kHourMs});
   v.Int("clean_window_percent", &c.clean_window_percent, {0, 100});

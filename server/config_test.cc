@@ -274,6 +274,7 @@ storage:
     capacity_bytes: 256MiB
     demotion_threads: 3
     read_threads: 6
+    read_bytes_per_s: 200MiB
     demotion_queue_chunks: 64
     write_through: true
     sync_writes: true
@@ -285,6 +286,7 @@ storage:
   EXPECT_EQ(o.nvme.capacity_bytes, 256u << 20);
   EXPECT_EQ(o.nvme.demotion_threads, 3);
   EXPECT_EQ(o.nvme.read_threads, 6);
+  EXPECT_EQ(o.nvme.read_bytes_per_s, 200u << 20);
   EXPECT_EQ(o.nvme.demotion_queue_chunks, 64);
   EXPECT_TRUE(o.nvme.write_through);
   EXPECT_TRUE(o.nvme.sync_writes);
@@ -292,6 +294,7 @@ storage:
   EXPECT_FALSE(o.nvme.low_priority_background);
   std::string yaml = EmitConfig(c);
   EXPECT_THAT(yaml, HasSubstr("capacity_bytes: 256MiB"));
+  EXPECT_THAT(yaml, HasSubstr("read_bytes_per_s: 200MiB"));
   EXPECT_EQ(EmitConfig(MustParse(yaml)), yaml);
 }
 

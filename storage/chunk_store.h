@@ -88,6 +88,10 @@ struct ChunkStoreOptions {
     // Threads reading chunks from NVMe for GetAsync (the transports' gets), so that reads
     // wait on the disk in parallel and never on a network thread.
     int read_threads = 4;
+    // Paces NVMe reads to this many bytes per second across all read threads (each read
+    // waits its size / rate; storage/rate_limiter.h). 0 (default): unlimited. For tests and
+    // demonstrations of a slow tier (clients' fetch-or-recompute decisions) on a fast disk.
+    uint64_t read_bytes_per_s = 0;
     // Evicted chunks waiting to be written. Queued chunks keep their DRAM until written,
     // so this (with a quarter of the DRAM budget in bytes) bounds the DRAM held by
     // demotion. A put whose eviction finds the queue full waits (demotion_wait_ms).

@@ -77,6 +77,9 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                              Checksummer::Options{},
                              [index = index_.get()](const ChunkId& id) { return index->Peek(id); })
                        : nullptr),
+      read_limiter_(nvme_ != nullptr && options.nvme.read_bytes_per_s > 0
+                        ? std::make_unique<RateLimiter>(options.nvme.read_bytes_per_s)
+                        : nullptr),
       readers_(nvme_ == nullptr ? nullptr : std::make_unique<ReadPool>(options.nvme.read_threads)) {
 }
 

@@ -23,6 +23,7 @@
 #include "storage/dram_allocator.h"
 #include "storage/index.h"
 #include "storage/lease_table.h"
+#include "storage/rate_limiter.h"
 #include "storage/read_pool.h"
 #include "storage/rocksdb_tier.h"
 
@@ -96,6 +97,8 @@ class ChunkStoreImpl final : public ChunkStore {
   const std::unique_ptr<Demoter> demoter_;
   const std::unique_ptr<Cleaner> cleaner_;          // null without NVMe or with the cleaner off
   const std::unique_ptr<Checksummer> checksummer_;  // null unless background_checksums
+  // Paces NVMe reads; null unless nvme.read_bytes_per_s.
+  const std::unique_ptr<RateLimiter> read_limiter_;
   std::atomic<uint64_t> nvme_hits_{0};
   std::atomic<uint64_t> nvme_misses_{0};
   std::atomic<uint64_t> promotions_{0};

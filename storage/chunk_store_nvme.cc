@@ -41,6 +41,7 @@ ChunkRef ChunkStoreImpl::GetBelowDram(const ChunkId& id) {
     nvme_misses_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  if (read_limiter_ != nullptr) read_limiter_->Acquire((*read)->meta().size_bytes);
   nvme_hits_.fetch_add(1, std::memory_order_relaxed);
   if (!options_.nvme.promote_on_hit) return *std::move(read);
   ChunkRef promoted = Promote(id, **read);

@@ -14,6 +14,7 @@ Engine adapters live in ``kvstash.integrations`` (LMCache, SGLang HiCache, vLLM)
 from ._client import Client, Namespace, default_options, key_from_engine_hash
 from ._errors import (DeadlineExceeded, Error, InvalidArgument, NotFound, StatusCode,
                       Unavailable)
+from ._fetch import FetchAdvisor, fetch_advisor_defaults
 from ._types import LookupResult, Tier
 
 __version__ = "0.1.0"
@@ -22,6 +23,7 @@ __all__ = [
     "Client",
     "DeadlineExceeded",
     "Error",
+    "FetchAdvisor",
     "InvalidArgument",
     "LookupResult",
     "Namespace",
@@ -30,5 +32,6 @@ __all__ = [
     "Tier",
     "Unavailable",
     "default_options",
+    "fetch_advisor_defaults",
     "key_from_engine_hash",
 ]

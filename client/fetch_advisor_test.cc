@@ -60,6 +60,8 @@ TEST(FetchAdvisorTest, DefaultsNeedOnlyTheModelSize) {
   EXPECT_EQ(advisor->BandwidthBytesPerSecond(T::kNone), 0);
   // A 256-token Llama-3-8B chunk from DRAM at the prior beats recomputing it.
   EXPECT_TRUE(advisor->ShouldFetch(256, T::kDram));
+  // The one-line form of the header's example.
+  EXPECT_TRUE(FetchAdvisor::Create({.kv_bytes_per_token = 128 << 10}).ok());
 }
 
 TEST(FetchAdvisorTest, BadOptionsAreRefusedNamingTheField) {

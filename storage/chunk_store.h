@@ -91,6 +91,8 @@ struct ChunkStoreOptions {
     // Paces NVMe reads to this many bytes per second across all read threads (each read
     // waits its size / rate; storage/rate_limiter.h). 0 (default): unlimited. For tests and
     // demonstrations of a slow tier (clients' fetch-or-recompute decisions) on a fast disk.
+    // A read in progress finishes its wait at shutdown: keep read_threads x the largest
+    // chunk / rate to seconds.
     uint64_t read_bytes_per_s = 0;
     // Evicted chunks waiting to be written. Queued chunks keep their DRAM until written,
     // so this (with a quarter of the DRAM budget in bytes) bounds the DRAM held by

@@ -14,7 +14,7 @@ Engine adapters live in ``kvstash.integrations`` (LMCache, SGLang HiCache, vLLM)
 from ._client import Client, Namespace, default_options, key_from_engine_hash
 from ._errors import (DeadlineExceeded, Error, InvalidArgument, NotFound, StatusCode,
                       Unavailable)
-from ._types import LookupResult, Tier
+from ._types import LookupResult, NamespaceUsage, Priority, Tier
 
 __version__ = "0.1.0"
 
@@ -25,7 +25,9 @@ __all__ = [
     "InvalidArgument",
     "LookupResult",
     "Namespace",
+    "NamespaceUsage",
     "NotFound",
+    "Priority",
     "StatusCode",
     "Tier",
     "Unavailable",

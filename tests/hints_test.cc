@@ -149,14 +149,20 @@ TEST_P(HintsTest, AdminCallsRefuseAnUnknownNamespace) {
   EXPECT_TRUE(client_->EndSession(ns_, 41).ok());
 }
 
-TEST_P(HintsTest, ListNamespacesReportsSpecTenantAndUsage) {
-  const std::vector<Payload> chain = Chain(3);
-  ASSERT_TRUE(PutAll(*client_, ns_, chain).ok());
-  const NamespaceUsage u = Usage();
+TEST_P(HintsTest, ListNamespacesReportsSpecAndTenant) {
+  const NamespaceUsage u = Usage();  // registered, nothing stored yet
   EXPECT_TRUE(u.registered);
   EXPECT_EQ(u.spec.model_id, spec_.model_id);
   EXPECT_EQ(u.spec.Id(), ns_.id);
   EXPECT_EQ(u.tenant, spec_.tenant.empty() ? "default" : spec_.tenant);
+  EXPECT_EQ(u.dram_chunks, 0u);
+}
+
+TEST_P(HintsTest, ListNamespacesCountsChunksAndPayloadBytes) {
+  const std::vector<Payload> chain = Chain(3);
+  ASSERT_TRUE(PutAll(*client_, ns_, chain).ok());
+  const NamespaceUsage u = Usage();
+  EXPECT_TRUE(u.registered);
   EXPECT_EQ(u.dram_chunks, 3u);
   EXPECT_EQ(u.dram_bytes, BytesOf(chain));
   EXPECT_EQ(u.nvme_chunks, 0u);
@@ -217,13 +223,10 @@ class UcxPutHeaderTest : public TransportFixture {
     std::memcpy(f.key, key.data(), sizeof(f.key));
     f.size_bytes = size;
     f.count = 1;
-    std::vector<uint8_t> out(sizeof(h) + sizeof(f));
+    std::vector<uint8_t> out(ucx::RequestHeaderLength(ucx::Op::kPut, h.flags));
     std::memcpy(out.data(), &h, sizeof(h));
     std::memcpy(out.data() + sizeof(h), &f, sizeof(f));
-    if (hints != nullptr) {
-      const auto* p = reinterpret_cast<const uint8_t*>(hints);
-      out.insert(out.end(), p, p + sizeof(*hints));
-    }
+    if (hints != nullptr) std::memcpy(out.data() + sizeof(h) + sizeof(f), hints, sizeof(*hints));
     return out;
   }
 

@@ -28,6 +28,7 @@ server:
   max_frame_bytes: 4MiB           # largest payload per Put frame
   send_frame_bytes: 1MiB          # payload per Get frame
   max_keys_per_request: 65536     # keys per Lookup/Get/Exists/Delete, chunks per Put
+  max_ttl_ms: 86400000            # longest TTL hint a Put may carry (0: none allowed)
   shutdown_grace_ms: 10000        # in-flight calls may finish for this long on SIGTERM
 data_dir: "./var/kvstash"
 log:

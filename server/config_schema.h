@@ -77,6 +77,7 @@ void VisitServer(GrpcConfig& c, V& v) {
   v.Size("max_frame_bytes", &c.max_frame_bytes, {4 * kKiB, kGiB});
   v.Size("send_frame_bytes", &c.send_frame_bytes, {4 * kKiB, kGiB});
   v.Int("max_keys_per_request", &c.max_keys_per_request, {1, 1 << 24});
+  v.Int("max_ttl_ms", &c.max_ttl_ms, {0, 30 * kDayMs});
   v.Int("shutdown_grace_ms", &c.shutdown_grace_ms, {0, kDayMs});
   v.End();
 }

@@ -15,7 +15,7 @@ from ._client import Client, Namespace, default_options, key_from_engine_hash
 from ._errors import (DeadlineExceeded, Error, InvalidArgument, NotFound, StatusCode,
                       Unavailable)
 from ._fetch import FetchAdvisor, fetch_advisor_defaults
-from ._types import LookupResult, Tier
+from ._types import LookupResult, NamespaceUsage, Priority, Tier
 
 __version__ = "0.1.0"
 
@@ -27,7 +27,9 @@ __all__ = [
     "InvalidArgument",
     "LookupResult",
     "Namespace",
+    "NamespaceUsage",
     "NotFound",
+    "Priority",
     "StatusCode",
     "Tier",
     "Unavailable",

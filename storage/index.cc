@@ -204,7 +204,7 @@ ErasedChunks ChunkIndex::EraseNamespace(const Key128& ns) {
       if (id.ns == ns) doomed.push_back(e.get());
     }
     for (IndexEntry* e : doomed) {
-      ++erased.chunks;
+      erased.ids.push_back(e->id);
       erased.bytes += e->size_bytes;
       if (e->pinned) erased.pinned_bytes += e->size_bytes;
       ++s.counters[ns].deletes;

@@ -88,7 +88,7 @@ struct SessionKey {
 
 // What EraseNamespace removed.
 struct ErasedChunks {
-  uint64_t chunks = 0;
+  std::vector<ChunkId> ids;
   uint64_t bytes = 0;
   uint64_t pinned_bytes = 0;
 };

@@ -143,6 +143,7 @@ void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded)
   for (auto& [id, e] : entries_) lru_.Remove(e.get());
   entries_.clear();
   live_bytes_ = 0;
+  ns_usage_.clear();
   if (!loaded.empty()) next_sequence_ = std::max(next_sequence_, loaded.back()->stamp + 1);
   for (auto& e : loaded) InsertLocked(std::move(e));
 }
@@ -188,12 +189,21 @@ void RocksDbTier::InsertLocked(std::unique_ptr<Entry> entry) {
   e->generation = next_generation_++;
   lru_.PushFront(e);
   live_bytes_ += e->meta.size_bytes;
+  NamespaceUsage& ns = ns_usage_[e->id.ns];
+  ++ns.chunks;
+  ns.bytes += e->meta.size_bytes;
   entries_[e->id] = std::move(entry);
 }
 
 void RocksDbTier::EraseLocked(Entry* e) {
   lru_.Remove(e);
   live_bytes_ -= e->meta.size_bytes;
+  auto ns = ns_usage_.find(e->id.ns);
+  if (--ns->second.chunks == 0) {
+    ns_usage_.erase(ns);
+  } else {
+    ns->second.bytes -= e->meta.size_bytes;
+  }
   garbage_bytes_ += e->meta.size_bytes;
   uncollected_bytes_ += e->meta.size_bytes;
   const ChunkId id = e->id;  // erase destroys *e
@@ -326,6 +336,33 @@ absl::Status RocksDbTier::Delete(const ChunkId& id) {
   absl::MutexLock lock(&mu_);
   ++counters_.deletes;
   return absl::OkStatus();
+}
+
+uint64_t RocksDbTier::RemoveColdest(absl::FunctionRef<bool(const ChunkId&)> match,
+                                    uint64_t max_bytes, bool as_deletes) {
+  std::vector<std::pair<ChunkId, uint64_t>> victims;  // id, generation
+  {
+    absl::MutexLock lock(&mu_);
+    uint64_t bytes = 0;
+    for (const PolicyHook* h = lru_.back(); h != nullptr && bytes < max_bytes; h = lru_.prev(h)) {
+      const auto* e = static_cast<const Entry*>(h);
+      if (!match(e->id)) continue;
+      victims.emplace_back(e->id, e->generation);
+      bytes += e->meta.size_bytes;
+    }
+  }
+  uint64_t removed = 0;
+  for (const auto& [id, generation] : victims) {
+    if (Remove(id, generation)) ++removed;  // a concurrent delete may have won
+  }
+  absl::MutexLock lock(&mu_);
+  (as_deletes ? counters_.deletes : counters_.evictions) += removed;
+  return removed;
+}
+
+absl::flat_hash_map<Key128, RocksDbTier::NamespaceUsage> RocksDbTier::NamespaceUsages() const {
+  absl::MutexLock lock(&mu_);
+  return ns_usage_;
 }
 
 bool RocksDbTier::Contains(const ChunkId& id) const {

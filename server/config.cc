@@ -18,7 +18,7 @@
 #include "proto/ucx_wire.h"
 #include "server/config_reader.h"
 #include "server/config_schema.h"
-#include "storage/tenant_quotas.h"
+#include "storage/tenant_quota_config.h"
 
 namespace kvstash::server {
 

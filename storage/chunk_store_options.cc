@@ -8,7 +8,7 @@
 #include "storage/cleaner.h"
 #include "storage/eviction_policy.h"
 #include "storage/rocksdb_tier.h"
-#include "storage/tenant_quotas.h"
+#include "storage/tenant_quota_config.h"
 
 namespace kvstash::storage {
 namespace {

@@ -22,24 +22,9 @@
 #include "absl/synchronization/mutex.h"
 #include "kvstash/keys.h"
 #include "storage/chunk_store.h"
+#include "storage/tenant_quota_config.h"
 
 namespace kvstash::storage {
-
-// One tenant's quotas in payload bytes. dram_bytes, nvme_bytes: 0 = none; pin_bytes: 0 = no
-// pins.
-struct TenantQuota {
-  uint64_t dram_bytes = 0;
-  uint64_t nvme_bytes = 0;
-  uint64_t pin_bytes = 0;
-};
-
-// The quotas `options` give every tenant, with its overrides parsed
-// ("TENANT:dram=SIZE,nvme=SIZE,pin=SIZE;..."). INVALID_ARGUMENT naming the bad part.
-struct TenantQuotaTable {
-  TenantQuota defaults;
-  absl::flat_hash_map<std::string, TenantQuota> overrides;
-};
-absl::StatusOr<TenantQuotaTable> ParseTenantQuotas(const ChunkStoreOptions::Tenants& options);
 
 // Whether a namespace belongs to one tenant; a snapshot of the bindings when it was made.
 class TenantMatcher {

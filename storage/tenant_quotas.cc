@@ -8,10 +8,10 @@
 namespace kvstash::storage {
 namespace {
 
-bool AnyNvmeQuota(const TenantQuotaTable& t) {
-  if (t.defaults.nvme_bytes != 0) return true;
+bool AnyQuota(const TenantQuotaTable& t, uint64_t TenantQuota::*field) {
+  if (t.defaults.*field != 0) return true;
   return std::any_of(t.overrides.begin(), t.overrides.end(),
-                     [](const auto& o) { return o.second.nvme_bytes != 0; });
+                     [field](const auto& o) { return o.second.*field != 0; });
 }
 
 }  // namespace
@@ -19,7 +19,8 @@ bool AnyNvmeQuota(const TenantQuotaTable& t) {
 TenantQuotas::TenantQuotas(const ChunkStoreOptions::Tenants& options, uint64_t max_pinned_bytes)
     : quotas_(*ParseTenantQuotas(options)),
       max_pinned_bytes_(max_pinned_bytes),
-      any_nvme_quota_(AnyNvmeQuota(quotas_)) {}
+      any_dram_quota_(AnyQuota(quotas_, &TenantQuota::dram_bytes)),
+      any_nvme_quota_(AnyQuota(quotas_, &TenantQuota::nvme_bytes)) {}
 
 const TenantQuota& TenantQuotas::QuotaOf(const std::string& tenant) const {
   auto it = quotas_.overrides.find(tenant);
@@ -64,6 +65,7 @@ void TenantQuotas::AddDram(const Key128& ns, int64_t delta) {
 }
 
 uint64_t TenantQuotas::DramExcess(const Key128& ns, uint64_t size) const {
+  if (!any_dram_quota_) return 0;
   absl::MutexLock lock(&mu_);
   const std::string& tenant = TenantOfLocked(ns);
   const uint64_t quota = QuotaOf(tenant).dram_bytes;

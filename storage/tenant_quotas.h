@@ -86,6 +86,7 @@ class TenantQuotas {
 
   const TenantQuotaTable quotas_;
   const uint64_t max_pinned_bytes_;
+  const bool any_dram_quota_;  // else DramExcess is 0 without taking the mutex
   const bool any_nvme_quota_;
   const std::string default_tenant_{kDefaultTenant};
   mutable absl::Mutex mu_;

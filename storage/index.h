@@ -5,11 +5,12 @@
 // policy instance of its own per shard: eviction takes the policy's victim in the lowest
 // non-empty class, so kLow goes before kNormal before kHigh, and protected chunks (unexpired
 // TTL, then an active session) only when nothing ordinary is left; pinned entries are in no
-// policy and never evicted. Choosing the class costs one relaxed counter read per class; an
-// entry changing class (TTL expiry, session end, pin) leaves one policy and enters another
-// as its most recent entry.
+// policy and never evicted. Choosing the class costs one relaxed counter read per class,
+// plus, while any entry has a TTL, one lock per shard to expire lapsed TTLs (a btree by
+// deadline: O(1) when none lapsed). An entry changing class (TTL expiry, session end, pin)
+// leaves one policy and enters another as its most recent entry.
 //
-// Each shard has its own mutex, hash map, policy instance and counters, so the hot path
+// Each shard has its own mutex, hash map, policy instances and counters, so the hot path
 // (Get, Lookup, Insert) never takes a global lock. Eviction compares the victims that the
 // shards' policies propose (EvictionPolicy::VictimRank) and evicts the best one: exact for
 // LRU while the index is small, a sample of shards once each holds many entries.
@@ -165,7 +166,8 @@ class ChunkIndex {
   void AddCounters(const Key128& ns, const CounterSnapshot& delta);
 
   // Up to `max_entries` entries of each shard from its cold end (the next victims), at
-  // most `max_bytes` of payload per shard; unordered across shards (sort by rank).
+  // most `max_bytes` of payload per shard, in eviction order within the shard; unordered
+  // across shards (sort by eviction_class, then rank).
   std::vector<ColdEntry> Coldest(uint64_t max_bytes, int max_entries) const;
   // The chunk without counting a get or telling the policy (background readers), or null.
   ChunkRef Peek(const ChunkId& id) const;

@@ -281,6 +281,57 @@ TEST_F(ChunkStoreHintsTest, ClearNamespaceDeletesEveryTier) {
   EXPECT_EQ(UsageOf(3).dram_chunks, 0u);
 }
 
+// Puts, lookups and admin calls with every hint from several threads: the budget holds
+// throughout, and clearing every namespace leaves nothing behind (no pinned bytes, no
+// DRAM in use, no tenant usage that would refuse a put).
+TEST_F(ChunkStoreHintsTest, ConcurrentHintsKeepTheBudgetAndTheBooks) {
+  ChunkStoreOptions o = Options();
+  o.dram_capacity_bytes = 32 * kPage;
+  o.tenants.dram_quota_bytes = 20 * kChunk;
+  o.tenants.pin_quota_bytes = 4 * kChunk;
+  o.clock = {};  // real time: TTLs of a few ms lapse while the threads run
+  Open(o);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
+  store_->SetNamespaceTenant(MakeId(0, 2).ns, "b");
+  std::vector<std::thread> threads;
+  for (uint64_t t = 0; t < 4; ++t) {
+    threads.emplace_back([this, t] {
+      const uint64_t ns = 1 + t % 3;
+      for (uint64_t i = 0; i < 300; ++i) {
+        PutHints h;
+        h.priority = static_cast<kvstash::Priority>(i % 3);
+        h.session_id = i % 4 == 0 ? t + 1 : 0;
+        h.ttl_ms = i % 5 == 0 ? 2 : 0;
+        h.pin = i % 7 == 0;
+        const absl::Status put = Put(MakeId(i + 1000 * t, ns), h);
+        EXPECT_TRUE(put.ok() || absl::IsResourceExhausted(put)) << put;
+        const Key128 ns_id = MakeId(0, ns).ns;
+        const std::vector<Key128> keys = {MakeId(i + 1000 * t, ns).key};
+        store_->Lookup(ns_id, keys, absl::ZeroDuration(), t + 1);
+        if (i % 50 == 49) store_->EndSession(ns_id, t + 1);
+        if (i % 11 == 0) store_->Pin(ns_id, keys, false).IgnoreError();
+        if (t == 3 && i % 100 == 99) store_->ClearNamespace(ns_id);
+        const TierStats dram = store_->Stats().tiers.at(0);
+        EXPECT_LE(dram.used_bytes, dram.capacity_bytes);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (uint64_t ns = 1; ns <= 3; ++ns) {
+    EXPECT_LE(UsageOf(ns).pinned_bytes, 4 * kChunk) << ns;
+    store_->ClearNamespace(MakeId(0, ns).ns);
+  }
+  EXPECT_EQ(store_->Stats().total.pinned_bytes, 0u);
+  EXPECT_EQ(store_->Stats().tiers.at(0).chunks, 0u);
+  // The tenants' books are empty again: a full quota of puts fits without evicting.
+  for (uint64_t i = 0; i < 20; ++i) ASSERT_TRUE(Put(MakeId(i, 1)).ok()) << i;
+  for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(Where(i, 1), Tier::kDram) << i;
+  PutHints pin;
+  pin.pin = true;
+  ASSERT_TRUE(Put(MakeId(50, 1), pin).ok());
+  EXPECT_EQ(Counters(1).pinned_bytes, kChunk);
+}
+
 TEST(ChunkStoreHintsOptionsTest, ErrorsNameTheField) {
   ChunkStoreOptions o;
   o.sessions.idle_timeout_ms = 0;

@@ -82,6 +82,9 @@ struct StorageConfig {
   int index_shards = storage::ChunkStoreOptions().index_shards;
   DramConfig dram;
   NvmeConfig nvme;
+  // `storage.sessions:` and `storage.tenants:` are the store's options as they are.
+  storage::ChunkStoreOptions::Sessions sessions;
+  storage::ChunkStoreOptions::Tenants tenants;
 };
 
 // The `metrics:` section: the HTTP endpoint serving /metrics, /healthz and /readyz.

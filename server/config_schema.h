@@ -122,6 +122,25 @@ void VisitNvme(NvmeConfig& c, V& v) {
 }
 
 template <typename V>
+void VisitSessions(storage::ChunkStoreOptions::Sessions& c, V& v) {
+  v.Begin("sessions");
+  v.Int("idle_timeout_ms", &c.idle_timeout_ms, {1, kDayMs});
+  v.Int("max_sessions", &c.max_sessions, {1, 1 << 24});
+  v.End();
+}
+
+// `overrides` is checked by storage::ParseTenantQuotas (CheckCrossFields).
+template <typename V>
+void VisitTenants(storage::ChunkStoreOptions::Tenants& c, V& v) {
+  v.Begin("tenants");
+  v.Size("dram_quota_bytes", &c.dram_quota_bytes, {0});
+  v.Size("nvme_quota_bytes", &c.nvme_quota_bytes, {0});
+  v.Size("pin_quota_bytes", &c.pin_quota_bytes, {0});
+  v.String("overrides", &c.overrides);
+  v.End();
+}
+
+template <typename V>
 void VisitStorage(StorageConfig& c, V& v) {
   v.Begin("storage");
   v.Size("max_chunk_bytes", &c.max_chunk_bytes, {1});
@@ -129,6 +148,8 @@ void VisitStorage(StorageConfig& c, V& v) {
   v.Int("index_shards", &c.index_shards, {1, 65536, /*power_of_two=*/true});
   VisitDram(c.dram, v);
   VisitNvme(c.nvme, v);
+  VisitSessions(c.sessions, v);
+  VisitTenants(c.tenants, v);
   v.End();
 }
 

@@ -169,6 +169,22 @@ TEST(ConfigTest, OverrideThroughAValueIsRejected) {
   EXPECT_THAT(ErrorOf("", {{"a..b", "1"}}), HasSubstr("bad key"));
 }
 
+TEST(ConfigTest, SessionsAndTenantQuotasReachTheStore) {
+  absl::StatusOr<ServerConfig> c = ParseConfig(
+      "storage: {sessions: {idle_timeout_ms: 1000}, tenants: {pin_quota_bytes: 0, "
+      "overrides: \"acme:dram=2GiB,pin=1MiB\"}}",
+      {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  const storage::ChunkStoreOptions o = c->ToChunkStoreOptions();
+  EXPECT_EQ(o.sessions.idle_timeout_ms, 1000);
+  EXPECT_EQ(o.tenants.pin_quota_bytes, 0u);
+  EXPECT_EQ(o.tenants.overrides, "acme:dram=2GiB,pin=1MiB");
+  EXPECT_THAT(ErrorOf("", {{"storage.tenants.overrides", "acme:dram=lots"}}),
+              HasSubstr("storage.tenants.overrides: tenant \"acme\": dram:"));
+  EXPECT_THAT(ErrorOf("storage: {sessions: {max_sessions: 0}}"),
+              HasSubstr("storage.sessions.max_sessions"));
+}
+
 TEST(ConfigTest, UnknownKeysAreRejectedNamingThem) {
   EXPECT_THAT(ErrorOf("server: {grpc_lisen: \"1.2.3.4:5\"}"),
               HasSubstr("server.grpc_lisen: unknown key"));

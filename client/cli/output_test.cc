@@ -15,7 +15,8 @@ TEST(StatsTextTest, DramOnlyDaemonPrintsCountersAndDramUse) {
   s.dram_used_bytes = 1024;
   EXPECT_EQ(StatsText(s),
             "chunks 1\nbytes 2048 (2.0 KiB)\nhits 0\nmisses 0\nputs 0\nevictions 0\n"
-            "deletes 0\nlookups 0\nlookup_hit_chunks 9\n"
+            "deletes 0\nlookups 0\nlookup_hit_chunks 9\nhint_drops 0\nquota_evictions 0\n"
+            "pin_quota_refusals 0\npinned_bytes 0 (0 B)\nsessions 0\n"
             "dram used 1024 / capacity 4096 (1.0 KiB of 4.0 KiB, 25.0%)\n");
 }
 

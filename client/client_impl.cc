@@ -118,16 +118,10 @@ absl::StatusOr<NamespaceHandle> ClientImpl::OpenNamespace(const Namespace& spec)
 
 absl::StatusOr<LookupResult> ClientImpl::Lookup(NamespaceHandle ns, absl::Span<const Key128> keys,
                                                 uint32_t lease_ms, uint64_t session_id) {
-  (void)session_id;  // TODO(hints): carried on the wire
-  LookupResult result;
-  if (keys.empty()) return result;  // a prompt shorter than one chunk hits nothing
-  absl::Status s = Run(&ns.id, [&](const CallContext& ctx) {
-    absl::StatusOr<LookupResult> r = transport_->Lookup(ctx, ns.id, keys, lease_ms);
-    if (r.ok()) result = *std::move(r);
-    return r.status();
+  if (keys.empty()) return LookupResult{};  // a prompt shorter than one chunk hits nothing
+  return RunFor<LookupResult>(&ns.id, [&](const CallContext& ctx) {
+    return transport_->Lookup(ctx, ns.id, keys, lease_ms, session_id);
   });
-  if (!s.ok()) return s;
-  return result;
 }
 
 absl::Status ClientImpl::Put(NamespaceHandle ns, absl::Span<PutItem> items) {
@@ -225,6 +219,29 @@ absl::StatusOr<HealthInfo> ClientImpl::Health() {
   });
   if (!s.ok()) return s;
   return info;
+}
+
+absl::StatusOr<std::vector<NamespaceUsage>> ClientImpl::ListNamespaces() {
+  return RunFor<std::vector<NamespaceUsage>>(
+      nullptr, [&](const CallContext& ctx) { return transport_->ListNamespaces(ctx); });
+}
+
+absl::StatusOr<uint64_t> ClientImpl::ClearNamespace(NamespaceHandle ns) {
+  return RunFor<uint64_t>(
+      &ns.id, [&](const CallContext& ctx) { return transport_->ClearNamespace(ctx, ns.id); });
+}
+
+absl::StatusOr<uint32_t> ClientImpl::Pin(NamespaceHandle ns, absl::Span<const Key128> keys,
+                                         bool pin) {
+  if (keys.empty()) return 0u;
+  return RunFor<uint32_t>(
+      &ns.id, [&](const CallContext& ctx) { return transport_->Pin(ctx, ns.id, keys, pin); });
+}
+
+absl::Status ClientImpl::EndSession(NamespaceHandle ns, uint64_t session_id) {
+  return Run(&ns.id, [&](const CallContext& ctx) {
+    return transport_->EndSession(ctx, ns.id, session_id);
+  });
 }
 
 absl::Status ClientImpl::RegisterMemory(const void* data, size_t size) {

@@ -41,12 +41,29 @@ class ClientImpl final : public Client {
   absl::StatusOr<uint32_t> Delete(NamespaceHandle ns, absl::Span<const Key128> keys) override;
   absl::StatusOr<ServerStats> Stats(const NamespaceHandle* ns) override;
   absl::StatusOr<HealthInfo> Health() override;
+  absl::StatusOr<std::vector<NamespaceUsage>> ListNamespaces() override;
+  absl::StatusOr<uint64_t> ClearNamespace(NamespaceHandle ns) override;
+  absl::StatusOr<uint32_t> Pin(NamespaceHandle ns, absl::Span<const Key128> keys,
+                               bool pin) override;
+  absl::Status EndSession(NamespaceHandle ns, uint64_t session_id) override;
   absl::Status RegisterMemory(const void* data, size_t size) override;
   absl::Status UnregisterMemory(const void* data) override;
 
  private:
   using Attempt = absl::FunctionRef<absl::Status(const CallContext&)>;
 
+  // Run() for a call with a result: `call` makes one attempt.
+  template <typename T, typename Call>
+  absl::StatusOr<T> RunFor(const Key128* ns, Call call) {
+    T result{};
+    absl::Status s = Run(ns, [&](const CallContext& ctx) {
+      absl::StatusOr<T> r = call(ctx);
+      if (r.ok()) result = *std::move(r);
+      return r.status();
+    });
+    if (!s.ok()) return s;
+    return result;
+  }
   // Runs `attempt` until it succeeds, fails for good, or the call's deadline passes.
   // ns: the namespace the call names, re-registered once if the daemon forgot it.
   absl::Status Run(const Key128* ns, Attempt attempt);

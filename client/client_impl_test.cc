@@ -28,7 +28,9 @@ class FakeTransport final : public Transport {
   std::vector<absl::Time> deadlines ABSL_GUARDED_BY(mu);
   std::vector<uint64_t> put_checksums ABSL_GUARDED_BY(mu);
   std::map<Key128, std::string> chunks ABSL_GUARDED_BY(mu);
-  uint64_t get_checksum_xor ABSL_GUARDED_BY(mu) = 0;  // corrupts reported checksums
+  uint64_t get_checksum_xor ABSL_GUARDED_BY(mu) = 0;              // corrupts reported checksums
+  uint64_t lookup_session ABSL_GUARDED_BY(mu) = 0;                // the last Lookup's session id
+  std::vector<std::pair<Key128, bool>> pins ABSL_GUARDED_BY(mu);  // Pin calls: key, pin
 
   absl::Status WaitConnected(absl::Time) override { return absl::OkStatus(); }
 
@@ -40,9 +42,11 @@ class FakeTransport final : public Transport {
     return spec.Id();
   }
   absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
-                                      absl::Span<const Key128> keys, uint32_t) override {
+                                      absl::Span<const Key128> keys, uint32_t,
+                                      uint64_t session_id) override {
     absl::MutexLock lock(&mu);
     if (absl::Status s = BeginData(ctx, ns); !s.ok()) return s;
+    lookup_session = session_id;
     LookupResult r;
     while (r.hit_count < keys.size() && chunks.count(keys[r.hit_count])) {
       ++r.hit_count;
@@ -101,6 +105,31 @@ class FakeTransport final : public Transport {
     HealthInfo h;
     h.serving = true;
     return h;
+  }
+  absl::StatusOr<std::vector<NamespaceUsage>> ListNamespaces(const CallContext& ctx) override {
+    absl::MutexLock lock(&mu);
+    if (absl::Status s = Begin(ctx); !s.ok()) return s;
+    std::vector<NamespaceUsage> out;
+    for (const Key128& id : known) out.push_back(NamespaceUsage{id});
+    return out;
+  }
+  absl::StatusOr<uint64_t> ClearNamespace(const CallContext& ctx, const Key128& ns) override {
+    absl::MutexLock lock(&mu);
+    if (absl::Status s = BeginData(ctx, ns); !s.ok()) return s;
+    const uint64_t n = chunks.size();
+    chunks.clear();
+    return n;
+  }
+  absl::StatusOr<uint32_t> Pin(const CallContext& ctx, const Key128& ns,
+                               absl::Span<const Key128> keys, bool pin) override {
+    absl::MutexLock lock(&mu);
+    if (absl::Status s = BeginData(ctx, ns); !s.ok()) return s;
+    for (const Key128& k : keys) pins.emplace_back(k, pin);
+    return static_cast<uint32_t>(keys.size());
+  }
+  absl::Status EndSession(const CallContext& ctx, const Key128& ns, uint64_t) override {
+    absl::MutexLock lock(&mu);
+    return BeginData(ctx, ns);
   }
 
  private:
@@ -249,6 +278,52 @@ TEST_F(ClientImplTest, NamespaceNotOpenedHereIsNotRegistered) {
   auto r = client_->Delete(stranger, keys);
   EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
   EXPECT_EQ(Registrations(), 0);
+}
+
+TEST_F(ClientImplTest, LookupCarriesItsSessionId) {
+  Make();
+  auto ns = client_->OpenNamespace(TestSpec());
+  ASSERT_TRUE(ns.ok());
+  std::vector<Key128> keys(1);
+  ASSERT_TRUE(client_->Lookup(*ns, keys, 0, 77).ok());
+  absl::MutexLock lock(&fake_->mu);
+  EXPECT_EQ(fake_->lookup_session, 77u);
+}
+
+TEST_F(ClientImplTest, AdminCallsReregisterAForgottenNamespace) {
+  Make();
+  auto ns = client_->OpenNamespace(TestSpec());
+  ASSERT_TRUE(ns.ok());
+  std::vector<Key128> keys(2);
+  keys[1][0] = 1;
+  {
+    absl::MutexLock lock(&fake_->mu);
+    fake_->known.clear();  // the daemon restarted
+  }
+  absl::StatusOr<uint32_t> unpinned = client_->Pin(*ns, keys, false);
+  ASSERT_TRUE(unpinned.ok()) << unpinned.status();
+  EXPECT_EQ(*unpinned, 2u);
+  EXPECT_EQ(Registrations(), 2);
+  {
+    absl::MutexLock lock(&fake_->mu);
+    ASSERT_EQ(fake_->pins.size(), 2u);
+    EXPECT_EQ(fake_->pins[1], std::make_pair(keys[1], false));
+    fake_->known.clear();
+  }
+  EXPECT_TRUE(client_->ClearNamespace(*ns).ok());
+  EXPECT_TRUE(client_->EndSession(*ns, 5).ok());
+  EXPECT_EQ(Registrations(), 3);
+  absl::StatusOr<std::vector<NamespaceUsage>> list = client_->ListNamespaces();
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].id, ns->id);
+}
+
+TEST_F(ClientImplTest, PinOfNoKeysNeedsNoCall) {
+  Make();
+  NamespaceHandle ns{TestSpec().Id()};
+  EXPECT_EQ(*client_->Pin(ns, {}, true), 0u);
+  EXPECT_EQ(Attempts(), 0);
 }
 
 TEST_F(ClientImplTest, OpenNamespaceValidatesSpec) {

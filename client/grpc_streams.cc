@@ -155,6 +155,7 @@ class PutStream final : private PumpedCall {
       h->set_tokens(item.tokens);
       h->set_format(item.format);
       h->set_checksum(checksums_[item_]);
+      if (HasHints(item.hints)) *h->mutable_hints() = HintsToProto(item.hints);
       header_sent_ = true;
     }
     size_t n = std::min<size_t>(frame_bytes_, item.size - offset_);

@@ -31,6 +31,14 @@ const char* MethodName(UnaryMethod method) {
       return "/kvstash.v1.KvStash/Stats";
     case UnaryMethod::kHealth:
       return "/kvstash.v1.KvStash/Health";
+    case UnaryMethod::kListNamespaces:
+      return "/kvstash.v1.KvStash/ListNamespaces";
+    case UnaryMethod::kClearNamespace:
+      return "/kvstash.v1.KvStash/ClearNamespace";
+    case UnaryMethod::kPin:
+      return "/kvstash.v1.KvStash/Pin";
+    case UnaryMethod::kEndSession:
+      return "/kvstash.v1.KvStash/EndSession";
   }
   return "";
 }

@@ -16,13 +16,19 @@ class MessageTransport : public Transport {
  public:
   absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx, const Namespace& spec) final;
   absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
-                                      absl::Span<const Key128> keys, uint32_t lease_ms) final;
+                                      absl::Span<const Key128> keys, uint32_t lease_ms,
+                                      uint64_t session_id) final;
   absl::StatusOr<std::vector<ChunkTier>> Exists(const CallContext& ctx, const Key128& ns,
                                                 absl::Span<const Key128> keys) final;
   absl::StatusOr<uint32_t> Delete(const CallContext& ctx, const Key128& ns,
                                   absl::Span<const Key128> keys) final;
   absl::StatusOr<ServerStats> Stats(const CallContext& ctx, const Key128* ns) final;
   absl::StatusOr<HealthInfo> Health(const CallContext& ctx) final;
+  absl::StatusOr<std::vector<NamespaceUsage>> ListNamespaces(const CallContext& ctx) final;
+  absl::StatusOr<uint64_t> ClearNamespace(const CallContext& ctx, const Key128& ns) final;
+  absl::StatusOr<uint32_t> Pin(const CallContext& ctx, const Key128& ns,
+                               absl::Span<const Key128> keys, bool pin) final;
+  absl::Status EndSession(const CallContext& ctx, const Key128& ns, uint64_t session_id) final;
 
  protected:
   // One attempt of `req`: returns the serialized reply, or the daemon's or the wire's error.

@@ -40,11 +40,13 @@ UnaryRequest RegisterNamespaceRequest(const Namespace& spec) {
   return Serialized(UnaryMethod::kRegisterNamespace, nullptr, req);
 }
 
-UnaryRequest LookupRequest(const Key128& ns, absl::Span<const Key128> keys, uint32_t lease_ms) {
+UnaryRequest LookupRequest(const Key128& ns, absl::Span<const Key128> keys, uint32_t lease_ms,
+                           uint64_t session_id) {
   v1::LookupRequest req;
   req.set_namespace_id(KeyToBytes(ns));
   req.set_keys(KeysToBytes(keys));
   req.set_lease_ms(lease_ms);
+  req.set_session_id(session_id);
   return Serialized(UnaryMethod::kLookup, &ns, req);
 }
 
@@ -64,6 +66,31 @@ UnaryRequest StatsRequest(const Key128* ns) {
 
 UnaryRequest HealthRequest() {
   return Serialized(UnaryMethod::kHealth, nullptr, v1::HealthRequest());
+}
+
+UnaryRequest ListNamespacesRequest() {
+  return Serialized(UnaryMethod::kListNamespaces, nullptr, v1::ListNamespacesRequest());
+}
+
+UnaryRequest ClearNamespaceRequest(const Key128& ns) {
+  v1::ClearNamespaceRequest req;
+  req.set_namespace_id(KeyToBytes(ns));
+  return Serialized(UnaryMethod::kClearNamespace, &ns, req);
+}
+
+UnaryRequest PinRequest(const Key128& ns, absl::Span<const Key128> keys, bool pin) {
+  v1::PinRequest req;
+  req.set_namespace_id(KeyToBytes(ns));
+  req.set_keys(KeysToBytes(keys));
+  req.set_unpin(!pin);
+  return Serialized(UnaryMethod::kPin, &ns, req);
+}
+
+UnaryRequest EndSessionRequest(const Key128& ns, uint64_t session_id) {
+  v1::EndSessionRequest req;
+  req.set_namespace_id(KeyToBytes(ns));
+  req.set_session_id(session_id);
+  return Serialized(UnaryMethod::kEndSession, &ns, req);
 }
 
 absl::StatusOr<Key128> ParseRegisterNamespaceReply(absl::string_view body) {
@@ -113,6 +140,39 @@ absl::StatusOr<HealthInfo> ParseHealthReply(absl::string_view body) {
   absl::StatusOr<v1::HealthResponse> resp = Parse<v1::HealthResponse>(body);
   if (!resp.ok()) return resp.status();
   return HealthFromProto(*resp);
+}
+
+absl::StatusOr<std::vector<NamespaceUsage>> ParseListNamespacesReply(absl::string_view body) {
+  absl::StatusOr<v1::ListNamespacesResponse> resp = Parse<v1::ListNamespacesResponse>(body);
+  if (!resp.ok()) return resp.status();
+  std::vector<NamespaceUsage> out;
+  out.reserve(resp->namespaces_size());
+  for (const v1::NamespaceUsage& u : resp->namespaces()) {
+    absl::StatusOr<NamespaceUsage> usage = UsageFromProto(u);
+    if (!usage.ok()) return usage.status();
+    out.push_back(*std::move(usage));
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> ParseClearNamespaceReply(absl::string_view body) {
+  absl::StatusOr<v1::ClearNamespaceResponse> resp = Parse<v1::ClearNamespaceResponse>(body);
+  if (!resp.ok()) return resp.status();
+  return resp->deleted();
+}
+
+absl::StatusOr<uint32_t> ParsePinReply(absl::string_view body, size_t key_count) {
+  absl::StatusOr<v1::PinResponse> resp = Parse<v1::PinResponse>(body);
+  if (!resp.ok()) return resp.status();
+  if (resp->changed() > key_count) {
+    return absl::InternalError(
+        absl::StrCat("PinResponse: ", resp->changed(), " changed of ", key_count, " keys"));
+  }
+  return resp->changed();
+}
+
+absl::Status ParseEndSessionReply(absl::string_view body) {
+  return Parse<v1::EndSessionResponse>(body).status();
 }
 
 void ResetPutResults(absl::Span<PutItem> items) {

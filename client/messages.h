@@ -29,6 +29,10 @@ enum class UnaryMethod {
   kDelete,
   kStats,
   kHealth,
+  kListNamespaces,
+  kClearNamespace,
+  kPin,
+  kEndSession,
 };
 
 // A serialized unary request. `ns` (not owned; null for calls naming no namespace) is
@@ -40,12 +44,17 @@ struct UnaryRequest {
 };
 
 UnaryRequest RegisterNamespaceRequest(const Namespace& spec);
-UnaryRequest LookupRequest(const Key128& ns, absl::Span<const Key128> keys, uint32_t lease_ms);
+UnaryRequest LookupRequest(const Key128& ns, absl::Span<const Key128> keys, uint32_t lease_ms,
+                           uint64_t session_id);
 UnaryRequest ExistsRequest(const Key128& ns, absl::Span<const Key128> keys);
 UnaryRequest DeleteRequest(const Key128& ns, absl::Span<const Key128> keys);
 // ns == nullptr: totals only.
 UnaryRequest StatsRequest(const Key128* ns);
 UnaryRequest HealthRequest();
+UnaryRequest ListNamespacesRequest();
+UnaryRequest ClearNamespaceRequest(const Key128& ns);
+UnaryRequest PinRequest(const Key128& ns, absl::Span<const Key128> keys, bool pin);
+UnaryRequest EndSessionRequest(const Key128& ns, uint64_t session_id);
 
 // Reply parsers: INTERNAL when `body` is not the expected message or contradicts the
 // request (the daemon broke the protocol).
@@ -57,6 +66,12 @@ absl::StatusOr<std::vector<ChunkTier>> ParseExistsReply(absl::string_view body, 
 absl::StatusOr<uint32_t> ParseDeleteReply(absl::string_view body);
 absl::StatusOr<ServerStats> ParseStatsReply(absl::string_view body, const Key128* ns);
 absl::StatusOr<HealthInfo> ParseHealthReply(absl::string_view body);
+// Every namespace id must be 16 bytes.
+absl::StatusOr<std::vector<NamespaceUsage>> ParseListNamespacesReply(absl::string_view body);
+absl::StatusOr<uint64_t> ParseClearNamespaceReply(absl::string_view body);
+// key_count: keys in the request; more changed than asked about is a broken reply.
+absl::StatusOr<uint32_t> ParsePinReply(absl::string_view body, size_t key_count);
+absl::Status ParseEndSessionReply(absl::string_view body);
 
 // Put: every item starts unanswered (UNAVAILABLE, not already present); the daemon's
 // answer for a chunk replaces that.

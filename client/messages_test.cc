@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ std::string LookupReply(uint32_t hits, const std::string& tiers) {
 TEST(MessagesTest, LookupRequestCarriesNamespaceKeysAndLease) {
   const Key128 ns = KeyOf(1);
   const std::vector<Key128> keys = {KeyOf(2), KeyOf(3)};
-  UnaryRequest req = LookupRequest(ns, keys, 250);
+  UnaryRequest req = LookupRequest(ns, keys, 250, 99);
   EXPECT_EQ(req.method, UnaryMethod::kLookup);
   ASSERT_NE(req.ns, nullptr);
   EXPECT_EQ(*req.ns, ns);
@@ -38,6 +39,80 @@ TEST(MessagesTest, LookupRequestCarriesNamespaceKeysAndLease) {
   EXPECT_EQ(parsed.namespace_id(), KeyToBytes(ns));
   EXPECT_EQ(parsed.keys(), KeysToBytes(keys));
   EXPECT_EQ(parsed.lease_ms(), 250u);
+  EXPECT_EQ(parsed.session_id(), 99u);
+}
+
+TEST(MessagesTest, AdminRequestsAndReplies) {
+  const Key128 ns = KeyOf(1);
+  const std::vector<Key128> keys = {KeyOf(2), KeyOf(3)};
+  v1::PinRequest pin;
+  UnaryRequest req = PinRequest(ns, keys, false);
+  EXPECT_EQ(req.method, UnaryMethod::kPin);
+  ASSERT_TRUE(pin.ParseFromString(req.body));
+  EXPECT_EQ(pin.keys(), KeysToBytes(keys));
+  EXPECT_TRUE(pin.unpin());
+  v1::EndSessionRequest end;
+  ASSERT_TRUE(end.ParseFromString(EndSessionRequest(ns, 12).body));
+  EXPECT_EQ(end.session_id(), 12u);
+  EXPECT_EQ(*ClearNamespaceRequest(ns).ns, ns);
+  EXPECT_EQ(ListNamespacesRequest().ns, nullptr);
+
+  v1::PinResponse pinned;
+  pinned.set_changed(3);  // more than the 2 keys asked about
+  EXPECT_EQ(ParsePinReply(pinned.SerializeAsString(), 2).status().code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(*ParsePinReply(pinned.SerializeAsString(), 3), 3u);
+
+  v1::ListNamespacesResponse list;
+  v1::NamespaceUsage* u = list.add_namespaces();
+  u->set_namespace_id(KeyToBytes(ns));
+  u->mutable_spec()->set_model_id("m");
+  u->set_tenant("t");
+  u->set_nvme_bytes(5);
+  list.add_namespaces()->set_namespace_id(KeyToBytes(KeyOf(4)));
+  absl::StatusOr<std::vector<NamespaceUsage>> usages =
+      ParseListNamespacesReply(list.SerializeAsString());
+  ASSERT_TRUE(usages.ok()) << usages.status();
+  ASSERT_EQ(usages->size(), 2u);
+  EXPECT_TRUE((*usages)[0].registered);
+  EXPECT_EQ((*usages)[0].spec.model_id, "m");
+  EXPECT_EQ((*usages)[0].tenant, "t");
+  EXPECT_EQ((*usages)[0].nvme_bytes, 5u);
+  EXPECT_FALSE((*usages)[1].registered);
+  list.add_namespaces()->set_namespace_id("short");
+  EXPECT_EQ(ParseListNamespacesReply(list.SerializeAsString()).status().code(),
+            absl::StatusCode::kInternal);
+}
+
+TEST(WireConvertTest, HintsOnBothWires) {
+  PutHints none;
+  EXPECT_FALSE(HasHints(none));
+  PutHints h;
+  h.has_parent = true;
+  h.parent = KeyOf(7);
+  h.session_id = 5;
+  h.ttl_ms = 100;
+  h.priority = Priority::kLow;
+  h.pin = true;
+  EXPECT_TRUE(HasHints(h));
+  const v1::ChunkHints proto = HintsToProto(h);
+  EXPECT_EQ(proto.parent_key(), KeyToBytes(KeyOf(7)));
+  EXPECT_EQ(proto.session_id(), 5u);
+  EXPECT_EQ(proto.ttl_ms(), 100u);
+  EXPECT_EQ(proto.priority(), v1::PRIORITY_LOW);
+  EXPECT_TRUE(proto.pin());
+  const wire::ucx::PutHintsFields ucx = HintsToUcx(h);
+  // Packed fields are copied out before comparing (no references to them).
+  Key128 parent{};
+  std::memcpy(parent.data(), ucx.parent_key, parent.size());
+  EXPECT_EQ(parent, KeyOf(7));
+  EXPECT_EQ(int{ucx.hint_flags}, wire::ucx::kHintHasParent | wire::ucx::kHintPin);
+  EXPECT_EQ(uint64_t{ucx.session_id}, 5u);
+  EXPECT_EQ(uint32_t{ucx.ttl_ms}, 100u);
+  EXPECT_EQ(int{ucx.priority}, 1);
+  EXPECT_EQ(int{ucx.reserved}, 0);
+  EXPECT_TRUE(HintsToProto(none).parent_key().empty());
+  EXPECT_EQ(int{HintsToUcx(none).hint_flags}, 0);
 }
 
 TEST(MessagesTest, CallsWithoutANamespaceNameNone) {

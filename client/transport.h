@@ -36,7 +36,8 @@ class Transport {
   virtual absl::StatusOr<Key128> RegisterNamespace(const CallContext& ctx,
                                                    const Namespace& spec) = 0;
   virtual absl::StatusOr<LookupResult> Lookup(const CallContext& ctx, const Key128& ns,
-                                              absl::Span<const Key128> keys, uint32_t lease_ms) = 0;
+                                              absl::Span<const Key128> keys, uint32_t lease_ms,
+                                              uint64_t session_id) = 0;
   // Streams items[i] with checksums[i] (XXH3-64 of its payload, which the daemon verifies,
   // or 0: the daemon computes it); fills each item's status and already_present.
   // REQUIRES: checksums.size() == items.size().
@@ -53,6 +54,13 @@ class Transport {
   // ns == nullptr: totals only.
   virtual absl::StatusOr<ServerStats> Stats(const CallContext& ctx, const Key128* ns) = 0;
   virtual absl::StatusOr<HealthInfo> Health(const CallContext& ctx) = 0;
+  // The admin calls of Client.
+  virtual absl::StatusOr<std::vector<NamespaceUsage>> ListNamespaces(const CallContext& ctx) = 0;
+  virtual absl::StatusOr<uint64_t> ClearNamespace(const CallContext& ctx, const Key128& ns) = 0;
+  virtual absl::StatusOr<uint32_t> Pin(const CallContext& ctx, const Key128& ns,
+                                       absl::Span<const Key128> keys, bool pin) = 0;
+  virtual absl::Status EndSession(const CallContext& ctx, const Key128& ns,
+                                  uint64_t session_id) = 0;
 
   // See Client::RegisterMemory; transports without registration accept and ignore it.
   virtual absl::Status RegisterMemory(const void* data, size_t size) { return absl::OkStatus(); }

@@ -18,7 +18,9 @@
 
 namespace kvstash::client_internal {
 
-constexpr size_t kPutHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::PutFields);
+// The longest Put header: with the hints block (kFlagPutHints).
+constexpr size_t kPutHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::PutFields) +
+                                   sizeof(wire::ucx::PutHintsFields);
 constexpr size_t kGetHeaderBytes = sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::GetFields);
 constexpr size_t kCommitHeaderBytes =
     sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::CommitFields);

@@ -7,6 +7,7 @@
 #include "client/messages.h"
 #include "client/ucx_call.h"
 #include "client/ucx_channel.h"
+#include "client/wire_convert.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -38,12 +39,18 @@ absl::Status UcxChannel::Put(const Key128& ns, absl::Span<PutItem> items,
     f.index = static_cast<uint32_t>(i);
     f.count = static_cast<uint32_t>(items.size());
     const bool direct = arena_ != nullptr && item.size >= kDirectPutMin;
-    h.flags = direct ? wire::ucx::kFlagDirect : 0;
+    const bool hints = HasHints(item.hints);
+    h.flags = (direct ? wire::ucx::kFlagDirect : 0) | (hints ? wire::ucx::kFlagPutHints : 0);
     uint8_t* hdr = call_->put_headers[i].data();
     std::memcpy(hdr, &h, sizeof(h));
     std::memcpy(hdr + sizeof(h), &f, sizeof(f));
-    absl::Status s = direct ? SendRequest(hdr, kPutHeaderBytes, nullptr, 0, nullptr)
-                            : SendRequest(hdr, kPutHeaderBytes, item.data, item.size,
+    if (hints) {
+      const wire::ucx::PutHintsFields hf = HintsToUcx(item.hints);
+      std::memcpy(hdr + sizeof(h) + sizeof(f), &hf, sizeof(hf));
+    }
+    const size_t hdr_bytes = wire::ucx::RequestHeaderLength(WireOp::kPut, h.flags);
+    absl::Status s = direct ? SendRequest(hdr, hdr_bytes, nullptr, 0, nullptr)
+                            : SendRequest(hdr, hdr_bytes, item.data, item.size,
                                           memh ? memh(item.data, item.size) : nullptr);
     if (!s.ok()) return s;
   }

@@ -109,11 +109,11 @@ void UcxChannel::ResendPlain(uint32_t index) {
   uint8_t* hdr = c.put_headers[index].data();
   wire::ucx::RequestHeader rh;
   std::memcpy(&rh, hdr, sizeof(rh));
-  rh.flags = 0;
+  rh.flags &= ~wire::ucx::kFlagDirect;
   std::memcpy(hdr, &rh, sizeof(rh));
   const MemhLookup& memh = *c.memh;
-  (void)SendRequest(hdr, kPutHeaderBytes, item.data, item.size,
-                    memh ? memh(item.data, item.size) : nullptr);
+  (void)SendRequest(hdr, wire::ucx::RequestHeaderLength(wire::ucx::Op::kPut, rh.flags), item.data,
+                    item.size, memh ? memh(item.data, item.size) : nullptr);
 }
 
 void UcxChannel::ReadDirect(const ReplyHeader& h, absl::string_view runs) {

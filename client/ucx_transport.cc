@@ -27,6 +27,14 @@ WireOp OpOf(UnaryMethod method) {
       return WireOp::kStats;
     case UnaryMethod::kHealth:
       return WireOp::kHealth;
+    case UnaryMethod::kListNamespaces:
+      return WireOp::kListNamespaces;
+    case UnaryMethod::kClearNamespace:
+      return WireOp::kClearNamespace;
+    case UnaryMethod::kPin:
+      return WireOp::kPin;
+    case UnaryMethod::kEndSession:
+      return WireOp::kEndSession;
   }
   return WireOp::kHealth;
 }

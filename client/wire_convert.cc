@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "proto/namespace_spec.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -91,6 +92,51 @@ HealthInfo HealthFromProto(const v1::HealthResponse& resp) {
   out.serving = resp.state() == v1::HealthResponse::SERVING;
   out.version = resp.version();
   out.uptime_ms = resp.uptime_ms();
+  return out;
+}
+
+absl::StatusOr<NamespaceUsage> UsageFromProto(const v1::NamespaceUsage& u) {
+  NamespaceUsage out;
+  absl::StatusOr<Key128> id = KeyFromBytes(u.namespace_id(), "namespace id");
+  if (!id.ok()) return id.status();
+  out.id = *id;
+  out.registered = u.has_spec();
+  if (out.registered) out.spec = wire::NamespaceFromProto(u.spec());
+  out.tenant = u.tenant();
+  out.dram_chunks = u.dram_chunks();
+  out.dram_bytes = u.dram_bytes();
+  out.nvme_chunks = u.nvme_chunks();
+  out.nvme_bytes = u.nvme_bytes();
+  out.pinned_bytes = u.pinned_bytes();
+  return out;
+}
+
+bool HasHints(const PutHints& h) {
+  return h.has_parent || h.session_id != 0 || h.ttl_ms != 0 || h.priority != Priority::kNormal ||
+         h.pin;
+}
+
+v1::ChunkHints HintsToProto(const PutHints& h) {
+  v1::ChunkHints out;
+  if (h.has_parent) out.set_parent_key(KeyToBytes(h.parent));
+  out.set_session_id(h.session_id);
+  out.set_ttl_ms(h.ttl_ms);
+  // An out-of-range value is sent as it is, for the daemon to refuse by name.
+  out.set_priority(static_cast<v1::Priority>(h.priority));
+  out.set_pin(h.pin);
+  return out;
+}
+
+wire::ucx::PutHintsFields HintsToUcx(const PutHints& h) {
+  wire::ucx::PutHintsFields out{};
+  if (h.has_parent) {
+    std::memcpy(out.parent_key, h.parent.data(), sizeof(out.parent_key));
+    out.hint_flags |= wire::ucx::kHintHasParent;
+  }
+  if (h.pin) out.hint_flags |= wire::ucx::kHintPin;
+  out.session_id = h.session_id;
+  out.ttl_ms = h.ttl_ms;
+  out.priority = static_cast<uint8_t>(h.priority);
   return out;
 }
 

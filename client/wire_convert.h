@@ -12,6 +12,7 @@
 #include "kvstash/client.h"
 #include "kvstash/keys.h"
 #include "kvstash/v1/kvstash.pb.h"
+#include "proto/ucx_wire.h"
 
 namespace kvstash::client_internal {
 
@@ -25,5 +26,14 @@ std::vector<ChunkTier> TiersFromBytes(absl::string_view bytes);
 // Totals, or the counters of namespace `ns` when given; DRAM capacity from the tiers.
 ServerStats StatsFromProto(const v1::StatsResponse& resp, const Key128* ns);
 HealthInfo HealthFromProto(const v1::HealthResponse& resp);
+// INTERNAL when the namespace id is not 16 bytes.
+absl::StatusOr<NamespaceUsage> UsageFromProto(const v1::NamespaceUsage& usage);
+
+// Whether `hints` says anything (a Put sends hints only then, so a hint-less Put is
+// byte-identical to one from a client that predates hints).
+bool HasHints(const PutHints& hints);
+// The hints as the gRPC chunk header and the UCX Put header carry them.
+v1::ChunkHints HintsToProto(const PutHints& hints);
+wire::ucx::PutHintsFields HintsToUcx(const PutHints& hints);
 
 }  // namespace kvstash::client_internal

@@ -50,10 +50,11 @@ absl::Status ParseHelloReply(absl::string_view body, HelloReply* reply,
   return absl::OkStatus();
 }
 
-size_t RequestHeaderLength(Op op) {
+size_t RequestHeaderLength(Op op, uint16_t flags) {
   switch (op) {
     case Op::kPut:
-      return sizeof(RequestHeader) + sizeof(PutFields);
+      return sizeof(RequestHeader) + sizeof(PutFields) +
+             ((flags & kFlagPutHints) != 0 ? sizeof(PutHintsFields) : 0);
     case Op::kGet:
       return sizeof(RequestHeader) + sizeof(GetFields);
     case Op::kCommit:
@@ -81,7 +82,7 @@ absl::Status ParseRequestHeader(const void* header, size_t length, RequestHeader
   if (out->op == 0 || out->op > kMaxOp) {
     return absl::InvalidArgumentError(absl::StrCat("UCX request header: unknown op ", out->op));
   }
-  const size_t want = RequestHeaderLength(static_cast<Op>(out->op));
+  const size_t want = RequestHeaderLength(static_cast<Op>(out->op), out->flags);
   if (length != want) {
     return absl::InvalidArgumentError(absl::StrCat("UCX request header for op ", out->op, " is ",
                                                    length, " bytes; expected ", want));

@@ -48,8 +48,12 @@ enum class Op : uint8_t {
                            // answered like the Put it completes (reply op kPut)
   kRelease = 12,           // no body: the client has copied the chunks of Get `request_id` that
                            // came back kFlagDirect; no reply
+  kListNamespaces = 13,    // body: v1.ListNamespacesRequest    reply: v1.ListNamespacesResponse
+  kClearNamespace = 14,    // body: v1.ClearNamespaceRequest    reply: v1.ClearNamespaceResponse
+  kPin = 15,               // body: v1.PinRequest               reply: v1.PinResponse
+  kEndSession = 16,        // body: v1.EndSessionRequest        reply: v1.EndSessionResponse
 };
-inline constexpr uint8_t kMaxOp = 12;
+inline constexpr uint8_t kMaxOp = 16;
 
 // RequestHeader.flags of Attach: the client's data endpoint handles peer failures (the
 // daemon's reply endpoint must use the same error handling mode).
@@ -58,6 +62,9 @@ inline constexpr uint16_t kFlagPeerErrorHandling = 1;
 // an ArenaInfo and the packed remote key). Put: no payload follows; reserve the chunk and
 // say where to write it. Get: chunks in the arena may be answered with where to read them.
 inline constexpr uint16_t kFlagDirect = 2;
+// RequestHeader.flags of Put: a PutHintsFields block follows PutFields in the AM header.
+// Without it the header is as before hints existed, so older clients' Puts still parse.
+inline constexpr uint16_t kFlagPutHints = 4;
 
 // ReplyHeader.flags.
 inline constexpr uint16_t kFlagAlreadyPresent = 1;  // Put: the key was already stored
@@ -89,6 +96,19 @@ struct PutFields {
   uint32_t format;
   uint32_t index;  // position of this chunk in the client's Put call, echoed in the reply
   uint32_t count;  // chunks in the client's Put call
+};
+// PutHintsFields.hint_flags.
+inline constexpr uint8_t kHintHasParent = 1;  // parent_key names the chunk before this one
+inline constexpr uint8_t kHintPin = 2;        // pin the chunk
+// Follows PutFields in the AM header of a Put with kFlagPutHints: the chunk's hints
+// (kvstash/hints.h, docs/protocol.md "Hints"). 32 bytes.
+struct PutHintsFields {
+  uint8_t parent_key[16];  // valid with kHintHasParent
+  uint64_t session_id;     // 0: none
+  uint32_t ttl_ms;         // 0: none
+  uint8_t priority;        // kvstash::Priority / v1.Priority value
+  uint8_t hint_flags;      // kHint*
+  uint16_t reserved;       // 0
 };
 // Follows RequestHeader in the AM header of a Get. 16 bytes.
 struct GetFields {
@@ -143,6 +163,7 @@ struct ReplyHeader {
 
 static_assert(sizeof(RequestHeader) == 32);
 static_assert(sizeof(PutFields) == 48);
+static_assert(sizeof(PutHintsFields) == 32);
 static_assert(sizeof(GetFields) == 16);
 static_assert(sizeof(GetItemRecord) == 24);
 static_assert(sizeof(CommitFields) == 16);
@@ -171,14 +192,17 @@ std::string EncodeHelloReply(const HelloReply& reply, absl::string_view worker_a
 absl::Status ParseHelloReply(absl::string_view body, HelloReply* reply,
                              absl::string_view* worker_address);
 
-// Size of the AM header for `op`: RequestHeader plus its op-specific block.
-size_t RequestHeaderLength(Op op);
+// Size of the AM header for `op` with RequestHeader.flags `flags`: RequestHeader plus its
+// op-specific blocks (a Put with kFlagPutHints carries PutHintsFields after PutFields).
+size_t RequestHeaderLength(Op op, uint16_t flags = 0);
 
-// Copies a trailing struct that follows RequestHeader in an AM header.
+// Copies a struct that sits `offset` bytes after RequestHeader in an AM header (by default
+// right after it).
 template <typename T>
-T ReadFields(const void* header) {
+T ReadFields(const void* header, size_t offset = 0) {
   T out;
-  std::memcpy(&out, static_cast<const uint8_t*>(header) + sizeof(RequestHeader), sizeof(T));
+  std::memcpy(&out, static_cast<const uint8_t*>(header) + sizeof(RequestHeader) + offset,
+              sizeof(T));
   return out;
 }
 

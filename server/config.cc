@@ -18,6 +18,7 @@
 #include "proto/ucx_wire.h"
 #include "server/config_reader.h"
 #include "server/config_schema.h"
+#include "storage/tenant_quota_config.h"
 
 namespace kvstash::server {
 
@@ -28,6 +29,7 @@ server:
   max_frame_bytes: 4MiB           # largest payload per Put frame
   send_frame_bytes: 1MiB          # payload per Get frame
   max_keys_per_request: 65536     # keys per Lookup/Get/Exists/Delete, chunks per Put
+  max_ttl_ms: 86400000            # longest TTL hint a Put may carry (0: none allowed)
   shutdown_grace_ms: 10000        # in-flight calls may finish for this long on SIGTERM
 data_dir: "./var/kvstash"
 log:
@@ -49,6 +51,7 @@ storage:
     capacity_bytes: 16GiB         # payload budget; the directory settles within ~1.25x
     demotion_threads: 1           # threads writing DRAM evictions to NVMe
     read_threads: 4               # threads reading NVMe hits for gRPC gets
+    read_bytes_per_s: 0           # pace NVMe reads to this rate (a slow tier); 0 = unlimited
     demotion_queue_chunks: 16     # evictions waiting to be written; beyond: dropped
     demotion_wait_ms: 0           # longest such wait; 0: never block a put, drop at once
     clean_window_percent: 25      # coldest % of DRAM written to NVMe ahead of eviction
@@ -57,6 +60,14 @@ storage:
     sync_writes: false            # fsync the WAL per write (survives power loss, slower)
     promote_on_hit: true          # copy a chunk served from NVMe into DRAM
     low_priority_background: true # demotion, cleaning, RocksDB flushes at nice 19
+  sessions:                       # puts and lookups naming a session id (application hints)
+    idle_timeout_ms: 300000       # a session no put or lookup names for this long ends
+    max_sessions: 65536           # past it the session idle longest ends
+  tenants:                        # per-tenant quotas; unregistered namespaces: "default"
+    dram_quota_bytes: 0           # DRAM payload per tenant; 0 = none
+    nvme_quota_bytes: 0           # NVMe payload per tenant; 0 = none
+    pin_quota_bytes: 64MiB        # pinned payload per tenant; 0 = no pins
+    overrides: ""                 # "TENANT:dram=SIZE,nvme=SIZE,pin=SIZE;..." (others: above)
 metrics:                          # HTTP endpoint: /metrics, /healthz, /readyz
   enabled: true
   listen: "127.0.0.1:7071"        # HOST:PORT; port 0 picks a free port
@@ -211,6 +222,9 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
         absl::StrCat("storage.dram.capacity_bytes: must be at least page_bytes (", d.page_bytes,
                      "), got ", d.capacity_bytes));
   }
+  if (absl::Status t = storage::ParseTenantQuotas(c.storage.tenants).status(); !t.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("storage.", t.message()));
+  }
   if (c.data_dir.empty()) return absl::InvalidArgumentError("data_dir: must not be empty");
   return absl::OkStatus();
 }
@@ -238,6 +252,8 @@ storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
   o.max_lease = absl::Milliseconds(storage.max_lease_ms);
   o.nvme = storage.nvme;  // the storage fields of NvmeConfig
   o.nvme.path = NvmePath();
+  o.sessions = storage.sessions;
+  o.tenants = storage.tenants;
   return o;
 }
 

@@ -38,6 +38,9 @@ struct GrpcConfig {
   uint64_t send_frame_bytes = 1ull << 20;
   // Most keys one Lookup/Get/Exists/Delete request may name, and most chunks per Put call.
   uint32_t max_keys_per_request = 65536;
+  // Longest TTL hint a Put may carry (docs/protocol.md, "Hints"); a longer one fails the
+  // call with INVALID_ARGUMENT rather than keep a chunk longer than the operator allows.
+  int64_t max_ttl_ms = 86400000;
   // On SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled.
   int64_t shutdown_grace_ms = 10000;
 };
@@ -79,6 +82,9 @@ struct StorageConfig {
   int index_shards = storage::ChunkStoreOptions().index_shards;
   DramConfig dram;
   NvmeConfig nvme;
+  // `storage.sessions:` and `storage.tenants:` are the store's options as they are.
+  storage::ChunkStoreOptions::Sessions sessions;
+  storage::ChunkStoreOptions::Tenants tenants;
 };
 
 // The `metrics:` section: the HTTP endpoint serving /metrics, /healthz and /readyz.

@@ -77,6 +77,7 @@ void VisitServer(GrpcConfig& c, V& v) {
   v.Size("max_frame_bytes", &c.max_frame_bytes, {4 * kKiB, kGiB});
   v.Size("send_frame_bytes", &c.send_frame_bytes, {4 * kKiB, kGiB});
   v.Int("max_keys_per_request", &c.max_keys_per_request, {1, 1 << 24});
+  v.Int("max_ttl_ms", &c.max_ttl_ms, {0, 30 * kDayMs});
   v.Int("shutdown_grace_ms", &c.shutdown_grace_ms, {0, kDayMs});
   v.End();
 }
@@ -108,6 +109,7 @@ void VisitNvme(NvmeConfig& c, V& v) {
   v.Size("capacity_bytes", &c.capacity_bytes, {kMiB});
   v.Int("demotion_threads", &c.demotion_threads, {1, kMaxThreads});
   v.Int("read_threads", &c.read_threads, {1, kMaxThreads});
+  v.Size("read_bytes_per_s", &c.read_bytes_per_s, {0});
   v.Int("demotion_queue_chunks", &c.demotion_queue_chunks, {1, 1 << 20});
   v.Int("demotion_wait_ms", &c.demotion_wait_ms, {0, kHourMs});
   v.Int("clean_window_percent", &c.clean_window_percent, {0, 100});
@@ -120,6 +122,25 @@ void VisitNvme(NvmeConfig& c, V& v) {
 }
 
 template <typename V>
+void VisitSessions(storage::ChunkStoreOptions::Sessions& c, V& v) {
+  v.Begin("sessions");
+  v.Int("idle_timeout_ms", &c.idle_timeout_ms, {1, kDayMs});
+  v.Int("max_sessions", &c.max_sessions, {1, 1 << 24});
+  v.End();
+}
+
+// `overrides` is checked by storage::ParseTenantQuotas (CheckCrossFields).
+template <typename V>
+void VisitTenants(storage::ChunkStoreOptions::Tenants& c, V& v) {
+  v.Begin("tenants");
+  v.Size("dram_quota_bytes", &c.dram_quota_bytes, {0});
+  v.Size("nvme_quota_bytes", &c.nvme_quota_bytes, {0});
+  v.Size("pin_quota_bytes", &c.pin_quota_bytes, {0});
+  v.String("overrides", &c.overrides);
+  v.End();
+}
+
+template <typename V>
 void VisitStorage(StorageConfig& c, V& v) {
   v.Begin("storage");
   v.Size("max_chunk_bytes", &c.max_chunk_bytes, {1});
@@ -127,6 +148,8 @@ void VisitStorage(StorageConfig& c, V& v) {
   v.Int("index_shards", &c.index_shards, {1, 65536, /*power_of_two=*/true});
   VisitDram(c.dram, v);
   VisitNvme(c.nvme, v);
+  VisitSessions(c.sessions, v);
+  VisitTenants(c.tenants, v);
   v.End();
 }
 

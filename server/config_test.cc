@@ -169,6 +169,22 @@ TEST(ConfigTest, OverrideThroughAValueIsRejected) {
   EXPECT_THAT(ErrorOf("", {{"a..b", "1"}}), HasSubstr("bad key"));
 }
 
+TEST(ConfigTest, SessionsAndTenantQuotasReachTheStore) {
+  absl::StatusOr<ServerConfig> c = ParseConfig(
+      "storage: {sessions: {idle_timeout_ms: 1000}, tenants: {pin_quota_bytes: 0, "
+      "overrides: \"acme:dram=2GiB,pin=1MiB\"}}",
+      {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  const storage::ChunkStoreOptions o = c->ToChunkStoreOptions();
+  EXPECT_EQ(o.sessions.idle_timeout_ms, 1000);
+  EXPECT_EQ(o.tenants.pin_quota_bytes, 0u);
+  EXPECT_EQ(o.tenants.overrides, "acme:dram=2GiB,pin=1MiB");
+  EXPECT_THAT(ErrorOf("", {{"storage.tenants.overrides", "acme:dram=lots"}}),
+              HasSubstr("storage.tenants.overrides: tenant \"acme\": dram:"));
+  EXPECT_THAT(ErrorOf("storage: {sessions: {max_sessions: 0}}"),
+              HasSubstr("storage.sessions.max_sessions"));
+}
+
 TEST(ConfigTest, UnknownKeysAreRejectedNamingThem) {
   EXPECT_THAT(ErrorOf("server: {grpc_lisen: \"1.2.3.4:5\"}"),
               HasSubstr("server.grpc_lisen: unknown key"));
@@ -274,6 +290,7 @@ storage:
     capacity_bytes: 256MiB
     demotion_threads: 3
     read_threads: 6
+    read_bytes_per_s: 200MiB
     demotion_queue_chunks: 64
     write_through: true
     sync_writes: true
@@ -285,6 +302,7 @@ storage:
   EXPECT_EQ(o.nvme.capacity_bytes, 256u << 20);
   EXPECT_EQ(o.nvme.demotion_threads, 3);
   EXPECT_EQ(o.nvme.read_threads, 6);
+  EXPECT_EQ(o.nvme.read_bytes_per_s, 200u << 20);
   EXPECT_EQ(o.nvme.demotion_queue_chunks, 64);
   EXPECT_TRUE(o.nvme.write_through);
   EXPECT_TRUE(o.nvme.sync_writes);
@@ -292,6 +310,7 @@ storage:
   EXPECT_FALSE(o.nvme.low_priority_background);
   std::string yaml = EmitConfig(c);
   EXPECT_THAT(yaml, HasSubstr("capacity_bytes: 256MiB"));
+  EXPECT_THAT(yaml, HasSubstr("read_bytes_per_s: 200MiB"));
   EXPECT_EQ(EmitConfig(MustParse(yaml)), yaml);
 }
 

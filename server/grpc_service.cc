@@ -75,4 +75,28 @@ grpc::ServerUnaryReactor* KvStashService::Health(grpc::CallbackServerContext* co
   return AnswerUnary(requests_, Op::kHealth, context, *request, response);
 }
 
+grpc::ServerUnaryReactor* KvStashService::ListNamespaces(grpc::CallbackServerContext* context,
+                                                         const v1::ListNamespacesRequest* request,
+                                                         v1::ListNamespacesResponse* response) {
+  return AnswerUnary(requests_, Op::kListNamespaces, context, *request, response);
+}
+
+grpc::ServerUnaryReactor* KvStashService::ClearNamespace(grpc::CallbackServerContext* context,
+                                                         const v1::ClearNamespaceRequest* request,
+                                                         v1::ClearNamespaceResponse* response) {
+  return AnswerUnary(requests_, Op::kClearNamespace, context, *request, response);
+}
+
+grpc::ServerUnaryReactor* KvStashService::Pin(grpc::CallbackServerContext* context,
+                                              const v1::PinRequest* request,
+                                              v1::PinResponse* response) {
+  return AnswerUnary(requests_, Op::kPin, context, *request, response);
+}
+
+grpc::ServerUnaryReactor* KvStashService::EndSession(grpc::CallbackServerContext* context,
+                                                     const v1::EndSessionRequest* request,
+                                                     v1::EndSessionResponse* response) {
+  return AnswerUnary(requests_, Op::kEndSession, context, *request, response);
+}
+
 }  // namespace kvstash::server

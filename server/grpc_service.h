@@ -19,11 +19,14 @@ namespace kvstash::server {
 namespace internal {
 using v1::KvStash;
 // Every method on the callback API; Put and Get take raw byte buffers.
+using KvStashAdminBase =
+    KvStash::WithCallbackMethod_ListNamespaces<KvStash::WithCallbackMethod_ClearNamespace<
+        KvStash::WithCallbackMethod_Pin<KvStash::WithCallbackMethod_EndSession<KvStash::Service>>>>;
 using KvStashCallbackBase = KvStash::WithCallbackMethod_RegisterNamespace<
     KvStash::WithCallbackMethod_Lookup<KvStash::WithRawCallbackMethod_Put<
         KvStash::WithRawCallbackMethod_Get<KvStash::WithCallbackMethod_Exists<
             KvStash::WithCallbackMethod_Delete<KvStash::WithCallbackMethod_Stats<
-                KvStash::WithCallbackMethod_Health<KvStash::Service>>>>>>>>;
+                KvStash::WithCallbackMethod_Health<KvStashAdminBase>>>>>>>>;
 }  // namespace internal
 
 class KvStashService final : public internal::KvStashCallbackBase {
@@ -54,6 +57,17 @@ class KvStashService final : public internal::KvStashCallbackBase {
   grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* context,
                                    const v1::HealthRequest* request,
                                    v1::HealthResponse* response) override;
+  grpc::ServerUnaryReactor* ListNamespaces(grpc::CallbackServerContext* context,
+                                           const v1::ListNamespacesRequest* request,
+                                           v1::ListNamespacesResponse* response) override;
+  grpc::ServerUnaryReactor* ClearNamespace(grpc::CallbackServerContext* context,
+                                           const v1::ClearNamespaceRequest* request,
+                                           v1::ClearNamespaceResponse* response) override;
+  grpc::ServerUnaryReactor* Pin(grpc::CallbackServerContext* context, const v1::PinRequest* request,
+                                v1::PinResponse* response) override;
+  grpc::ServerUnaryReactor* EndSession(grpc::CallbackServerContext* context,
+                                       const v1::EndSessionRequest* request,
+                                       v1::EndSessionResponse* response) override;
 
  private:
   const Requests requests_;  // over the env and its gRPC metrics

@@ -309,6 +309,10 @@ TEST_F(GrpcServiceTest, MalformedPutStreamsFailTheCallAndLeaveNoTrace) {
   data_first.set_namespace_id(ns_);
   v1::PutFrame no_ns = header_frame(key, 100, 100);
   no_ns.clear_namespace_id();
+  v1::PutFrame short_parent = header_frame(key, 100, 100);
+  short_parent.mutable_header()->mutable_hints()->set_parent_key("short");
+  v1::PutFrame bad_priority = header_frame(key, 100, 100);
+  bad_priority.mutable_header()->mutable_hints()->set_priority(static_cast<v1::Priority>(1000));
   const Case cases[] = {
       {"data before header", {data_first}, grpc::StatusCode::INVALID_ARGUMENT, "no header"},
       {"payload past size",
@@ -329,6 +333,14 @@ TEST_F(GrpcServiceTest, MalformedPutStreamsFailTheCallAndLeaveNoTrace) {
        grpc::StatusCode::INVALID_ARGUMENT,
        "still missing"},
       {"no namespace", {no_ns}, grpc::StatusCode::INVALID_ARGUMENT, "namespace_id"},
+      {"short parent key",
+       {short_parent},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "hints.parent_key must be 16 bytes"},
+      {"unknown priority",
+       {bad_priority},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "hints.priority 1000"},
   };
   for (const Case& c : cases) {
     v1::PutResponse resp;

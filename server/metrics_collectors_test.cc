@@ -114,6 +114,24 @@ TEST(StoreMetricsTest, EveryNvmeCounterReachesItsSeries) {
 #undef KVSTASH_EXPECT
 }
 
+TEST(StoreMetricsTest, HintCountersReachTheirSeries) {
+  storage::StoreStats stats;
+  stats.tiers.push_back({storage::Tier::kDram});
+  stats.total.hint_drops = 11;
+  stats.total.quota_evictions = 12;
+  stats.total.pin_quota_refusals = 13;
+  stats.total.pinned_bytes = 14;
+  stats.total.sessions = 15;
+  std::vector<metrics::Family> families;
+  CollectStoreStats(stats, &families);
+  const std::string text = metrics::RenderText(families);
+  EXPECT_THAT(text, HasSubstr("kvstash_hint_drops_total 11\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_quota_evictions_total 12\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_pin_quota_refusals_total 13\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_pinned_bytes 14\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_sessions 15\n"));
+}
+
 TEST(StoreMetricsTest, DramOnlyExportsNoNvmeSeriesButTheQueueDepth) {
   storage::StoreStats stats;
   stats.tiers.push_back({storage::Tier::kDram});

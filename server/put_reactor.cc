@@ -133,6 +133,12 @@ absl::Status PutReactor::StartChunk(const v1::ChunkHeader& header) {
   h.meta.tokens = header.tokens();
   h.meta.format = header.format();
   h.meta.checksum = header.checksum();
+  const v1::ChunkHints& hints = header.hints();
+  h.hints.parent_key = hints.parent_key();
+  h.hints.session_id = hints.session_id();
+  h.hints.ttl_ms = hints.ttl_ms();
+  h.hints.priority = hints.priority();
+  h.hints.pin = hints.pin();
   if (absl::Status s = requests_->CheckPutChunk(h); !s.ok()) return s;
   active_ = true;
   remaining_ = h.meta.size_bytes;

@@ -1,8 +1,10 @@
 #include "server/requests.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "server/stats_reply.h"
 
@@ -16,7 +18,11 @@ constexpr const char* kRefused[kOpCount] = {"register_namespace refused",
                                             "exists refused",
                                             "delete refused",
                                             "stats refused",
-                                            "health refused"};
+                                            "health refused",
+                                            "list_namespaces refused",
+                                            "clear_namespace refused",
+                                            "pin refused",
+                                            "end_session refused"};
 
 // Parses `bytes` as a Req, answers it with `requests.Unary`, serializes the Resp.
 template <typename Req, typename Resp>
@@ -29,6 +35,51 @@ absl::Status UnarySerialized(const Requests& requests, absl::string_view bytes, 
   if (absl::Status s = requests.Unary(req, &resp); !s.ok()) return s;
   resp.SerializeToString(out);
   return absl::OkStatus();
+}
+
+// The tenant a namespace's chunks count against: its spec's, "default" when the spec
+// names none (as the store counts unbound namespaces).
+std::string TenantOf(const v1::NamespaceSpec& spec) {
+  return spec.tenant().empty() ? std::string("default") : spec.tenant();
+}
+
+absl::Status CheckHints(const PutChunkHints& h, uint32_t index, uint32_t max_ttl_ms) {
+  if (!h.parent_key.empty() && h.parent_key.size() != sizeof(Key128)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chunk ", index, ": hints.parent_key must be 16 bytes, got ", h.parent_key.size()));
+  }
+  if (h.priority < 0 || h.priority > static_cast<int64_t>(Priority::kHigh)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk ", index, ": hints.priority ", h.priority,
+                     " is not a known priority (0 normal, 1 low, 2 high)"));
+  }
+  if (h.ttl_ms > max_ttl_ms) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk ", index, ": hints.ttl_ms ", h.ttl_ms,
+                                                   " exceeds server.max_ttl_ms (", max_ttl_ms,
+                                                   ")"));
+  }
+  return absl::OkStatus();
+}
+
+// REQUIRES: CheckHints(h) is OK.
+PutHints ToPutHints(const PutChunkHints& h) {
+  PutHints out;
+  out.has_parent = !h.parent_key.empty();
+  if (out.has_parent) std::memcpy(out.parent.data(), h.parent_key.data(), out.parent.size());
+  out.session_id = h.session_id;
+  out.ttl_ms = h.ttl_ms;
+  out.priority = static_cast<Priority>(h.priority);
+  out.pin = h.pin;
+  return out;
+}
+
+void SetUsage(const storage::NamespaceUsage& u, v1::NamespaceUsage* out) {
+  if (!u.tenant.empty()) out->set_tenant(u.tenant);
+  out->set_dram_chunks(u.dram_chunks);
+  out->set_dram_bytes(u.dram_bytes);
+  out->set_nvme_chunks(u.nvme_chunks);
+  out->set_nvme_bytes(u.nvme_bytes);
+  out->set_pinned_bytes(u.pinned_bytes);
 }
 
 }  // namespace
@@ -85,7 +136,7 @@ absl::Status Requests::CheckPutChunk(const PutChunkHeader& h) const {
     return absl::InvalidArgumentError(absl::StrCat("more than server.max_keys_per_request (",
                                                    max_keys, ") chunks in one Put call"));
   }
-  return absl::OkStatus();
+  return CheckHints(h.hints, h.index, env_->limits.max_ttl_ms);
 }
 
 PutChunk Requests::BeginPut(const Key128& ns, const PutChunkHeader& h) const {
@@ -95,7 +146,7 @@ PutChunk Requests::BeginPut(const Key128& ns, const PutChunkHeader& h) const {
   storage::ChunkId id{ns, {}};
   std::memcpy(id.key.data(), h.key.data(), id.key.size());
   absl::StatusOr<std::unique_ptr<storage::PendingChunk>> pending =
-      env_->store->BeginPut(id, h.meta);
+      env_->store->BeginPut(id, h.meta, ToPutHints(h.hints));
   if (pending.ok()) {
     chunk.pending_ = std::move(*pending);
   } else if (absl::IsAlreadyExists(pending.status())) {
@@ -111,6 +162,7 @@ absl::Status Requests::Unary(const v1::RegisterNamespaceRequest& req,
   if (absl::Status s = Admit(); !s.ok()) return s;
   absl::StatusOr<Key128> id = env_->registry->Register(req.spec());
   if (!id.ok()) return id.status();
+  env_->store->SetNamespaceTenant(*id, TenantOf(req.spec()));
   resp->set_namespace_id(KeyToBytes(*id));
   return absl::OkStatus();
 }
@@ -128,11 +180,16 @@ absl::StatusOr<Requests::NamespaceKeys> Requests::AdmitKeys(const std::string& n
   return call;
 }
 
+absl::StatusOr<Key128> Requests::AdmitNamespace(const std::string& namespace_id) const {
+  if (absl::Status s = Admit(); !s.ok()) return s;
+  return env_->registry->Resolve(namespace_id);
+}
+
 absl::Status Requests::Unary(const v1::LookupRequest& req, v1::LookupResponse* resp) const {
   absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
   if (!call.ok()) return call.status();
-  storage::LookupResult r =
-      env_->store->Lookup(call->ns, call->keys, absl::Milliseconds(req.lease_ms()));
+  storage::LookupResult r = env_->store->Lookup(
+      call->ns, call->keys, absl::Milliseconds(req.lease_ms()), req.session_id());
   resp->set_hit_count(r.hit_count);
   metrics_->AddLookup(call->keys.size(), r.hit_count, uint64_t{r.hit_count} * call->chunk_tokens);
   std::string* tiers = resp->mutable_tiers();
@@ -179,6 +236,60 @@ absl::Status Requests::Unary(const v1::HealthRequest&, v1::HealthResponse* resp)
   return absl::OkStatus();
 }
 
+absl::Status Requests::Unary(const v1::ListNamespacesRequest&,
+                             v1::ListNamespacesResponse* resp) const {
+  if (absl::Status s = Admit(); !s.ok()) return s;
+  // Registered namespaces are listed even before their first chunk; namespaces the store
+  // holds chunks of (from NVMe, before their writers registered again) without a spec.
+  absl::flat_hash_map<Key128, v1::NamespaceUsage> by_id;
+  for (auto& [id, spec] : env_->registry->All()) {
+    v1::NamespaceUsage& u = by_id[id];
+    u.set_tenant(TenantOf(spec));
+    *u.mutable_spec() = std::move(spec);
+  }
+  for (const storage::NamespaceUsage& usage : env_->store->NamespaceUsages()) {
+    SetUsage(usage, &by_id[usage.ns]);
+  }
+  std::vector<Key128> ids;
+  ids.reserve(by_id.size());
+  for (const auto& [id, u] : by_id) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (const Key128& id : ids) {
+    v1::NamespaceUsage* u = resp->add_namespaces();
+    *u = std::move(by_id[id]);
+    u->set_namespace_id(KeyToBytes(id));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Requests::Unary(const v1::ClearNamespaceRequest& req,
+                             v1::ClearNamespaceResponse* resp) const {
+  absl::StatusOr<Key128> ns = AdmitNamespace(req.namespace_id());
+  if (!ns.ok()) return ns.status();
+  resp->set_deleted(env_->store->ClearNamespace(*ns));
+  env_->log->Info("namespace cleared", {{"namespace", KeyToHex(*ns)}, {"chunks", resp->deleted()}});
+  return absl::OkStatus();
+}
+
+absl::Status Requests::Unary(const v1::PinRequest& req, v1::PinResponse* resp) const {
+  absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
+  if (!call.ok()) return call.status();
+  absl::StatusOr<uint32_t> changed = env_->store->Pin(call->ns, call->keys, !req.unpin());
+  if (!changed.ok()) return changed.status();
+  resp->set_changed(*changed);
+  return absl::OkStatus();
+}
+
+absl::Status Requests::Unary(const v1::EndSessionRequest& req, v1::EndSessionResponse*) const {
+  absl::StatusOr<Key128> ns = AdmitNamespace(req.namespace_id());
+  if (!ns.ok()) return ns.status();
+  if (req.session_id() == 0) {
+    return absl::InvalidArgumentError("session_id: 0 names no session");
+  }
+  env_->store->EndSession(*ns, req.session_id());
+  return absl::OkStatus();
+}
+
 absl::Status Requests::Unary(Op op, absl::string_view request, std::string* response) const {
   switch (op) {
     case Op::kRegisterNamespace:
@@ -194,6 +305,17 @@ absl::Status Requests::Unary(Op op, absl::string_view request, std::string* resp
       return UnarySerialized<v1::StatsRequest, v1::StatsResponse>(*this, request, response);
     case Op::kHealth:
       return UnarySerialized<v1::HealthRequest, v1::HealthResponse>(*this, request, response);
+    case Op::kListNamespaces:
+      return UnarySerialized<v1::ListNamespacesRequest, v1::ListNamespacesResponse>(*this, request,
+                                                                                    response);
+    case Op::kClearNamespace:
+      return UnarySerialized<v1::ClearNamespaceRequest, v1::ClearNamespaceResponse>(*this, request,
+                                                                                    response);
+    case Op::kPin:
+      return UnarySerialized<v1::PinRequest, v1::PinResponse>(*this, request, response);
+    case Op::kEndSession:
+      return UnarySerialized<v1::EndSessionRequest, v1::EndSessionResponse>(*this, request,
+                                                                            response);
     default:
       return absl::InvalidArgumentError("not a unary method");
   }

@@ -27,12 +27,23 @@ namespace kvstash::server {
 
 class Requests;
 
+// A Put chunk's hints as the wire carried them (docs/protocol.md, "Hints"), before
+// CheckPutChunk validated them.
+struct PutChunkHints {
+  absl::string_view parent_key;  // empty: none; else must be 16 bytes
+  uint64_t session_id = 0;
+  uint32_t ttl_ms = 0;   // at most server.max_ttl_ms
+  int64_t priority = 0;  // a kvstash::Priority value
+  bool pin = false;
+};
+
 // What a Put names about one chunk before its bytes.
 struct PutChunkHeader {
   uint32_t index = 0;     // position of the chunk in the Put call
   uint32_t count = 0;     // chunks in the call when the transport says up front; else 0
   absl::string_view key;  // must be 16 bytes
   storage::ChunkMeta meta;
+  PutChunkHints hints;
 };
 
 // One chunk of a Put, from BeginPut to its result. Finish() counts the result (stored,
@@ -83,7 +94,8 @@ class Requests {
   absl::StatusOr<std::vector<Key128>> ParseKeys(absl::string_view bytes) const;
 
   // INVALID_ARGUMENT when a chunk header breaks a rule (key size, size_bytes 0, more
-  // chunks than server.max_keys_per_request): the whole call fails.
+  // chunks than server.max_keys_per_request, a parent key not of 16 bytes, an unknown
+  // priority, a TTL above server.max_ttl_ms): the whole call fails.
   absl::Status CheckPutChunk(const PutChunkHeader& header) const;
   // Reserves the chunk in namespace `ns`. REQUIRES: CheckPutChunk(header) is OK.
   PutChunk BeginPut(const Key128& ns, const PutChunkHeader& header) const;
@@ -97,6 +109,12 @@ class Requests {
   absl::Status Unary(const v1::KeysRequest& req, v1::DeleteResponse* resp) const;
   absl::Status Unary(const v1::StatsRequest& req, v1::StatsResponse* resp) const;
   absl::Status Unary(const v1::HealthRequest& req, v1::HealthResponse* resp) const;
+  // Admin calls: every namespace registered or holding chunks with its usage; deleting a
+  // namespace's chunks; pinning a prompt's leading chunks; ending a session.
+  absl::Status Unary(const v1::ListNamespacesRequest& req, v1::ListNamespacesResponse* resp) const;
+  absl::Status Unary(const v1::ClearNamespaceRequest& req, v1::ClearNamespaceResponse* resp) const;
+  absl::Status Unary(const v1::PinRequest& req, v1::PinResponse* resp) const;
+  absl::Status Unary(const v1::EndSessionRequest& req, v1::EndSessionResponse* resp) const;
   // The same for a transport that carries serialized messages: parses `request` as the
   // request of `op` and serializes the response into `*response`. INVALID_ARGUMENT for an
   // unparsable request or an op that is not unary.
@@ -118,6 +136,8 @@ class Requests {
   };
   absl::StatusOr<NamespaceKeys> AdmitKeys(const std::string& namespace_id,
                                           absl::string_view keys) const;
+  // A call naming one namespace, admitted: the registered namespace's id.
+  absl::StatusOr<Key128> AdmitNamespace(const std::string& namespace_id) const;
 
   const ServiceEnv* const env_;
   TransportMetrics* const metrics_;

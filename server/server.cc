@@ -34,6 +34,7 @@ ServiceLimits LimitsOf(const GrpcConfig& c) {
   l.max_frame_bytes = c.max_frame_bytes;
   l.send_frame_bytes = c.send_frame_bytes;
   l.max_keys_per_request = c.max_keys_per_request;
+  l.max_ttl_ms = static_cast<uint32_t>(c.max_ttl_ms);
   return l;
 }
 

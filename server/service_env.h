@@ -31,6 +31,7 @@ struct ServiceLimits {
   uint64_t max_frame_bytes = 4ull << 20;   // largest Put frame payload accepted
   uint64_t send_frame_bytes = 1ull << 20;  // payload per Get frame
   uint32_t max_keys_per_request = 65536;   // keys per request, chunks per Put call
+  uint32_t max_ttl_ms = 86400000;          // longest Put TTL hint accepted
 };
 
 struct ServiceEnv {

@@ -41,6 +41,11 @@ enum StoreFamily {
   kReopens,
   kGcRuns,
   kGcWaits,
+  kHintDrops,
+  kQuotaEvictions,
+  kPinQuotaRefusals,
+  kPinnedBytes,
+  kSessions,
   kStoreFamilyCount
 };
 constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
@@ -79,6 +84,17 @@ constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
      "Writes (demotions, write-throughs) that waited for garbage collection because live "
      "plus uncollected bytes neared the budget.",
      MetricType::kCounter},
+    {"kvstash_hint_drops_total",
+     "Protected chunks (high priority, TTL, session) evicted from DRAM because nothing less "
+     "protected was left.",
+     MetricType::kCounter},
+    {"kvstash_quota_evictions_total",
+     "Chunks evicted to keep their tenant within its DRAM or NVMe quota.", MetricType::kCounter},
+    {"kvstash_pin_quota_refusals_total", "Pins refused by the tenant's pin quota.",
+     MetricType::kCounter},
+    {"kvstash_pinned_bytes", "Payload bytes of pinned chunks.", MetricType::kGauge},
+    {"kvstash_sessions", "Active sessions (not ended, not idle past the timeout).",
+     MetricType::kGauge},
 };
 
 enum NsFamily {
@@ -192,6 +208,11 @@ void CollectTiers(const storage::StoreStats& s, std::vector<Family>& f) {
   Add(f[kPuts], {{"tier", "dram"}}, s.total.puts);
   Add(f[kDeletes], {}, s.total.deletes);
   Add(f[kEvictions], {{"tier", "dram"}}, s.total.evictions);
+  Add(f[kHintDrops], {}, s.total.hint_drops);
+  Add(f[kQuotaEvictions], {}, s.total.quota_evictions);
+  Add(f[kPinQuotaRefusals], {}, s.total.pin_quota_refusals);
+  Add(f[kPinnedBytes], {}, s.total.pinned_bytes);
+  Add(f[kSessions], {}, s.total.sessions);
   CollectNvme(s.nvme, nvme, f);
 }
 

@@ -14,8 +14,18 @@ constexpr uint64_t kLatencyBoundsUs[] = {50,     100,     250,     500,     1000
                                          5000,   10000,   25000,   50000,   100000,  250000,
                                          500000, 1000000, 2500000, 5000000, 10000000};
 
-constexpr const char* kOpNames[kOpCount] = {
-    "register_namespace", "lookup", "put", "get", "exists", "delete", "stats", "health"};
+constexpr const char* kOpNames[kOpCount] = {"register_namespace",
+                                            "lookup",
+                                            "put",
+                                            "get",
+                                            "exists",
+                                            "delete",
+                                            "stats",
+                                            "health",
+                                            "list_namespaces",
+                                            "clear_namespace",
+                                            "pin",
+                                            "end_session"};
 constexpr const char* kPutResultNames[] = {"stored", "already_present", "failed"};
 
 // Every family of this component, in exposition order.

@@ -30,8 +30,21 @@
 
 namespace kvstash::server {
 
-enum class Op : int { kRegisterNamespace, kLookup, kPut, kGet, kExists, kDelete, kStats, kHealth };
-inline constexpr int kOpCount = 8;
+enum class Op : int {
+  kRegisterNamespace,
+  kLookup,
+  kPut,
+  kGet,
+  kExists,
+  kDelete,
+  kStats,
+  kHealth,
+  kListNamespaces,
+  kClearNamespace,
+  kPin,
+  kEndSession,
+};
+inline constexpr int kOpCount = 12;
 
 enum class PutResult : int { kStored, kAlreadyPresent, kFailed };
 

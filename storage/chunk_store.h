@@ -88,6 +88,12 @@ struct ChunkStoreOptions {
     // Threads reading chunks from NVMe for GetAsync (the transports' gets), so that reads
     // wait on the disk in parallel and never on a network thread.
     int read_threads = 4;
+    // Paces NVMe reads to this many bytes per second across all read threads (each read
+    // waits its size / rate; storage/rate_limiter.h). 0 (default): unlimited. For tests and
+    // demonstrations of a slow tier (clients' fetch-or-recompute decisions) on a fast disk.
+    // A read in progress finishes its wait at shutdown: keep read_threads x the largest
+    // chunk / rate to seconds.
+    uint64_t read_bytes_per_s = 0;
     // Evicted chunks waiting to be written. Queued chunks keep their DRAM until written,
     // so this (with a quarter of the DRAM budget in bytes) bounds the DRAM held by
     // demotion. A put whose eviction finds the queue full waits (demotion_wait_ms).
@@ -120,8 +126,40 @@ struct ChunkStoreOptions {
     bool low_priority_background = true;
   } nvme;
 
-  // The clock leases are granted and expired by. Unset (default): the real clock
-  // (absl::Now). Tests supply a fake one to expire leases without sleeping.
+  // Sessions (PutHints::session_id): a session's DRAM chunks are evicted only after every
+  // unprotected chunk, and then demoted to NVMe whatever its admission rule.
+  struct Sessions {
+    // A session named by no put or lookup for this long ends, as EndSession would: its
+    // chunks become ordinary chunks of their priority. 5 minutes spans a chat user's pause
+    // between turns; shorter frees DRAM sooner after users leave.
+    int64_t idle_timeout_ms = 300000;
+    // Most sessions tracked at once (~100 bytes each). Past it, the session idle longest
+    // ends early, as if it had idled out.
+    int max_sessions = 65536;
+  } sessions;
+
+  // Per-tenant byte quotas. A namespace's tenant is set by SetNamespaceTenant; unbound
+  // namespaces belong to tenant "default". 0 for a DRAM or NVMe quota: none.
+  struct Tenants {
+    // DRAM payload bytes per tenant. A put that would pass it demotes (or drops, without
+    // NVMe) the tenant's own coldest chunks first, so one tenant cannot evict another's
+    // working set. In-flight puts may pass it briefly.
+    uint64_t dram_quota_bytes = 0;
+    // NVMe payload bytes per tenant; past it the tenant's own coldest NVMe chunks are
+    // evicted (checked whenever a put had to evict from DRAM).
+    uint64_t nvme_quota_bytes = 0;
+    // Pinned payload bytes per tenant (pinned chunks are never evicted). 0: no pinning.
+    // Pins of all tenants together never take more than half of the DRAM budget either.
+    uint64_t pin_quota_bytes = 64ull << 20;
+    // Quotas of named tenants that differ from the three above:
+    // "TENANT:dram=SIZE,nvme=SIZE,pin=SIZE;TENANT:..." (fields left out keep the default;
+    // sizes as in the config file, e.g. 2GiB). Empty: every tenant has the defaults.
+    std::string overrides;
+  } tenants;
+
+  // The clock leases are granted and expired by, and TTL hints and session idleness are
+  // measured with. Unset (default): the real clock (absl::Now). Tests supply a fake one to
+  // expire leases without sleeping.
   std::function<absl::Time()> clock;
 
   absl::Status Validate() const;

@@ -64,6 +64,9 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
     : options_(options),
       dram_(std::move(dram)),
       index_(std::move(index)),
+      quotas_(options.tenants, dram_->capacity_bytes() / 2),
+      sessions_(absl::Milliseconds(options.sessions.idle_timeout_ms),
+                static_cast<size_t>(options.sessions.max_sessions)),
       nvme_(std::move(nvme)),
       demoter_(nvme_ == nullptr ? nullptr
                                 : std::make_unique<Demoter>(
@@ -77,7 +80,11 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                              Checksummer::Options{},
                              [index = index_.get()](const ChunkId& id) { return index->Peek(id); })
                        : nullptr),
+      read_limiter_(nvme_ != nullptr && options.nvme.read_bytes_per_s > 0
+                        ? std::make_unique<RateLimiter>(options.nvme.read_bytes_per_s)
+                        : nullptr),
       readers_(nvme_ == nullptr ? nullptr : std::make_unique<ReadPool>(options.nvme.read_threads)) {
+  index_->SetClock(options.clock);
 }
 
 ChunkStoreImpl::~ChunkStoreImpl() {
@@ -103,21 +110,32 @@ absl::Status ChunkStoreImpl::CheckFits(uint64_t size) const {
 absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const ChunkId& id,
                                                                        const ChunkMeta& meta,
                                                                        const PutHints& hints) {
-  (void)hints;  // TODO(hints): applied at commit
   if (meta.size_bytes == 0) return absl::InvalidArgumentError("chunk size_bytes must be > 0");
   if (absl::Status s = CheckFits(meta.size_bytes); !s.ok()) return s;
   if (Locate(id) != Tier::kNone) {
     return absl::AlreadyExistsError("chunk already stored");
   }
+  if (hints.session_id != 0) TouchSession(id.ns, hints.session_id);
+  if (absl::Status s = MakeTenantRoom(id.ns, meta.size_bytes); !s.ok()) return s;
   Allocation allocation;
   if (absl::Status s = Reserve(meta.size_bytes, &allocation); !s.ok()) return s;
-  return std::make_unique<DramPendingChunk>(id, meta, std::move(allocation), dram_);
+  auto pending = std::make_unique<DramPendingChunk>(id, meta, std::move(allocation), dram_);
+  pending->set_hints(hints);
+  return pending;
 }
 
 absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
   if (dram_->TryAllocate(size, out)) return absl::OkStatus();
   if (cleaner_ != nullptr) cleaner_->Kick();  // evicting from here on: keep the tail clean
-  ExpireLeases(Now());
+  const absl::Time now = Now();
+  ExpireLeases(now);
+  ExpireSessions(now);
+  absl::Status s = EvictUntilAllocated(size, out);
+  EnforceNvmeQuotas();  // the demotions since the last put that evicted
+  return s;
+}
+
+absl::Status ChunkStoreImpl::EvictUntilAllocated(uint64_t size, Allocation* out) {
   const uint64_t max_rounds = index_->size() + kExtraEvictionRounds;
   for (uint64_t round = 1;; ++round) {
     // Dropping the victim here frees its bytes (EvictOne only picks unreferenced chunks),
@@ -125,7 +143,7 @@ absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
     EvictedEntry evicted_entry;
     ChunkRef victim = index_->EvictOne(&evicted_entry);
     const bool evicted = victim != nullptr;
-    if (evicted) Demote(evicted_entry, std::move(victim));
+    if (evicted) Evicted(evicted_entry, std::move(victim));
     ChargeBookkeeping();
     if (!evicted) {
       return absl::ResourceExhaustedError(
@@ -148,13 +166,24 @@ absl::Status ChunkStoreImpl::CommitPut(std::unique_ptr<PendingChunk> pending) {
   }
   absl::StatusOr<ChunkRef> chunk = dram_pending->Seal(checksummer_ != nullptr);
   if (!chunk.ok()) return chunk.status();
+  const ChunkId& id = pending->id();
+  const uint64_t size = (*chunk)->meta().size_bytes;
+  PutHints hints = dram_pending->hints();
+  if (hints.pin) AdmitPin(id, size, &hints);
   // False when a concurrent put of the same key committed first: ours is dropped here.
-  if (!index_->Insert(pending->id(), *chunk, Tier::kDram)) return absl::OkStatus();
+  if (!index_->Insert(id, *chunk, Tier::kDram, /*count_put=*/true, hints)) {
+    if (hints.pin) quotas_.Unpin(id.ns, size);
+    return absl::OkStatus();
+  }
+  quotas_.AddDram(id.ns, static_cast<int64_t>(size));
   if (!static_cast<const DramChunk&>(**chunk).checksum_known()) {
     checksummer_->Enqueue(pending->id());
   }
   ChargeBookkeeping();
-  if (nvme_ != nullptr && options_.nvme.write_through) WriteThrough(pending->id(), **chunk);
+  if (nvme_ != nullptr && options_.nvme.write_through) {
+    WriteThrough(id, **chunk);
+    EnforceNvmeQuotas();
+  }
   return absl::OkStatus();
 }
 
@@ -197,7 +226,7 @@ void ChunkStoreImpl::ReleaseLease(uint64_t lease_id, const ChunkId& id) {
 
 LookupResult ChunkStoreImpl::Lookup(const Key128& ns, absl::Span<const Key128> keys,
                                     absl::Duration lease, uint64_t session_id) {
-  (void)session_id;  // TODO(hints)
+  if (session_id != 0) TouchSession(ns, session_id);
   const absl::Time now = Now();
   ExpireLeases(now);
   const absl::Duration granted = std::min(lease, options_.max_lease);
@@ -206,7 +235,7 @@ LookupResult ChunkStoreImpl::Lookup(const Key128& ns, absl::Span<const Key128> k
   std::vector<LeaseTable::Hold> holds;
   for (const Key128& key : keys) {
     const ChunkId id{ns, key};
-    const ProbeResult probe = index_->Probe(id, take_lease);
+    const ProbeResult probe = index_->Probe(id, take_lease, session_id);
     if (probe.tier == Tier::kNone) {
       if (!BelowDram(id)) break;
       result.tiers.push_back(Tier::kNvme);  // reported, not leased (see ChunkStore)
@@ -240,8 +269,16 @@ Tier ChunkStoreImpl::Locate(const ChunkId& id) const {
 
 absl::Status ChunkStoreImpl::Delete(const ChunkId& id) {
   // The bytes go when the last reader drops its ref; here if there is none.
-  bool found = index_->Erase(id) != nullptr;
-  if (found) ChargeBookkeeping();
+  bool pinned = false;
+  const ChunkRef erased = index_->Erase(id, &pinned);
+  const bool found_in_dram = erased != nullptr;
+  bool found = found_in_dram;
+  if (found_in_dram) {
+    const uint64_t size = erased->meta().size_bytes;
+    quotas_.AddDram(id.ns, -static_cast<int64_t>(size));
+    if (pinned) quotas_.Unpin(id.ns, size);
+    ChargeBookkeeping();
+  }
   if (nvme_ != nullptr) {
     // Both, in this order: a demotion cancelled after landing deletes its own write.
     found = demoter_->Cancel(id) || found;
@@ -257,6 +294,7 @@ void ChunkStoreImpl::ChargeBookkeeping() {
 StoreStats ChunkStoreImpl::Stats() const {
   StoreStats stats;
   stats.total = index_->Totals();
+  for (const auto& [ns, count] : sessions_.CountsByNamespace(Now())) stats.total.sessions += count;
   TierStats dram;
   dram.tier = Tier::kDram;
   dram.capacity_bytes = dram_->capacity_bytes();
@@ -268,19 +306,16 @@ StoreStats ChunkStoreImpl::Stats() const {
 }
 
 CounterSnapshot ChunkStoreImpl::NamespaceCounters(const Key128& ns) const {
-  return index_->NamespaceCounters(ns);
+  CounterSnapshot c = index_->NamespaceCounters(ns);
+  const auto sessions = sessions_.CountsByNamespace(Now());
+  if (auto it = sessions.find(ns); it != sessions.end()) c.sessions = it->second;
+  return c;
 }
 
 std::vector<std::pair<Key128, CounterSnapshot>> ChunkStoreImpl::AllNamespaceCounters() const {
-  return index_->AllNamespaceCounters();
+  std::vector<std::pair<Key128, CounterSnapshot>> all = index_->AllNamespaceCounters();
+  AddSessionCounts(&all);
+  return all;
 }
 
-// TODO(hints): placeholders until the hint layer lands.
-void ChunkStoreImpl::SetNamespaceTenant(const Key128&, const std::string&) {}
-absl::StatusOr<uint32_t> ChunkStoreImpl::Pin(const Key128&, absl::Span<const Key128>, bool) {
-  return absl::UnimplementedError("pins are not implemented yet");
-}
-void ChunkStoreImpl::EndSession(const Key128&, uint64_t) {}
-uint64_t ChunkStoreImpl::ClearNamespace(const Key128&) { return 0; }
-std::vector<NamespaceUsage> ChunkStoreImpl::NamespaceUsages() const { return {}; }
 }  // namespace kvstash::storage

@@ -5,8 +5,12 @@
 // joins the index only at CommitPut. Expired leases are released lazily, in Lookup and
 // before evicting. The DRAM-only store runs one thread of its own, the checksummer (deferred
 // checksums of chunks received in place); the NVMe tier adds the demotion threads and
-// RocksDB's garbage-collection thread. The NVMe glue lives in
-// chunk_store_nvme.cc.
+// RocksDB's garbage-collection thread. The NVMe glue lives in chunk_store_nvme.cc; hints,
+// tenant quotas and the admin calls in chunk_store_hints.cc.
+//
+// Hints: the index sorts chunks into eviction classes (storage/index.h); the store keeps
+// the active sessions (SessionTable, ending idle ones lazily on puts and lookups) and each
+// tenant's DRAM and pinned bytes (TenantQuotas), checked before a put reserves space.
 //
 // Thread-safety: thread-safe (see ChunkStore).
 #pragma once
@@ -23,8 +27,11 @@
 #include "storage/dram_allocator.h"
 #include "storage/index.h"
 #include "storage/lease_table.h"
+#include "storage/rate_limiter.h"
 #include "storage/read_pool.h"
 #include "storage/rocksdb_tier.h"
+#include "storage/session_table.h"
+#include "storage/tenant_quotas.h"
 
 namespace kvstash::storage {
 
@@ -63,11 +70,30 @@ class ChunkStoreImpl final : public ChunkStore {
   absl::Status CheckFits(uint64_t size) const;
   // Allocates `size` bytes into `out`, evicting as needed.
   absl::Status Reserve(uint64_t size, Allocation* out);
+  // Reserve's eviction loop.
+  absl::Status EvictUntilAllocated(uint64_t size, Allocation* out);
   void ExpireLeases(absl::Time now);
   // The lease clock's time (options_.clock, or absl::Now when unset).
   absl::Time Now() const;
   // Counts the index's heap bookkeeping against the DRAM budget; call when its size changed.
   void ChargeBookkeeping();
+
+  // Hint glue (chunk_store_hints.cc).
+  // Marks the session active; the sessions that idled out or were pushed out end.
+  void TouchSession(const Key128& ns, uint64_t session_id);
+  // Sessions idle past the timeout at `now` end.
+  void ExpireSessions(absl::Time now);
+  // Evicts the coldest chunks of `ns`'s tenant until `size` more bytes fit its DRAM quota.
+  // RESOURCE_EXHAUSTED when they cannot (the rest is pinned, leased or being read).
+  absl::Status MakeTenantRoom(const Key128& ns, uint64_t size);
+  // Accounts for a chunk evicted from DRAM and demotes it.
+  void Evicted(const EvictedEntry& evicted, ChunkRef victim);
+  // Evicts each tenant's coldest NVMe chunks past its NVMe quota.
+  void EnforceNvmeQuotas();
+  // Takes pin quota for a put asking for a pin; clears hints->pin (counted) when refused.
+  void AdmitPin(const ChunkId& id, uint64_t size, PutHints* hints);
+  // The store's counters with the live session counts added.
+  void AddSessionCounts(std::vector<std::pair<Key128, CounterSnapshot>>* all) const;
 
   // NVMe glue (chunk_store_nvme.cc); each is a no-op or a miss without the NVMe tier.
   // Hands a chunk evicted from DRAM to the demotion queue unless NVMe already has it
@@ -82,6 +108,11 @@ class ChunkStoreImpl final : public ChunkStore {
   ChunkRef GetBelowDram(const ChunkId& id);
   // Copies an NVMe chunk into DRAM and indexes it; null when DRAM has no room.
   ChunkRef Promote(const ChunkId& id, const StoredChunk& chunk);
+  // Promotes a chunk below DRAM so it can be pinned; whether DRAM has it now.
+  bool PromoteForPin(const ChunkId& id);
+  // Deletes every chunk of `ns` below DRAM (demotion queue and NVMe); returns how many of
+  // them were not in `counted` (copies of chunks already deleted from DRAM).
+  uint64_t ClearBelowDram(const Key128& ns, const absl::flat_hash_set<ChunkId>& counted);
   // Whether the chunk is below DRAM (queued for NVMe or on NVMe).
   bool BelowDram(const ChunkId& id) const;
   void WriteThrough(const ChunkId& id, const StoredChunk& chunk);
@@ -91,11 +122,15 @@ class ChunkStoreImpl final : public ChunkStore {
   const std::shared_ptr<DramAllocator> dram_;
   const std::unique_ptr<ChunkIndex> index_;
   LeaseTable leases_;
+  TenantQuotas quotas_;
+  SessionTable sessions_;
   // Destroyed in reverse: the cleaner stops, the demoter drains, then the tier closes.
   const std::unique_ptr<RocksDbTier> nvme_;
   const std::unique_ptr<Demoter> demoter_;
   const std::unique_ptr<Cleaner> cleaner_;          // null without NVMe or with the cleaner off
   const std::unique_ptr<Checksummer> checksummer_;  // null unless background_checksums
+  // Paces NVMe reads; null unless nvme.read_bytes_per_s.
+  const std::unique_ptr<RateLimiter> read_limiter_;
   std::atomic<uint64_t> nvme_hits_{0};
   std::atomic<uint64_t> nvme_misses_{0};
   std::atomic<uint64_t> promotions_{0};

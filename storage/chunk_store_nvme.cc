@@ -41,6 +41,7 @@ ChunkRef ChunkStoreImpl::GetBelowDram(const ChunkId& id) {
     nvme_misses_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  if (read_limiter_ != nullptr) read_limiter_->Acquire((*read)->meta().size_bytes);
   nvme_hits_.fetch_add(1, std::memory_order_relaxed);
   if (!options_.nvme.promote_on_hit) return *std::move(read);
   ChunkRef promoted = Promote(id, **read);
@@ -73,10 +74,40 @@ ChunkRef ChunkStoreImpl::Promote(const ChunkId& id, const StoredChunk& chunk) {
   ChunkRef promoted = std::make_shared<DramChunk>(chunk.meta(), std::move(allocation), dram_);
   // False when a concurrent get promoted it first; ours is still a valid copy to return.
   if (index_->Insert(id, promoted, Tier::kDram, /*count_put=*/false)) {
+    quotas_.AddDram(id.ns, static_cast<int64_t>(size));
     ChargeBookkeeping();
     promotions_.fetch_add(1, std::memory_order_relaxed);
   }
   return promoted;
+}
+
+bool ChunkStoreImpl::PromoteForPin(const ChunkId& id) {
+  if (nvme_ == nullptr) return false;
+  ChunkRef below = demoter_->Find(id);
+  if (below == nullptr) {
+    absl::StatusOr<ChunkRef> read = nvme_->Get(id);  // verified, or NOT_FOUND
+    if (!read.ok()) return false;
+    below = *std::move(read);
+  }
+  return Promote(id, *below) != nullptr && index_->Locate(id) == Tier::kDram;
+}
+
+uint64_t ChunkStoreImpl::ClearBelowDram(const Key128& ns,
+                                        const absl::flat_hash_set<ChunkId>& counted) {
+  if (nvme_ == nullptr) return 0;
+  absl::flat_hash_set<ChunkId> cleared;
+  // The queue first: a demotion cancelled after landing deletes its own write.
+  for (const ChunkId& id : demoter_->PendingOf(ns)) {
+    if (demoter_->Cancel(id) && !counted.contains(id)) cleared.insert(id);
+  }
+  nvme_->RemoveColdest(
+      [&](const ChunkId& id) {
+        if (id.ns != ns) return false;
+        if (!counted.contains(id)) cleared.insert(id);
+        return true;
+      },
+      UINT64_MAX, /*as_deletes=*/true);
+  return cleared.size();
 }
 
 void ChunkStoreImpl::WriteThrough(const ChunkId& id, const StoredChunk& chunk) {

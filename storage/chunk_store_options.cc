@@ -8,6 +8,7 @@
 #include "storage/cleaner.h"
 #include "storage/eviction_policy.h"
 #include "storage/rocksdb_tier.h"
+#include "storage/tenant_quota_config.h"
 
 namespace kvstash::storage {
 namespace {
@@ -90,6 +91,15 @@ absl::Status ChunkStoreOptions::Validate() const {
   if (max_lease < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("max_lease must be >= 0");
   }
+  if (sessions.idle_timeout_ms < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sessions.idle_timeout_ms must be >= 1 (got ", sessions.idle_timeout_ms, ")"));
+  }
+  if (sessions.max_sessions < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sessions.max_sessions must be >= 1 (got ", sessions.max_sessions, ")"));
+  }
+  if (absl::Status s = ParseTenantQuotas(tenants).status(); !s.ok()) return s;
   if (!CreateEvictionPolicy(dram_eviction).ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("dram_eviction: unknown policy '", dram_eviction,

@@ -91,6 +91,15 @@ bool Demoter::Cancel(const ChunkId& id) {
   return true;
 }
 
+std::vector<ChunkId> Demoter::PendingOf(const Key128& ns) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<ChunkId> out;
+  for (const auto& [id, item] : pending_) {
+    if (id.ns == ns && !item.cancelled) out.push_back(id);
+  }
+  return out;
+}
+
 void Demoter::Drain() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(

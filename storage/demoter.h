@@ -60,6 +60,8 @@ class Demoter {
   // Withdraws a pending demotion of `id` (a delete). A write already under way is undone
   // once it lands. Returns whether one was pending.
   bool Cancel(const ChunkId& id);
+  // The pending ids of namespace `ns` (to Cancel when the namespace is cleared).
+  std::vector<ChunkId> PendingOf(const Key128& ns) const;
   // Blocks until nothing is queued or in flight.
   void Drain();
   DemoterCounters Counters() const;

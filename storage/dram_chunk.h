@@ -16,6 +16,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "common/xxh3_dispatch.h"
+#include "kvstash/hints.h"
 #include "storage/chunk.h"
 #include "storage/dram_allocator.h"
 
@@ -79,6 +80,9 @@ class DramPendingChunk final : public PendingChunk {
   absl::StatusOr<ChunkRef> Seal(bool defer_checksum = false);
   // Whether this chunk's space came from `allocator` (i.e. from this store).
   bool IsFrom(const DramAllocator& allocator) const { return allocator_.get() == &allocator; }
+  // The put's hints, carried from BeginPut to CommitPut.
+  const PutHints& hints() const { return hints_; }
+  void set_hints(const PutHints& hints) { hints_ = hints; }
 
  private:
   // Moves the write cursor `n` bytes on, calling copy(dst, offset_in_input, len) per piece.
@@ -96,6 +100,7 @@ class DramPendingChunk final : public PendingChunk {
   uint64_t cursor_offset_ = 0;
   bool overrun_ = false;      // MarkWritten went past the size
   bool hash_is_live_ = true;  // every byte so far went through Append (and hash_)
+  PutHints hints_;
   XXH3_state_t hash_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 
 namespace kvstash::storage {
@@ -31,11 +32,13 @@ absl::StatusOr<std::unique_ptr<ChunkIndex>> ChunkIndex::Create(int num_shards,
   }
   std::unique_ptr<ChunkIndex> index(new ChunkIndex(num_shards));
   for (int i = 0; i < num_shards; ++i) {
-    auto p = CreateEvictionPolicy(policy);
-    if (!p.ok()) return p.status();
     Shard& s = index->shards_[i];
     absl::MutexLock lock(&s.mu);
-    s.policy = *std::move(p);
+    for (EvictionPolicyPtr& slot : s.policies) {
+      auto p = CreateEvictionPolicy(policy);
+      if (!p.ok()) return p.status();
+      slot = *std::move(p);
+    }
   }
   return index;
 }
@@ -57,12 +60,18 @@ Tier ChunkIndex::Locate(const ChunkId& id) const {
   return it == s.entries.end() ? Tier::kNone : it->second->tier;
 }
 
-bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put) {
+bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put,
+                        const PutHints& hints) {
   auto entry = std::make_unique<IndexEntry>();  // allocated outside the lock
   entry->id = id;
   entry->size_bytes = chunk->meta().size_bytes;
   entry->tier = tier;
   entry->generation = next_generation_.fetch_add(1, std::memory_order_relaxed);
+  entry->priority = hints.priority;
+  entry->pinned = hints.pin;
+  entry->session_id = hints.pin ? 0 : hints.session_id;  // a pin takes over from a session
+  const int64_t now_ns = NowNs();
+  if (hints.ttl_ms > 0) entry->ttl_deadline_ns = now_ns + int64_t{hints.ttl_ms} * 1000000;
   Shard& s = ShardFor(id);
   absl::MutexLock lock(&s.mu);
   auto [it, inserted] = s.entries.try_emplace(id, nullptr);
@@ -70,11 +79,12 @@ bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count
   entry->chunk = std::move(chunk);
   IndexEntry* e = entry.get();
   it->second = std::move(entry);
-  s.policy->OnInsert(e);
+  Link(s, e, now_ns);
   CounterSnapshot& c = s.counters[id.ns];
   if (count_put) ++c.puts;
   ++c.chunks;
   c.bytes += e->size_bytes;
+  if (e->pinned) c.pinned_bytes += e->size_bytes;
   ++s.tier_chunks[TierSlot(tier)];
   s.tier_bytes[TierSlot(tier)] += e->size_bytes;
   size_.fetch_add(1, std::memory_order_relaxed);
@@ -97,7 +107,58 @@ ChunkRef ChunkIndex::Get(const ChunkId& id, bool count_miss) {
 
 void ChunkIndex::Touch(Shard& s, IndexEntry* e) {
   if (e->hits != UINT32_MAX) ++e->hits;
-  s.policy->OnAccess(e);
+  if (EvictionPolicy* p = PolicyOf(s, e)) p->OnAccess(e);
+}
+
+EvictionPolicy* ChunkIndex::PolicyOf(Shard& s, const IndexEntry* e) {
+  if (e->eviction_class == EvictionClass::kPinned) return nullptr;
+  return s.policies[static_cast<int>(e->eviction_class)].get();
+}
+
+EvictionClass ChunkIndex::ClassOf(const IndexEntry& e, int64_t now_ns) {
+  if (e.pinned) return EvictionClass::kPinned;
+  if (e.session_id != 0) return EvictionClass::kSession;
+  if (e.ttl_deadline_ns > now_ns) return EvictionClass::kTtl;
+  switch (e.priority) {
+    case Priority::kLow:
+      return EvictionClass::kLow;
+    case Priority::kHigh:
+      return EvictionClass::kHigh;
+    case Priority::kNormal:
+      break;
+  }
+  return EvictionClass::kNormal;
+}
+
+void ChunkIndex::Link(Shard& s, IndexEntry* e, int64_t now_ns) {
+  e->eviction_class = ClassOf(*e, now_ns);
+  if (e->eviction_class == EvictionClass::kPinned) return;
+  const int cls = static_cast<int>(e->eviction_class);
+  s.policies[cls]->OnInsert(e);
+  ++s.class_entries[cls];
+  class_size_[cls].fetch_add(1, std::memory_order_relaxed);
+  if (e->eviction_class == EvictionClass::kTtl) s.ttl_queue.insert({e->ttl_deadline_ns, e});
+}
+
+void ChunkIndex::Unlink(Shard& s, IndexEntry* e) {
+  if (e->eviction_class == EvictionClass::kPinned) return;
+  const int cls = static_cast<int>(e->eviction_class);
+  s.policies[cls]->OnErase(e);
+  --s.class_entries[cls];
+  class_size_[cls].fetch_sub(1, std::memory_order_relaxed);
+  if (e->eviction_class == EvictionClass::kTtl) s.ttl_queue.erase({e->ttl_deadline_ns, e});
+}
+
+void ChunkIndex::Reclassify(Shard& s, IndexEntry* e, int64_t now_ns) {
+  if (ClassOf(*e, now_ns) == e->eviction_class) return;
+  Unlink(s, e);
+  Link(s, e, now_ns);
+}
+
+void ChunkIndex::ExpireTtls(Shard& s, int64_t now_ns) {
+  while (!s.ttl_queue.empty() && s.ttl_queue.begin()->first <= now_ns) {
+    Reclassify(s, s.ttl_queue.begin()->second, now_ns);  // leaves the queue
+  }
 }
 
 void ChunkIndex::RecordGet(const ChunkId& id, bool hit) {
@@ -108,10 +169,11 @@ void ChunkIndex::RecordGet(const ChunkId& id, bool hit) {
 }
 
 ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e) {
-  s.policy->OnErase(e);
+  Unlink(s, e);
   CounterSnapshot& c = s.counters[e->id.ns];
   --c.chunks;
   c.bytes -= e->size_bytes;
+  if (e->pinned) c.pinned_bytes -= e->size_bytes;
   --s.tier_chunks[TierSlot(e->tier)];
   s.tier_bytes[TierSlot(e->tier)] -= e->size_bytes;
   ChunkRef chunk = std::move(e->chunk);
@@ -121,13 +183,35 @@ ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e) {
   return chunk;
 }
 
-ChunkRef ChunkIndex::Erase(const ChunkId& id) {
+ChunkRef ChunkIndex::Erase(const ChunkId& id, bool* was_pinned) {
   Shard& s = ShardFor(id);
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it == s.entries.end()) return nullptr;
   ++s.counters[id.ns].deletes;
+  if (was_pinned != nullptr) *was_pinned = it->second->pinned;
   return RemoveLocked(s, it->second.get());
+}
+
+ErasedChunks ChunkIndex::EraseNamespace(const Key128& ns) {
+  ErasedChunks erased;
+  for (int i = 0; i < num_shards_; ++i) {
+    Shard& s = shards_[i];
+    std::vector<ChunkRef> refs;  // released after the lock, like every removal
+    absl::MutexLock lock(&s.mu);
+    std::vector<IndexEntry*> doomed;
+    for (const auto& [id, e] : s.entries) {
+      if (id.ns == ns) doomed.push_back(e.get());
+    }
+    for (IndexEntry* e : doomed) {
+      erased.ids.push_back(e->id);
+      erased.bytes += e->size_bytes;
+      if (e->pinned) erased.pinned_bytes += e->size_bytes;
+      ++s.counters[ns].deletes;
+      refs.push_back(RemoveLocked(s, e));
+    }
+  }
+  return erased;
 }
 
 bool ChunkIndex::Evictable(const PolicyHook* h) {
@@ -137,48 +221,142 @@ bool ChunkIndex::Evictable(const PolicyHook* h) {
   return e->lease_refs == 0 && e->chunk.use_count() == 1;
 }
 
-ChunkRef ChunkIndex::EvictOne(EvictedEntry* victim) {
+ChunkRef ChunkIndex::EvictOne(EvictedEntry* victim) { return EvictImpl(nullptr, victim); }
+
+ChunkRef ChunkIndex::EvictOneMatching(NamespaceMatch match, EvictedEntry* victim) {
+  return EvictImpl(&match, victim);
+}
+
+ChunkRef ChunkIndex::EvictImpl(const NamespaceMatch* match, EvictedEntry* victim) {
+  if (class_size_[static_cast<int>(EvictionClass::kTtl)].load(std::memory_order_relaxed) > 0) {
+    // Lapsed TTLs first, so their chunks compete as ordinary ones (O(1) per shard when none).
+    const int64_t now_ns = NowNs();
+    for (int i = 0; i < num_shards_; ++i) {
+      absl::MutexLock lock(&shards_[i].mu);
+      ExpireTtls(shards_[i], now_ns);
+    }
+  }
   // The shards are scanned one lock at a time, so by the time the chosen shard is locked
   // again its candidate may be referenced (a reader, a cleaning) or gone. Its next entry
   // may then be far warmer than other shards' candidates: that attempt evicts nothing and
   // the scan starts over. The last attempt takes whatever the chosen shard offers, so heavy
   // churn costs accuracy, never a failed eviction.
-  for (int attempt = 0; attempt < kEvictAttempts; ++attempt) {
-    const VictimShard best = BestVictimShard();
-    if (best.shard == nullptr) return nullptr;
-    const uint64_t max_rank = attempt + 1 < kEvictAttempts ? best.rank : UINT64_MAX;
-    if (ChunkRef chunk = EvictFrom(*best.shard, max_rank, victim)) return chunk;
+  for (int cls = 0; cls < kEvictableClasses; ++cls) {
+    if (class_size_[cls].load(std::memory_order_relaxed) == 0) continue;
+    for (int attempt = 0; attempt < kEvictAttempts; ++attempt) {
+      VictimShard best = BestVictimShard(cls, match, /*all=*/false);
+      // A sample may miss a class that is rare: look at every shard before moving on.
+      if (best.shard == nullptr) best = BestVictimShard(cls, match, /*all=*/true);
+      if (best.shard == nullptr) break;  // nothing evictable in this class
+      const uint64_t max_rank = attempt + 1 < kEvictAttempts ? best.rank : UINT64_MAX;
+      if (ChunkRef chunk = EvictFrom(*best.shard, cls, match, max_rank, victim)) return chunk;
+    }
   }
   return nullptr;
 }
 
-ChunkIndex::VictimShard ChunkIndex::BestVictimShard() {
+ChunkIndex::VictimShard ChunkIndex::BestVictimShard(int cls, const NamespaceMatch* match,
+                                                    bool all) {
   // Comparing the shards' candidates makes the tier follow its policy as a whole: with few
   // large chunks most shards hold one or none, and taking shards in turn would evict at
   // random. A large index has many entries per shard, so a sample of shards suffices.
-  const bool sample = size() >= uint64_t{kSampleAboveEntriesPerShard} * num_shards_;
+  const bool sample = !all && size() >= uint64_t{kSampleAboveEntriesPerShard} * num_shards_;
   const int scan = sample ? std::min(num_shards_, kSampledShards) : num_shards_;
   const uint32_t start = evict_cursor_.fetch_add(scan, std::memory_order_relaxed);
+  auto evictable = [match](const PolicyHook* h) {
+    return Evictable(h) && (match == nullptr || (*match)(static_cast<const IndexEntry*>(h)->id.ns));
+  };
   VictimShard best;
   for (int i = 0; i < scan; ++i) {
     Shard& s = shards_[(start + i) & (num_shards_ - 1)];
     absl::MutexLock lock(&s.mu);
-    const PolicyHook* victim = s.policy->PickVictim(Evictable);
+    if (s.class_entries[cls] == 0) continue;
+    const PolicyHook* victim = s.policies[cls]->PickVictim(evictable);
     if (victim == nullptr) continue;
-    const uint64_t rank = s.policy->VictimRank(victim);
+    const uint64_t rank = s.policies[cls]->VictimRank(victim);
     if (best.shard == nullptr || rank < best.rank) best = {&s, rank};
   }
   return best;
 }
 
-ChunkRef ChunkIndex::EvictFrom(Shard& s, uint64_t max_rank, EvictedEntry* victim) {
+ChunkRef ChunkIndex::EvictFrom(Shard& s, int cls, const NamespaceMatch* match, uint64_t max_rank,
+                               EvictedEntry* victim) {
+  auto evictable = [match](const PolicyHook* h) {
+    return Evictable(h) && (match == nullptr || (*match)(static_cast<const IndexEntry*>(h)->id.ns));
+  };
   absl::MutexLock lock(&s.mu);
-  PolicyHook* hook = s.policy->PickVictim(Evictable);
-  if (hook == nullptr || s.policy->VictimRank(hook) > max_rank) return nullptr;
+  if (s.class_entries[cls] == 0) return nullptr;
+  EvictionPolicy& policy = *s.policies[cls];
+  PolicyHook* hook = policy.PickVictim(evictable);
+  if (hook == nullptr || policy.VictimRank(hook) > max_rank) return nullptr;
   auto* e = static_cast<IndexEntry*>(hook);
-  if (victim != nullptr) *victim = {e->id, e->hits};
-  ++s.counters[e->id.ns].evictions;
+  const bool keep = e->eviction_class >= EvictionClass::kTtl;
+  if (victim != nullptr) *victim = {e->id, e->hits, e->size_bytes, keep};
+  CounterSnapshot& c = s.counters[e->id.ns];
+  ++c.evictions;
+  if (e->eviction_class >= EvictionClass::kHigh) ++c.hint_drops;
+  if (match != nullptr) ++c.quota_evictions;
   return RemoveLocked(s, e);
+}
+
+PinChange ChunkIndex::SetPinned(const ChunkId& id, bool pin) {
+  const int64_t now_ns = NowNs();
+  Shard& s = ShardFor(id);
+  absl::MutexLock lock(&s.mu);
+  auto it = s.entries.find(id);
+  if (it == s.entries.end()) return {};
+  IndexEntry* e = it->second.get();
+  PinChange change{true, e->pinned != pin, pin, e->size_bytes};
+  if (!change.changed) return change;
+  Unlink(s, e);
+  e->pinned = pin;
+  if (pin) e->session_id = 0;  // a pin takes over from a session
+  Link(s, e, now_ns);
+  CounterSnapshot& c = s.counters[id.ns];
+  if (pin) {
+    c.pinned_bytes += e->size_bytes;
+  } else {
+    c.pinned_bytes -= e->size_bytes;
+  }
+  return change;
+}
+
+PinChange ChunkIndex::Describe(const ChunkId& id) const {
+  Shard& s = ShardFor(id);
+  absl::ReaderMutexLock lock(&s.mu);
+  auto it = s.entries.find(id);
+  if (it == s.entries.end()) return {};
+  return {true, false, it->second->pinned, it->second->size_bytes};
+}
+
+void ChunkIndex::EndSessions(absl::Span<const SessionKey> sessions) {
+  if (sessions.empty()) return;
+  const absl::flat_hash_set<SessionKey> ended(sessions.begin(), sessions.end());
+  const int64_t now_ns = NowNs();
+  const int cls = static_cast<int>(EvictionClass::kSession);
+  for (int i = 0; i < num_shards_; ++i) {
+    Shard& s = shards_[i];
+    absl::MutexLock lock(&s.mu);
+    if (s.class_entries[cls] == 0) continue;
+    std::vector<IndexEntry*> members;
+    s.policies[cls]->VisitColdest([&](const PolicyHook* h) {
+      const auto* e = static_cast<const IndexEntry*>(h);
+      if (ended.contains(SessionKey{e->id.ns, e->session_id})) {
+        members.push_back(const_cast<IndexEntry*>(e));  // entries belong to this index
+      }
+      return true;
+    });
+    for (IndexEntry* e : members) {
+      e->session_id = 0;
+      Reclassify(s, e, now_ns);
+    }
+  }
+}
+
+void ChunkIndex::AddCounters(const Key128& ns, const CounterSnapshot& delta) {
+  Shard& s = ShardFor(ChunkId{ns, Key128{}});
+  absl::MutexLock lock(&s.mu);
+  Accumulate(&s.counters[ns], delta);
 }
 
 std::vector<ColdEntry> ChunkIndex::Coldest(uint64_t max_bytes, int max_entries) const {
@@ -188,12 +366,17 @@ std::vector<ColdEntry> ChunkIndex::Coldest(uint64_t max_bytes, int max_entries) 
     absl::ReaderMutexLock lock(&s.mu);
     uint64_t bytes = 0;
     int entries = 0;
-    s.policy->VisitColdest([&](const PolicyHook* h) {
-      const auto* e = static_cast<const IndexEntry*>(h);
-      out.push_back({e->id, s.policy->VictimRank(h), e->size_bytes});
-      bytes += e->size_bytes;
-      return ++entries < max_entries && bytes < max_bytes;
-    });
+    // The classes in eviction order, sharing the shard's budget.
+    for (int cls = 0; cls < kEvictableClasses && entries < max_entries && bytes < max_bytes;
+         ++cls) {
+      const EvictionPolicy& policy = *s.policies[cls];
+      policy.VisitColdest([&](const PolicyHook* h) {
+        const auto* e = static_cast<const IndexEntry*>(h);
+        out.push_back({e->id, policy.VictimRank(h), e->size_bytes, e->eviction_class});
+        bytes += e->size_bytes;
+        return ++entries < max_entries && bytes < max_bytes;
+      });
+    }
   }
   return out;
 }
@@ -205,13 +388,18 @@ ChunkRef ChunkIndex::Peek(const ChunkId& id) const {
   return it == s.entries.end() ? nullptr : it->second->chunk;
 }
 
-ProbeResult ChunkIndex::Probe(const ChunkId& id, bool take_lease) {
+ProbeResult ChunkIndex::Probe(const ChunkId& id, bool take_lease, uint64_t session_id) {
+  const int64_t now_ns = session_id != 0 ? NowNs() : 0;
   Shard& s = ShardFor(id);
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   if (it == s.entries.end()) return {};
   IndexEntry& e = *it->second;
   Touch(s, &e);
+  if (session_id != 0 && !e.pinned && e.session_id != session_id) {
+    e.session_id = session_id;  // a chunk follows the session that used it last
+    Reclassify(s, &e, now_ns);
+  }
   if (!take_lease) return {e.tier, 0};
   ++e.lease_refs;
   return {e.tier, e.generation};

@@ -169,5 +169,66 @@ TEST(ChunkIndexTest, CountersAreKeptPerNamespaceAcrossShards) {
   EXPECT_EQ(index->Totals().bytes, 520u);
 }
 
+TEST(ChunkIndexTest, HintsOrderEvictionAndSayWhatMustBeKept) {
+  auto index = MakeIndex(4);
+  absl::Time now = absl::FromUnixSeconds(100);
+  index->SetClock([&now] { return now; });
+  PutHints session;
+  session.session_id = 4;
+  PutHints ttl;
+  ttl.ttl_ms = 50;
+  PutHints high;
+  high.priority = Priority::kHigh;
+  PutHints pin;
+  pin.pin = true;
+  ASSERT_TRUE(index->Insert(MakeId(0), Chunk(), Tier::kDram, true, session));
+  ASSERT_TRUE(index->Insert(MakeId(1), Chunk(), Tier::kDram, true, ttl));
+  ASSERT_TRUE(index->Insert(MakeId(2), Chunk(), Tier::kDram, true, high));
+  ASSERT_TRUE(index->Insert(MakeId(3), Chunk(), Tier::kDram, true, pin));
+  ASSERT_TRUE(index->Insert(MakeId(4), Chunk(), Tier::kDram));
+  EvictedEntry victim;
+  std::vector<uint64_t> order;
+  std::vector<bool> keep;
+  now += absl::Milliseconds(10);  // the TTL still holds
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_NE(index->EvictOne(&victim), nullptr) << i;
+    order.push_back(victim.id == MakeId(0)   ? 0
+                    : victim.id == MakeId(1) ? 1
+                    : victim.id == MakeId(2) ? 2
+                                             : 4);
+    keep.push_back(victim.keep);
+  }
+  EXPECT_EQ(order, (std::vector<uint64_t>{4, 2, 1, 0}));
+  EXPECT_EQ(keep, (std::vector<bool>{false, false, true, true}));
+  EXPECT_EQ(index->EvictOne(&victim), nullptr);  // only the pinned one is left
+  const CounterSnapshot c = index->NamespaceCounters(MakeId(0).ns);
+  EXPECT_EQ(c.hint_drops, 3u);
+  EXPECT_EQ(c.pinned_bytes, 100u);
+  EXPECT_TRUE(index->SetPinned(MakeId(3), false).changed);
+  EXPECT_EQ(index->NamespaceCounters(MakeId(0).ns).pinned_bytes, 0u);
+  EXPECT_NE(index->EvictOne(&victim), nullptr);
+}
+
+TEST(ChunkIndexTest, EndedSessionsAndLapsedTtlsBecomeOrdinary) {
+  auto index = MakeIndex(4);
+  absl::Time now = absl::FromUnixSeconds(100);
+  index->SetClock([&now] { return now; });
+  PutHints session;
+  session.session_id = 4;
+  PutHints ttl;
+  ttl.ttl_ms = 50;
+  ASSERT_TRUE(index->Insert(MakeId(0), Chunk(), Tier::kDram, true, session));
+  ASSERT_TRUE(index->Insert(MakeId(1), Chunk(), Tier::kDram, true, ttl));
+  ASSERT_TRUE(index->Insert(MakeId(2), Chunk(), Tier::kDram, true, PutHints{}));
+  index->EndSessions({SessionKey{MakeId(0).ns, 4}});
+  now += absl::Milliseconds(50);
+  EvictedEntry victim;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_NE(index->EvictOne(&victim), nullptr) << i;
+    EXPECT_FALSE(victim.keep) << i;
+  }
+  EXPECT_EQ(index->NamespaceCounters(MakeId(0).ns).hint_drops, 0u);
+}
+
 }  // namespace
 }  // namespace kvstash::storage

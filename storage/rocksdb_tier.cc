@@ -143,6 +143,7 @@ void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded)
   for (auto& [id, e] : entries_) lru_.Remove(e.get());
   entries_.clear();
   live_bytes_ = 0;
+  ns_usage_.clear();
   if (!loaded.empty()) next_sequence_ = std::max(next_sequence_, loaded.back()->stamp + 1);
   for (auto& e : loaded) InsertLocked(std::move(e));
 }
@@ -188,12 +189,21 @@ void RocksDbTier::InsertLocked(std::unique_ptr<Entry> entry) {
   e->generation = next_generation_++;
   lru_.PushFront(e);
   live_bytes_ += e->meta.size_bytes;
+  NamespaceUsage& ns = ns_usage_[e->id.ns];
+  ++ns.chunks;
+  ns.bytes += e->meta.size_bytes;
   entries_[e->id] = std::move(entry);
 }
 
 void RocksDbTier::EraseLocked(Entry* e) {
   lru_.Remove(e);
   live_bytes_ -= e->meta.size_bytes;
+  auto ns = ns_usage_.find(e->id.ns);
+  if (--ns->second.chunks == 0) {
+    ns_usage_.erase(ns);
+  } else {
+    ns->second.bytes -= e->meta.size_bytes;
+  }
   garbage_bytes_ += e->meta.size_bytes;
   uncollected_bytes_ += e->meta.size_bytes;
   const ChunkId id = e->id;  // erase destroys *e

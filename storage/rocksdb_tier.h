@@ -127,6 +127,18 @@ class RocksDbTier {
   bool Contains(const ChunkId& id) const;
   // OK or NOT_FOUND.
   absl::Status Delete(const ChunkId& id);
+  // Removes the least recently used chunks that `match` accepts until `max_bytes` of
+  // payload are gone (UINT64_MAX: every match), counted as evictions (a tenant over its
+  // quota) or, with `as_deletes`, as deletes (a namespace cleared). Returns the chunks
+  // removed. Costs a walk of the LRU list up to the last chunk taken.
+  uint64_t RemoveColdest(absl::FunctionRef<bool(const ChunkId&)> match, uint64_t max_bytes,
+                         bool as_deletes);
+  // Live chunks and payload bytes of each namespace on the tier.
+  struct NamespaceUsage {
+    uint64_t chunks = 0;
+    uint64_t bytes = 0;
+  };
+  absl::flat_hash_map<Key128, NamespaceUsage> NamespaceUsages() const;
 
   TierStats Stats() const;
   RocksDbTierCounters Counters() const;
@@ -224,6 +236,7 @@ class RocksDbTier {
   absl::flat_hash_map<ChunkId, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
   HookList lru_ ABSL_GUARDED_BY(mu_);  // front = most recent
   uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<Key128, NamespaceUsage> ns_usage_ ABSL_GUARDED_BY(mu_);
   uint64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // puts under way
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;

@@ -304,5 +304,28 @@ TEST(RocksDbTierTest, OpenFailsCleanlyOnUnusablePath) {
   EXPECT_FALSE(RocksDbTier::Open(o).ok());
 }
 
+TEST(RocksDbTierTest, RemovesTheColdestMatchesAndCountsPerNamespace) {
+  ScratchDir dir;
+  auto tier = OpenTier(dir.path());
+  for (uint64_t n = 0; n < 6; ++n) {
+    ASSERT_TRUE(tier->Put(MakeId(n, n % 2), VectorChunk(Pattern(n, 1000))).ok());
+  }
+  auto usage = tier->NamespaceUsages();
+  EXPECT_EQ(usage[MakeId(0, 0).ns].chunks, 3u);
+  EXPECT_EQ(usage[MakeId(0, 1).ns].bytes, 3000u);
+  ASSERT_TRUE(tier->Get(MakeId(0, 0)).ok());  // now the most recent of namespace 0
+  auto in_ns0 = [](const ChunkId& id) { return id.ns == MakeId(0, 0).ns; };
+  EXPECT_EQ(tier->RemoveColdest(in_ns0, 1500, /*as_deletes=*/false), 2u);
+  EXPECT_TRUE(tier->Contains(MakeId(0, 0)));
+  EXPECT_FALSE(tier->Contains(MakeId(2, 0)));
+  EXPECT_FALSE(tier->Contains(MakeId(4, 0)));
+  EXPECT_EQ(tier->Counters().evictions, 2u);
+  EXPECT_EQ(tier->RemoveColdest(in_ns0, UINT64_MAX, /*as_deletes=*/true), 1u);
+  EXPECT_EQ(tier->Counters().deletes, 1u);
+  usage = tier->NamespaceUsages();
+  EXPECT_FALSE(usage.contains(MakeId(0, 0).ns));
+  EXPECT_EQ(usage[MakeId(0, 1).ns].chunks, 3u);
+}
+
 }  // namespace
 }  // namespace kvstash::storage

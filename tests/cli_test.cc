@@ -92,6 +92,50 @@ TEST_F(CliTest, PutLookupGetStatsHealth) {
   EXPECT_EXIT_CODE(health, 0);
 }
 
+TEST_F(CliTest, NamespacesAndEndSession) {
+  const CommandResult put = Cli({"put", "--tokens", "0-511", "--size", "4KiB", "--all-chunks",
+                                 "--session", "5", "--ttl-ms", "1000", "--priority", "high"});
+  EXPECT_EXIT_CODE(put, 0);
+  Namespace cli_default;
+  cli_default.model_id = "demo-model";
+  const CommandResult list = Cli({"namespaces"});
+  EXPECT_EXIT_CODE(list, 0);
+  EXPECT_TRUE(absl::StartsWith(list.output, "namespace ")) << list.output;
+  EXPECT_TRUE(
+      absl::StrContains(list.output, KeyToHex(cli_default.Id()) + "  default      demo-model"))
+      << list.output;
+  EXPECT_TRUE(absl::StrContains(list.output, "\n1 namespace\n")) << list.output;
+  const CommandResult end = Cli({"end-session", "--session", "5"});
+  EXPECT_EXIT_CODE(end, 0);
+  EXPECT_EQ(end.output,
+            absl::StrCat("ended session 5 of namespace ", KeyToHex(cli_default.Id()), "\n"));
+  // Admin commands naming a namespace nobody registered fail the call.
+  const CommandResult unknown = Cli({"clear", "--namespace-id", std::string(32, '7')});
+  EXPECT_EXIT_CODE(unknown, 1);
+  EXPECT_TRUE(absl::StrContains(unknown.output, "FAILED_PRECONDITION")) << unknown.output;
+}
+
+TEST_F(CliTest, PinUnpinAndClearAPrefix) {
+  EXPECT_EXIT_CODE(Cli({"put", "--tokens", "0-511", "--size", "4KiB", "--all-chunks"}), 0);
+  const CommandResult pin = Cli({"pin", "--tokens", "0-767"});  // the third chunk is absent
+  EXPECT_EXIT_CODE(pin, 0);
+  EXPECT_EQ(pin.output, "pinned 2 of 3 chunks\n");
+  const CommandResult list = Cli({"namespaces"});
+  EXPECT_TRUE(absl::StrContains(list.output, "8.0 KiB        0        0 B    8.0 KiB\n"))
+      << list.output;
+  const CommandResult unpin = Cli({"unpin", "--tokens", "0-511"});
+  EXPECT_EXIT_CODE(unpin, 0);
+  EXPECT_EQ(unpin.output, "unpinned 2 of 2 chunks\n");
+  Namespace cli_default;
+  cli_default.model_id = "demo-model";
+  const CommandResult clear = Cli({"clear", "--namespace-id", KeyToHex(cli_default.Id())});
+  EXPECT_EXIT_CODE(clear, 0);
+  EXPECT_EQ(clear.output,
+            absl::StrCat("cleared namespace ", KeyToHex(cli_default.Id()), ": deleted 2 chunks\n"));
+  const CommandResult lookup = Cli({"lookup", "--tokens", "0-511"});
+  EXPECT_TRUE(absl::StrContains(lookup.output, "hit 0/2 chunks")) << lookup.output;
+}
+
 TEST_F(CliTest, MissingChunkAndDeadDaemonExitOne) {
   const CommandResult get = Cli({"get", "--tokens", "0-255"});
   EXPECT_EXIT_CODE(get, 1);

@@ -41,6 +41,11 @@ ABSL_FLAG(std::string, out, "", "where get writes the bytes");
 ABSL_FLAG(std::string, capacity, "", "get's first buffer");
 ABSL_FLAG(std::string, lease_ms, "", "lookup lease");
 ABSL_FLAG(bool, namespace, false, "stats of this namespace only");
+ABSL_FLAG(std::string, namespace_id, "", "namespace id, 32 hex digits");
+ABSL_FLAG(std::string, session, "", "session id");
+ABSL_FLAG(std::string, ttl_ms, "", "put TTL hint");
+ABSL_FLAG(std::string, priority, "", "put priority hint");
+ABSL_FLAG(bool, pin, false, "pin the put chunks");
 
 namespace kvstash::cli {
 namespace {
@@ -51,7 +56,10 @@ constexpr uint32_t Bit(Command c) { return 1u << static_cast<int>(c); }
 constexpr uint32_t kGlobal = ~0u;
 constexpr uint32_t kKeyed =
     Bit(Command::kPut) | Bit(Command::kGet) | Bit(Command::kExists) | Bit(Command::kDelete);
-constexpr uint32_t kNamespaced = kKeyed | Bit(Command::kLookup) | Bit(Command::kStats);
+// Admin commands naming one namespace (by the namespace flags or --namespace-id).
+constexpr uint32_t kAdmin =
+    Bit(Command::kClear) | Bit(Command::kPin) | Bit(Command::kUnpin) | Bit(Command::kEndSession);
+constexpr uint32_t kNamespaced = kKeyed | Bit(Command::kLookup) | Bit(Command::kStats) | kAdmin;
 
 struct FlagDef {
   const char* name;   // as users write it
@@ -138,6 +146,26 @@ absl::Status ParseFrameBytes(absl::string_view v, CliArgs* a) {
 
 constexpr uint32_t kPut = Bit(Command::kPut);
 constexpr uint32_t kGet = Bit(Command::kGet);
+constexpr uint32_t kPinning = Bit(Command::kPin) | Bit(Command::kUnpin);
+
+absl::Status ParseNamespaceId(absl::string_view v, CliArgs* a) {
+  absl::StatusOr<Key128> id = KeyFromHex(v);
+  if (!id.ok()) return Usage(absl::StrCat("\"", v, "\" is not 32 hex digits"));
+  a->namespace_id = *id;
+  return absl::OkStatus();
+}
+
+absl::Status ParsePriority(absl::string_view v, CliArgs* a) {
+  static constexpr std::pair<const char*, Priority> kNames[] = {
+      {"low", Priority::kLow}, {"normal", Priority::kNormal}, {"high", Priority::kHigh}};
+  for (const auto& [name, p] : kNames) {
+    if (v == name) {
+      a->hints.priority = p;
+      return absl::OkStatus();
+    }
+  }
+  return Usage(absl::StrCat("expected low, normal or high, got \"", v, "\""));
+}
 
 const FlagDef kFlags[] = {
     {"server", kGlobal, SetString<&CliArgs::server>},
@@ -157,8 +185,9 @@ const FlagDef kFlags[] = {
     {"kv-heads", kNamespaced, SetNsNumber<&Namespace::kv_heads>},
     {"head-dim", kNamespaced, SetNsNumber<&Namespace::head_dim>},
     {"hash", kNamespaced, ParseHash},
-    {"key", kKeyed, ParseKeys},
-    {"tokens", kKeyed | Bit(Command::kLookup), ParseTokens},
+    {"namespace-id", kAdmin, ParseNamespaceId},
+    {"key", kKeyed | kPinning, ParseKeys},
+    {"tokens", kKeyed | kPinning | Bit(Command::kLookup), ParseTokens},
     {"all-chunks", kPut | Bit(Command::kExists) | Bit(Command::kDelete),
      SetBool<&CliArgs::all_chunks>},
     {"file", kPut, SetString<&CliArgs::file>},
@@ -178,6 +207,17 @@ const FlagDef kFlags[] = {
     {"lease-ms", Bit(Command::kLookup),
      [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->lease_ms); }},
     {"namespace", Bit(Command::kStats), SetBool<&CliArgs::namespace_stats>},
+    {"session", kPut | Bit(Command::kLookup) | Bit(Command::kEndSession),
+     [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->session_id); }},
+    {"ttl-ms", kPut,
+     [](absl::string_view v, CliArgs* a) { return ParseNumber(v, &a->hints.ttl_ms); }},
+    {"priority", kPut, ParsePriority},
+    {"pin", kPut,
+     [](absl::string_view v, CliArgs* a) {
+       if (!absl::SimpleAtob(v, &a->hints.pin))
+         return Usage(absl::StrCat("not a bool: \"", v, "\""));
+       return absl::OkStatus();
+     }},
 };
 
 // The definition of an absl flag name ("deadline_ms").
@@ -190,9 +230,12 @@ const FlagDef* FindFlag(absl::string_view absl_name) {
 
 absl::StatusOr<Command> ParseCommand(absl::string_view word) {
   static constexpr std::pair<const char*, Command> kCommands[] = {
-      {"put", Command::kPut},       {"get", Command::kGet},       {"lookup", Command::kLookup},
-      {"exists", Command::kExists}, {"delete", Command::kDelete}, {"stats", Command::kStats},
-      {"health", Command::kHealth}};
+      {"put", Command::kPut},       {"get", Command::kGet},
+      {"lookup", Command::kLookup}, {"exists", Command::kExists},
+      {"delete", Command::kDelete}, {"stats", Command::kStats},
+      {"health", Command::kHealth}, {"namespaces", Command::kNamespaces},
+      {"clear", Command::kClear},   {"pin", Command::kPin},
+      {"unpin", Command::kUnpin},   {"end-session", Command::kEndSession}};
   for (const auto& [name, cmd] : kCommands) {
     if (word == name) return cmd;
   }
@@ -200,8 +243,9 @@ absl::StatusOr<Command> ParseCommand(absl::string_view word) {
 }
 
 const char* CommandName(Command c) {
-  static constexpr const char* kNames[] = {"",       "put",    "get",   "lookup",
-                                           "exists", "delete", "stats", "health"};
+  static constexpr const char* kNames[] = {"",       "put",   "get",        "lookup",     "exists",
+                                           "delete", "stats", "health",     "namespaces", "clear",
+                                           "pin",    "unpin", "end-session"};
   return kNames[static_cast<int>(c)];
 }
 
@@ -238,6 +282,12 @@ absl::Status CheckCommand(const CliArgs& a) {
       return CheckKeySource(a, true);
     case Command::kLookup:
       if (!a.has_tokens) return Usage("lookup: --tokens is required");
+      return absl::OkStatus();
+    case Command::kPin:
+    case Command::kUnpin:
+      return CheckKeySource(a, true);
+    case Command::kEndSession:
+      if (a.session_id == 0) return Usage("end-session: --session N (not 0) is required");
       return absl::OkStatus();
     default:
       return absl::OkStatus();
@@ -296,17 +346,28 @@ Stores and fetches KV-cache chunks in a kvstashd daemon.
 Commands:
   put     (--key HEX | --tokens SPEC [--all-chunks]) (--file PATH | --size BYTES
           [--pattern-seed N]) [--format N]
+          [--session N] [--ttl-ms N] [--priority low|normal|high] [--pin]
           Stores one chunk (with --tokens: the chunk of the last full chunk of tokens;
-          with --all-chunks: every full chunk, one key each). Without --file the payload
-          is a deterministic pattern of --size bytes chosen by --pattern-seed.
+          with --all-chunks: every full chunk, one key each, each naming the one before
+          as its parent). Without --file the payload is a deterministic pattern of
+          --size bytes chosen by --pattern-seed. The other flags are the chunks' hints.
   get     (--key HEX | --tokens SPEC) [--out PATH] [--capacity BYTES]
           Fetches one chunk; prints size, tokens and checksum; --out writes the bytes.
-  lookup  --tokens SPEC [--lease-ms N]
+  lookup  --tokens SPEC [--lease-ms N] [--session N]
           How many leading chunks of the tokens are stored, and in which tier.
   exists  (--key HEX[,HEX...] | --tokens SPEC [--all-chunks])
   delete  (--key HEX[,HEX...] | --tokens SPEC [--all-chunks])
   stats   [--namespace]   counters and DRAM use; --namespace: this namespace only
   health
+  namespaces  every namespace the daemon knows, with its use of DRAM and NVMe
+
+Admin commands; each names a namespace by the namespace flags or --namespace-id HEX:
+  clear        deletes every chunk of the namespace
+  pin          (--key HEX[,HEX...] | --tokens SPEC)
+  unpin        (--key HEX[,HEX...] | --tokens SPEC)
+               Pins (unpins) the leading stored chunks of the keys (with --tokens: of
+               every full chunk of the tokens), up to the first absent one.
+  end-session  --session N   ends a session: its chunks become ordinary chunks
 
 Global flags:
   --server URI              daemon address (default grpc://127.0.0.1:7070)

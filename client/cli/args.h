@@ -17,7 +17,21 @@
 
 namespace kvstash::cli {
 
-enum class Command { kNone, kPut, kGet, kLookup, kExists, kDelete, kStats, kHealth };
+enum class Command {
+  kNone,
+  kPut,
+  kGet,
+  kLookup,
+  kExists,
+  kDelete,
+  kStats,
+  kHealth,
+  kNamespaces,
+  kClear,
+  kPin,
+  kUnpin,
+  kEndSession,
+};
 
 struct CliArgs {
   bool help = false;
@@ -25,6 +39,9 @@ struct CliArgs {
   std::string server = "grpc://127.0.0.1:7070";
   ClientOptions options;
   Namespace ns;  // model_id defaults to "demo-model"
+  // --namespace-id HEX: the admin commands name a namespace by id instead of by the
+  // namespace flags (as `kvstash namespaces` lists it).
+  std::optional<Key128> namespace_id;
 
   // Command inputs; which apply depends on the command (see UsageText()).
   std::vector<Key128> keys;     // --key HEX[,HEX...]
@@ -39,6 +56,8 @@ struct CliArgs {
   uint64_t capacity_bytes = uint64_t{256} << 20;  // --capacity BYTES (get's first buffer)
   uint32_t lease_ms = 0;                          // --lease-ms N
   bool namespace_stats = false;                   // --namespace
+  uint64_t session_id = 0;                        // --session N (put, lookup, end-session)
+  PutHints hints;                                 // put: --ttl-ms, --priority, --pin, --session
 };
 
 // Parses argv (without the program name). INVALID_ARGUMENT carries a one-line message

@@ -64,6 +64,15 @@ TEST(ArgsTest, UsageErrors) {
       {"health", "--"},
       {"--model", "", "stats"},           // invalid namespace
       {"--frame-bytes", "10", "health"},  // invalid client option
+      {"put", "--key", key, "--size", "1", "--priority", "urgent"},
+      {"put", "--key", key, "--size", "1", "--ttl-ms", "-5"},
+      {"namespaces", "--model", "x"},  // lists every namespace
+      {"clear", "--namespace-id", "abc"},
+      {"pin"},  // no key source
+      {"unpin", "--key", key, "--tokens", "0-255"},
+      {"end-session"},  // no session
+      {"end-session", "--session", "0"},
+      {"get", "--key", key, "--session", "3"},
   };
   for (const auto& argv : bad) {
     auto a = Parse(argv);
@@ -95,6 +104,32 @@ TEST(ArgsTest, ExistsTakesSeveralKeysOrAllChunks) {
   a = Parse({"delete", "--tokens", "0-511", "--all-chunks"});
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_TRUE(a->all_chunks);
+}
+
+TEST(ArgsTest, PutHintsAndAdminCommands) {
+  auto a = Parse({"put", "--tokens", "0-511", "--all-chunks", "--size", "1", "--session", "42",
+                  "--ttl-ms", "5000", "--priority", "high", "--pin"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->session_id, 42u);
+  EXPECT_EQ(a->hints.ttl_ms, 5000u);
+  EXPECT_EQ(a->hints.priority, Priority::kHigh);
+  EXPECT_TRUE(a->hints.pin);
+  a = Parse({"namespaces"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, Command::kNamespaces);
+  a = Parse({"clear", "--namespace-id", std::string(32, 'c')});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, Command::kClear);
+  ASSERT_TRUE(a->namespace_id.has_value());
+  EXPECT_EQ((*a->namespace_id)[0], 0xcc);
+  a = Parse({"--model", "m", "unpin", "--tokens", "0-511"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, Command::kUnpin);
+  EXPECT_FALSE(a->namespace_id.has_value());
+  a = Parse({"end-session", "--session", "9"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, Command::kEndSession);
+  EXPECT_EQ(a->session_id, 9u);
 }
 
 TEST(OutputTest, LookupSummaryAndTiers) {

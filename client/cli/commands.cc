@@ -61,6 +61,11 @@ absl::Status RunPut(Client& client, NamespaceHandle ns, const CliArgs& a, std::o
     items[i].size = payloads[i].size();
     items[i].tokens = a.has_tokens ? a.ns.chunk_tokens : 0;
     items[i].format = a.format;
+    items[i].hints = a.hints;
+    items[i].hints.session_id = a.session_id;
+    // --all-chunks puts a whole chain: each chunk names the one before it.
+    items[i].hints.has_parent = a.all_chunks && i > 0;
+    if (items[i].hints.has_parent) items[i].hints.parent = keys[i - 1];
     total += payloads[i].size();
   }
   absl::Time start = absl::Now();
@@ -111,7 +116,7 @@ absl::Status RunGet(Client& client, NamespaceHandle ns, const CliArgs& a, std::o
 
 absl::Status RunLookup(Client& client, NamespaceHandle ns, const CliArgs& a, std::ostream& out) {
   std::vector<Key128> keys = KeyChain(a.ns).PrefixKeys(a.tokens);
-  absl::StatusOr<LookupResult> r = client.Lookup(ns, keys, a.lease_ms);
+  absl::StatusOr<LookupResult> r = client.Lookup(ns, keys, a.lease_ms, a.session_id);
   if (!r.ok()) return r.status();
   out << LookupSummary(r->hit_count, keys.size(), a.ns.chunk_tokens, a.tokens.size()) << "\n";
   out << "tiers: " << TierList(r->tiers) << "\n";
@@ -148,13 +153,47 @@ absl::Status RunHealth(Client& client, std::ostream& out) {
   return absl::OkStatus();
 }
 
+absl::Status RunNamespaces(Client& client, std::ostream& out) {
+  absl::StatusOr<std::vector<NamespaceUsage>> list = client.ListNamespaces();
+  if (!list.ok()) return list.status();
+  out << NamespacesTable(*list);
+  return absl::OkStatus();
+}
+
+absl::Status RunClear(Client& client, NamespaceHandle ns, std::ostream& out) {
+  absl::StatusOr<uint64_t> deleted = client.ClearNamespace(ns);
+  if (!deleted.ok()) return deleted.status();
+  out << "cleared namespace " << KeyToHex(ns.id) << ": deleted " << *deleted << " chunks\n";
+  return absl::OkStatus();
+}
+
+// Pins or unpins a prefix: the keys named, or every full chunk of --tokens.
+absl::Status RunPin(Client& client, NamespaceHandle ns, const CliArgs& a, bool pin,
+                    std::ostream& out) {
+  const std::vector<Key128> keys = a.has_tokens ? KeyChain(a.ns).PrefixKeys(a.tokens) : a.keys;
+  absl::StatusOr<uint32_t> changed = client.Pin(ns, keys, pin);
+  if (!changed.ok()) return changed.status();
+  out << (pin ? "pinned " : "unpinned ") << *changed << " of " << keys.size() << " chunks\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunEndSession(Client& client, NamespaceHandle ns, const CliArgs& a,
+                           std::ostream& out) {
+  if (absl::Status s = client.EndSession(ns, a.session_id); !s.ok()) return s;
+  out << "ended session " << a.session_id << " of namespace " << KeyToHex(ns.id) << "\n";
+  return absl::OkStatus();
+}
+
 bool NeedsNamespace(const CliArgs& a) {
-  return a.command != Command::kHealth && (a.command != Command::kStats || a.namespace_stats);
+  return a.command != Command::kHealth && a.command != Command::kNamespaces &&
+         (a.command != Command::kStats || a.namespace_stats);
 }
 
 absl::Status Dispatch(Client& client, const CliArgs& a, std::ostream& out) {
   NamespaceHandle ns;
-  if (NeedsNamespace(a)) {
+  if (a.namespace_id.has_value()) {
+    ns.id = *a.namespace_id;  // named by id: registered by its writers, not by this tool
+  } else if (NeedsNamespace(a)) {
     absl::StatusOr<NamespaceHandle> h = client.OpenNamespace(a.ns);
     if (!h.ok()) return h.status();
     ns = *h;
@@ -177,6 +216,15 @@ absl::Status Dispatch(Client& client, const CliArgs& a, std::ostream& out) {
     }
     case Command::kHealth:
       return RunHealth(client, out);
+    case Command::kNamespaces:
+      return RunNamespaces(client, out);
+    case Command::kClear:
+      return RunClear(client, ns, out);
+    case Command::kPin:
+    case Command::kUnpin:
+      return RunPin(client, ns, a, a.command == Command::kPin, out);
+    case Command::kEndSession:
+      return RunEndSession(client, ns, a, out);
     default:
       return absl::InvalidArgumentError("no command");
   }

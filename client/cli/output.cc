@@ -87,6 +87,21 @@ std::string StatsText(const ServerStats& s) {
   return out;
 }
 
+std::string NamespacesTable(absl::Span<const NamespaceUsage> namespaces) {
+  constexpr const char* kRow = "%-32s  %-12s %-20s %8s %10s %8s %10s %10s\n";
+  std::string out = absl::StrFormat(kRow, "namespace", "tenant", "model", "dram", "dram_bytes",
+                                    "nvme", "nvme_bytes", "pinned");
+  for (const NamespaceUsage& u : namespaces) {
+    absl::StrAppendFormat(&out, kRow, KeyToHex(u.id), u.tenant.empty() ? "-" : u.tenant,
+                          u.registered ? u.spec.model_id : "-", absl::StrCat(u.dram_chunks),
+                          HumanBytes(u.dram_bytes), absl::StrCat(u.nvme_chunks),
+                          HumanBytes(u.nvme_bytes), HumanBytes(u.pinned_bytes));
+  }
+  absl::StrAppend(&out, namespaces.size(), namespaces.size() == 1 ? " namespace" : " namespaces",
+                  "\n");
+  return out;
+}
+
 std::vector<uint8_t> PatternBytes(uint64_t seed, size_t size) {
   std::vector<uint8_t> out(size);
   // splitmix64: cheap, and every 8-byte word differs, so shifted or swapped frames show.

@@ -27,6 +27,9 @@ std::string TierList(absl::Span<const ChunkTier> tiers);
 // What `kvstash stats` prints: one "name value" line per counter, then the tiers' use and,
 // when the daemon has an NVMe tier, its counters (kvstash/stats_counters.h).
 std::string StatsText(const ServerStats& s);
+// What `kvstash namespaces` prints: a header line, one line per namespace (id, tenant,
+// model or "-" when not registered, chunks and bytes per tier, pinned bytes), and a count.
+std::string NamespacesTable(absl::Span<const NamespaceUsage> namespaces);
 // Deterministic payload for `put --size`: the same (seed, size) always gives the same
 // bytes, so a later get can be checked against a regenerated copy.
 std::vector<uint8_t> PatternBytes(uint64_t seed, size_t size);

@@ -1,5 +1,6 @@
 #include "client/cli/output.h"
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace kvstash::cli {
@@ -14,7 +15,8 @@ TEST(StatsTextTest, DramOnlyDaemonPrintsCountersAndDramUse) {
   s.dram_used_bytes = 1024;
   EXPECT_EQ(StatsText(s),
             "chunks 1\nbytes 2048 (2.0 KiB)\nhits 0\nmisses 0\nputs 0\nevictions 0\n"
-            "deletes 0\nlookups 0\nlookup_hit_chunks 9\n"
+            "deletes 0\nlookups 0\nlookup_hit_chunks 9\nhint_drops 0\nquota_evictions 0\n"
+            "pin_quota_refusals 0\npinned_bytes 0 (0 B)\nsessions 0\n"
             "dram used 1024 / capacity 4096 (1.0 KiB of 4.0 KiB, 25.0%)\n");
 }
 
@@ -35,6 +37,31 @@ TEST(StatsTextTest, NvmeCountersKeepTheirLines) {
             "cleanings 18\npromotions 19\nwrite_throughs 20\nchecksum_failures 21\n"
             "nvme io_errors 22\nrecovered_chunks 23\nnvme reopens 24 writes_suspended 25\n"
             "nvme gc_runs 26 gc_waits 27\n");
+}
+
+TEST(NamespacesTableTest, OneLinePerNamespaceUnregisteredWithoutModel) {
+  NamespaceUsage registered;
+  registered.id[15] = 1;
+  registered.registered = true;
+  registered.spec.model_id = "llama-3-8b";
+  registered.tenant = "team-a";
+  registered.dram_chunks = 3;
+  registered.dram_bytes = 3 << 20;
+  registered.pinned_bytes = 1 << 20;
+  NamespaceUsage recovered;
+  recovered.id[0] = 0xff;
+  recovered.nvme_chunks = 2;
+  recovered.nvme_bytes = 2048;
+  const NamespaceUsage both[] = {registered, recovered};
+  EXPECT_EQ(NamespacesTable(both),
+            "namespace                         tenant       model                    dram "
+            "dram_bytes     nvme nvme_bytes     pinned\n"
+            "00000000000000000000000000000001  team-a       llama-3-8b                  3 "
+            "   3.0 MiB        0        0 B    1.0 MiB\n"
+            "ff000000000000000000000000000000  -            -                           0 "
+            "       0 B        2    2.0 KiB        0 B\n"
+            "2 namespaces\n");
+  EXPECT_TRUE(absl::EndsWith(NamespacesTable({}), "pinned\n0 namespaces\n"));
 }
 
 }  // namespace

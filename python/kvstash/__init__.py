@@ -14,7 +14,8 @@ Engine adapters live in ``kvstash.integrations`` (LMCache, SGLang HiCache, vLLM)
 from ._client import Client, Namespace, default_options, key_from_engine_hash
 from ._errors import (DeadlineExceeded, Error, InvalidArgument, NotFound, StatusCode,
                       Unavailable)
-from ._types import LookupResult, Tier
+from ._fetch import FetchAdvisor, fetch_advisor_defaults
+from ._types import LookupResult, NamespaceUsage, Priority, Tier
 
 __version__ = "0.1.0"
 
@@ -22,13 +23,17 @@ __all__ = [
     "Client",
     "DeadlineExceeded",
     "Error",
+    "FetchAdvisor",
     "InvalidArgument",
     "LookupResult",
     "Namespace",
+    "NamespaceUsage",
     "NotFound",
+    "Priority",
     "StatusCode",
     "Tier",
     "Unavailable",
     "default_options",
+    "fetch_advisor_defaults",
     "key_from_engine_hash",
 ]

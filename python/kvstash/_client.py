@@ -12,13 +12,24 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _native
 from ._errors import Error
-from ._types import LookupResult, Tier
+from ._types import LookupResult, NamespaceUsage, Priority, Tier
 
 Namespace = _native.Namespace
 Keys = Sequence[bytes]
 Buffers = Sequence[Any]
 
 _DEFAULT_LAYOUT = "kvstash.layer_kv_token.v1"
+
+
+def _put_hints(session_id: int, ttl_ms: int, priority: "Priority | int", pin: bool,
+               parent: Optional[bytes]) -> _native.PutHints:
+    hints = _native.PutHints()
+    hints.session_id = session_id
+    hints.ttl_ms = ttl_ms
+    hints.priority = int(priority)
+    hints.pin = pin
+    hints.parent = parent
+    return hints
 
 
 def default_options() -> Dict[str, Any]:
@@ -170,17 +181,31 @@ class Client:
 
     # -- synchronous calls -------------------------------------------------------------
 
-    def lookup(self, ns: Namespace, keys: Keys, lease_ms: int = 0) -> LookupResult:
+    def lookup(self, ns: Namespace, keys: Keys, lease_ms: int = 0, *,
+               session_id: int = 0) -> LookupResult:
         """How many leading ``keys`` are present, in one round trip. ``lease_ms > 0``
-        keeps the hits from eviction until fetched with the returned ``lease_id``."""
-        return self._native.lookup(ns, keys, lease_ms)
+        keeps the hits from eviction until fetched with the returned ``lease_id``.
+        ``session_id != 0`` keeps that session (see :meth:`put`) active and adds the hits
+        to its chain."""
+        return self._native.lookup(ns, keys, lease_ms, session_id)
 
     def put(self, ns: Namespace, keys: Keys, buffers: Buffers, *, tokens: int = 0,
-            format: int = 0) -> List[bool]:
+            format: int = 0, session_id: int = 0, ttl_ms: int = 0,
+            priority: "Priority | int" = Priority.NORMAL, pin: bool = False,
+            parent: Optional[bytes] = None, chain: bool = False) -> List[bool]:
         """Stores one chunk per key from ``buffers``. Per key: True when stored (or
         already present), False when the daemon declined it for space. ``tokens`` and
-        ``format`` (an opaque writer tag) are recorded with every chunk."""
-        return self._native.put(ns, keys, buffers, tokens, format)
+        ``format`` (an opaque writer tag) are recorded with every chunk.
+
+        Hints (docs/protocol.md, "Hints"; each chunk of the call gets them, the defaults
+        say nothing): ``session_id`` (0: none) keeps the chunks until the session ends or
+        idles out; ``ttl_ms`` (0: none) keeps them at least that long; ``priority`` is
+        their eviction class; ``pin`` keeps them until :meth:`unpin`, within the tenant's
+        pin quota. ``parent`` is the key of the chunk before the first one in its chain;
+        with ``chain`` every further key names the key before it as its parent, as
+        ``Namespace.prefix_keys`` lists a prompt. Bad hints raise InvalidArgument."""
+        hints = _put_hints(session_id, ttl_ms, priority, pin, parent)
+        return self._native.put(ns, keys, buffers, tokens, format, hints, chain)
 
     def get_into(self, ns: Namespace, keys: Keys, buffers: Buffers,
                  lease_id: int = 0) -> List[Optional[int]]:
@@ -206,15 +231,48 @@ class Client:
         """``{"serving": bool, "version": str, "uptime_ms": int}``."""
         return self._native.health()
 
+    # -- admin calls -------------------------------------------------------------------
+
+    def list_namespaces(self) -> List[NamespaceUsage]:
+        """Every namespace the daemon knows (registered, or holding chunks), sorted by
+        id, with its tenant and its chunks and bytes per tier."""
+        return [NamespaceUsage(*row) for row in self._native.list_namespaces()]
+
+    def clear_namespace(self, ns: Namespace) -> int:
+        """Deletes every chunk of ``ns`` in every tier; returns how many. ``ns`` stays
+        registered."""
+        return self._native.clear_namespace(ns)
+
+    def pin(self, ns: Namespace, keys: Keys) -> int:
+        """Pins the leading ``keys`` that are stored (up to the first absent one);
+        returns how many were not pinned before. Raises :class:`Error` with code
+        ``RESOURCE_EXHAUSTED``, pinning nothing, when the tenant's pin quota cannot hold
+        them."""
+        return self._native.pin(ns, keys, True)
+
+    def unpin(self, ns: Namespace, keys: Keys) -> int:
+        """Unpins the leading ``keys`` that are stored; returns how many were pinned."""
+        return self._native.pin(ns, keys, False)
+
+    def end_session(self, ns: Namespace, session_id: int) -> None:
+        """Ends session ``session_id`` (not 0) of ``ns``: its chunks become ordinary
+        chunks of their priority."""
+        self._native.end_session(ns, session_id)
+
     # -- asynchronous calls: concurrent.futures --------------------------------------
 
-    def lookup_async(self, ns: Namespace, keys: Keys, lease_ms: int = 0) -> "Future[LookupResult]":
-        return self._submit(lambda q, t: self._native.submit_lookup(q, t, ns, keys, lease_ms))
+    def lookup_async(self, ns: Namespace, keys: Keys, lease_ms: int = 0, *,
+                     session_id: int = 0) -> "Future[LookupResult]":
+        return self._submit(
+            lambda q, t: self._native.submit_lookup(q, t, ns, keys, lease_ms, session_id))
 
     def put_async(self, ns: Namespace, keys: Keys, buffers: Buffers, *, tokens: int = 0,
-                  format: int = 0) -> "Future[List[bool]]":
-        return self._submit(
-            lambda q, t: self._native.submit_put(q, t, ns, keys, buffers, tokens, format))
+                  format: int = 0, session_id: int = 0, ttl_ms: int = 0,
+                  priority: "Priority | int" = Priority.NORMAL, pin: bool = False,
+                  parent: Optional[bytes] = None, chain: bool = False) -> "Future[List[bool]]":
+        hints = _put_hints(session_id, ttl_ms, priority, pin, parent)
+        return self._submit(lambda q, t: self._native.submit_put(q, t, ns, keys, buffers, tokens,
+                                                                 format, hints, chain))
 
     def get_into_async(self, ns: Namespace, keys: Keys, buffers: Buffers,
                        lease_id: int = 0) -> "Future[List[Optional[int]]]":
@@ -229,13 +287,19 @@ class Client:
 
     # -- asynchronous calls: asyncio -------------------------------------------------
 
-    async def alookup(self, ns: Namespace, keys: Keys, lease_ms: int = 0) -> LookupResult:
-        return await asyncio.wrap_future(self.lookup_async(ns, keys, lease_ms))
+    async def alookup(self, ns: Namespace, keys: Keys, lease_ms: int = 0, *,
+                      session_id: int = 0) -> LookupResult:
+        return await asyncio.wrap_future(
+            self.lookup_async(ns, keys, lease_ms, session_id=session_id))
 
     async def aput(self, ns: Namespace, keys: Keys, buffers: Buffers, *, tokens: int = 0,
-                   format: int = 0) -> List[bool]:
+                   format: int = 0, session_id: int = 0, ttl_ms: int = 0,
+                   priority: "Priority | int" = Priority.NORMAL, pin: bool = False,
+                   parent: Optional[bytes] = None, chain: bool = False) -> List[bool]:
         return await asyncio.wrap_future(
-            self.put_async(ns, keys, buffers, tokens=tokens, format=format))
+            self.put_async(ns, keys, buffers, tokens=tokens, format=format, session_id=session_id,
+                           ttl_ms=ttl_ms, priority=priority, pin=pin, parent=parent,
+                           chain=chain))
 
     async def aget_into(self, ns: Namespace, keys: Keys, buffers: Buffers,
                         lease_id: int = 0) -> List[Optional[int]]:

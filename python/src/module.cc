@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include "errors.h"
+#include "fetch_advisor.h"
 #include "nanobind/nanobind.h"
 #include "py_client.h"
 #include "py_namespace.h"
@@ -13,6 +14,7 @@ NB_MODULE(_native, m) {
   kvstash::python::RegisterErrorTranslator();
   kvstash::python::BindNamespace(m);
   kvstash::python::BindClient(m);
+  kvstash::python::BindFetchAdvisor(m);
   // Engine adapters reach host KV pools that engines describe by address (SGLang's
   // get_page_buffer_meta); the memoryview lets them go through the buffer path unchanged.
   m.def(

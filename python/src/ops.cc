@@ -29,12 +29,16 @@ absl::Status ItemError(size_t i, const Key128& key, const absl::Status& status) 
 class PutOp final : public Op {
  public:
   PutOp(NamespaceHandle ns, std::vector<Key128> keys, std::vector<Buffer> buffers, uint32_t tokens,
-        uint32_t format)
+        uint32_t format, const PutHints& hints, bool chain)
       : ns_(ns), buffers_(std::move(buffers)) {
     items_.resize(keys.size());
     for (size_t i = 0; i < keys.size(); ++i) {
       if (buffers_[i].size() == 0) ThrowInvalid(absl::StrCat("buffers[", i, "] is empty"));
-      items_[i] = PutItem{keys[i], buffers_[i].data(), buffers_[i].size(), tokens, format};
+      items_[i] = PutItem{keys[i], buffers_[i].data(), buffers_[i].size(), tokens, format, hints};
+      if (chain && i > 0) {
+        items_[i].hints.has_parent = true;
+        items_[i].hints.parent = keys[i - 1];
+      }
     }
   }
   void Run(Client& client) override { status_ = client.Put(ns_, absl::MakeSpan(items_)); }
@@ -101,9 +105,9 @@ class GetOp final : public Op {
 
 class LookupOp final : public Op {
  public:
-  LookupOp(NamespaceHandle ns, std::vector<Key128> keys, uint32_t lease_ms)
-      : ns_(ns), keys_(std::move(keys)), lease_ms_(lease_ms) {}
-  void Run(Client& client) override { result_ = client.Lookup(ns_, keys_, lease_ms_); }
+  LookupOp(NamespaceHandle ns, std::vector<Key128> keys, uint32_t lease_ms, uint64_t session_id)
+      : ns_(ns), keys_(std::move(keys)), lease_ms_(lease_ms), session_id_(session_id) {}
+  void Run(Client& client) override { result_ = client.Lookup(ns_, keys_, lease_ms_, session_id_); }
   nb::object Result() override {
     ThrowIfError(result_.status());
     nb::list tiers;
@@ -116,6 +120,7 @@ class LookupOp final : public Op {
   NamespaceHandle ns_;
   std::vector<Key128> keys_;
   uint32_t lease_ms_;
+  uint64_t session_id_;
   absl::StatusOr<LookupResult> result_;
 };
 
@@ -155,11 +160,11 @@ class DeleteOp final : public Op {
 }  // namespace
 
 OpPtr MakePutOp(NamespaceHandle ns, nb::handle keys, nb::handle buffers, uint32_t tokens,
-                uint32_t format) {
+                uint32_t format, const PutHints& hints, bool chain) {
   std::vector<Key128> k = ParseKeys(keys);
   std::vector<Buffer> b = BorrowAll(buffers, /*writable=*/false);
   CheckSameLength(k.size(), b.size());
-  return std::make_shared<PutOp>(ns, std::move(k), std::move(b), tokens, format);
+  return std::make_shared<PutOp>(ns, std::move(k), std::move(b), tokens, format, hints, chain);
 }
 
 OpPtr MakeGetOp(NamespaceHandle ns, nb::handle keys, nb::handle buffers, uint64_t lease_id) {
@@ -169,8 +174,8 @@ OpPtr MakeGetOp(NamespaceHandle ns, nb::handle keys, nb::handle buffers, uint64_
   return std::make_shared<GetOp>(ns, std::move(k), std::move(b), lease_id);
 }
 
-OpPtr MakeLookupOp(NamespaceHandle ns, nb::handle keys, uint32_t lease_ms) {
-  return std::make_shared<LookupOp>(ns, ParseKeys(keys), lease_ms);
+OpPtr MakeLookupOp(NamespaceHandle ns, nb::handle keys, uint32_t lease_ms, uint64_t session_id) {
+  return std::make_shared<LookupOp>(ns, ParseKeys(keys), lease_ms, session_id);
 }
 
 OpPtr MakeExistsOp(NamespaceHandle ns, nb::handle keys) {

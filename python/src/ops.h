@@ -30,14 +30,17 @@ using OpPtr = std::shared_ptr<Op>;
 //
 // put -> list[bool]: True when stored or already present, False when the daemon declined
 //   the chunk for space (RESOURCE_EXHAUSTED); any other per-chunk failure raises.
+//   Every chunk carries `hints`; with `chain`, each chunk after the first names the key
+//   before it as its parent (the first keeps hints.parent).
 OpPtr MakePutOp(NamespaceHandle ns, nanobind::handle keys, nanobind::handle buffers,
-                uint32_t tokens, uint32_t format);
+                uint32_t tokens, uint32_t format, const PutHints& hints, bool chain);
 // get_into -> list[int | None]: bytes written into each buffer, None for a miss; a buffer
 //   smaller than its chunk raises INVALID_ARGUMENT, as does any other per-chunk failure.
 OpPtr MakeGetOp(NamespaceHandle ns, nanobind::handle keys, nanobind::handle buffers,
                 uint64_t lease_id);
 // lookup -> kvstash.LookupResult.
-OpPtr MakeLookupOp(NamespaceHandle ns, nanobind::handle keys, uint32_t lease_ms);
+OpPtr MakeLookupOp(NamespaceHandle ns, nanobind::handle keys, uint32_t lease_ms,
+                   uint64_t session_id);
 // exists -> list[kvstash.Tier], Tier.NONE for absent keys.
 OpPtr MakeExistsOp(NamespaceHandle ns, nanobind::handle keys);
 // delete -> int, the number of keys deleted.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "buffers.h"
 #include "completions.h"
 #include "errors.h"
 #include "kvstash/client.h"
@@ -198,6 +199,44 @@ class PyClient {
     return out;
   }
 
+  // [(id, Namespace | None, tenant, dram_chunks, dram_bytes, nvme_chunks, nvme_bytes,
+  //   pinned_bytes)] for kvstash._types.NamespaceUsage.
+  nb::list ListNamespaces() {
+    std::shared_ptr<Client> client = this->client();
+    absl::StatusOr<std::vector<NamespaceUsage>> list;
+    {
+      nb::gil_scoped_release release;
+      list = client->ListNamespaces();
+    }
+    ThrowIfError(list.status());
+    nb::list out;
+    for (const NamespaceUsage& u : *list) {
+      nb::object spec = u.registered ? nb::cast(PyNamespace(u.spec)) : nb::none();
+      out.append(nb::make_tuple(KeyBytes(u.id), spec, u.tenant, u.dram_chunks, u.dram_bytes,
+                                u.nvme_chunks, u.nvme_bytes, u.pinned_bytes));
+    }
+    return out;
+  }
+
+  uint64_t ClearNamespace(const PyNamespace& ns) {
+    return Blocking<uint64_t>([&](Client& c) { return c.ClearNamespace({ns.id()}); });
+  }
+
+  uint32_t Pin(const PyNamespace& ns, nb::handle keys, bool pin) {
+    std::vector<Key128> k = ParseKeys(keys);
+    return Blocking<uint32_t>([&](Client& c) { return c.Pin({ns.id()}, k, pin); });
+  }
+
+  void EndSession(const PyNamespace& ns, uint64_t session_id) {
+    std::shared_ptr<Client> client = this->client();
+    absl::Status s;
+    {
+      nb::gil_scoped_release release;
+      s = client->EndSession({ns.id()}, session_id);
+    }
+    ThrowIfError(s);
+  }
+
   nb::dict Health() {
     std::shared_ptr<Client> client = this->client();
     absl::StatusOr<HealthInfo> health;
@@ -221,16 +260,56 @@ class PyClient {
     return client_;
   }
 
+  // Runs `call` without the GIL and returns its value, or throws its error.
+  template <typename T, typename Call>
+  T Blocking(Call call) {
+    std::shared_ptr<Client> client = this->client();
+    absl::StatusOr<T> result;
+    {
+      nb::gil_scoped_release release;
+      result = call(*client);
+    }
+    ThrowIfError(result.status());
+    return *result;
+  }
+
   std::string uri_;
   std::shared_ptr<Client> client_;  // touched only with the GIL held
 };
 
 NamespaceHandle Handle(const PyNamespace& ns) { return NamespaceHandle{ns.id()}; }
 
+// kvstash._native.PutHints: kvstash/hints.h's PutHints; `parent` is None or 16 bytes.
+void BindPutHints(nb::module_& m) {
+  nb::class_<PutHints>(m, "PutHints")
+      .def(nb::init<>())
+      .def_rw("session_id", &PutHints::session_id)
+      .def_rw("ttl_ms", &PutHints::ttl_ms)
+      .def_rw("pin", &PutHints::pin)
+      .def_prop_rw(
+          "priority", [](const PutHints& h) { return static_cast<int>(h.priority); },
+          [](PutHints& h, int v) {
+            // Out-of-range values of the byte are refused here; the daemon names the others.
+            if (v < 0 || v > 255) ThrowInvalid(absl::StrCat("priority ", v, " is not a priority"));
+            h.priority = static_cast<Priority>(v);
+          })
+      .def_prop_rw(
+          "parent",
+          [](const PutHints& h) -> nb::object {
+            return h.has_parent ? nb::object(KeyBytes(h.parent)) : nb::none();
+          },
+          [](PutHints& h, nb::handle v) {
+            h.has_parent = !v.is_none();
+            h.parent = h.has_parent ? ParseKey(v, "parent") : Key128{};
+          },
+          nb::arg("value").none());
+}
+
 }  // namespace
 
 void BindClient(nb::module_& m) {
   m.def("default_options", &DefaultOptions);
+  BindPutHints(m);
 
   nb::class_<PyCompletions>(m, "Completions")
       .def(nb::init<>())
@@ -245,15 +324,16 @@ void BindClient(nb::module_& m) {
       .def("open_namespace", [](PyClient& c, const PyNamespace& ns) { c.OpenNamespace(ns); })
       .def("put",
            [](PyClient& c, const PyNamespace& ns, nb::handle keys, nb::handle buffers,
-              uint32_t tokens, uint32_t format) {
-             return c.Call(MakePutOp(Handle(ns), keys, buffers, tokens, format));
+              uint32_t tokens, uint32_t format, const PutHints& hints, bool chain) {
+             return c.Call(MakePutOp(Handle(ns), keys, buffers, tokens, format, hints, chain));
            })
       .def("get_into",
            [](PyClient& c, const PyNamespace& ns, nb::handle keys, nb::handle buffers,
               uint64_t lease_id) { return c.Call(MakeGetOp(Handle(ns), keys, buffers, lease_id)); })
       .def("lookup",
-           [](PyClient& c, const PyNamespace& ns, nb::handle keys, uint32_t lease_ms) {
-             return c.Call(MakeLookupOp(Handle(ns), keys, lease_ms));
+           [](PyClient& c, const PyNamespace& ns, nb::handle keys, uint32_t lease_ms,
+              uint64_t session_id) {
+             return c.Call(MakeLookupOp(Handle(ns), keys, lease_ms, session_id));
            })
       .def("exists", [](PyClient& c, const PyNamespace& ns,
                         nb::handle keys) { return c.Call(MakeExistsOp(Handle(ns), keys)); })
@@ -261,8 +341,9 @@ void BindClient(nb::module_& m) {
                         nb::handle keys) { return c.Call(MakeDeleteOp(Handle(ns), keys)); })
       .def("submit_put",
            [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns, nb::handle keys,
-              nb::handle buffers, uint32_t tokens, uint32_t format) {
-             c.Submit(q, token, MakePutOp(Handle(ns), keys, buffers, tokens, format));
+              nb::handle buffers, uint32_t tokens, uint32_t format, const PutHints& hints,
+              bool chain) {
+             c.Submit(q, token, MakePutOp(Handle(ns), keys, buffers, tokens, format, hints, chain));
            })
       .def("submit_get_into",
            [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns, nb::handle keys,
@@ -271,7 +352,9 @@ void BindClient(nb::module_& m) {
            })
       .def("submit_lookup",
            [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns, nb::handle keys,
-              uint32_t lease_ms) { c.Submit(q, token, MakeLookupOp(Handle(ns), keys, lease_ms)); })
+              uint32_t lease_ms, uint64_t session_id) {
+             c.Submit(q, token, MakeLookupOp(Handle(ns), keys, lease_ms, session_id));
+           })
       .def("submit_exists",
            [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns,
               nb::handle keys) { c.Submit(q, token, MakeExistsOp(Handle(ns), keys)); })
@@ -279,7 +362,11 @@ void BindClient(nb::module_& m) {
            [](PyClient& c, PyCompletions& q, uint64_t token, const PyNamespace& ns,
               nb::handle keys) { c.Submit(q, token, MakeDeleteOp(Handle(ns), keys)); })
       .def("stats", &PyClient::Stats, nb::arg("ns").none() = nb::none())
-      .def("health", &PyClient::Health);
+      .def("health", &PyClient::Health)
+      .def("list_namespaces", &PyClient::ListNamespaces)
+      .def("clear_namespace", &PyClient::ClearNamespace)
+      .def("pin", &PyClient::Pin)
+      .def("end_session", &PyClient::EndSession);
 }
 
 }  // namespace kvstash::python

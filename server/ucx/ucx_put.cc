@@ -13,7 +13,31 @@ namespace kvstash::server::ucx {
 namespace {
 
 using wire::ucx::PutFields;
+using wire::ucx::PutHintsFields;
 using wire::ucx::ReplyHeader;
+
+// The hints block of a Put with kFlagPutHints (`*fields` keeps the parent key the result
+// points into); no hints without the flag, as older clients send.
+absl::Status ReadHints(const Request& req, const void* header, PutHintsFields* fields,
+                       PutChunkHints* out) {
+  if ((req.header.flags & wire::ucx::kFlagPutHints) == 0) return absl::OkStatus();
+  *fields = wire::ucx::ReadFields<PutHintsFields>(header, sizeof(PutFields));
+  constexpr uint8_t kKnown = wire::ucx::kHintHasParent | wire::ucx::kHintPin;
+  if ((fields->hint_flags & ~kKnown) != 0 || fields->reserved != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Put hints: unknown hint_flags 0x",
+                                                   absl::Hex(fields->hint_flags & ~kKnown),
+                                                   " or non-zero reserved bytes"));
+  }
+  if ((fields->hint_flags & wire::ucx::kHintHasParent) != 0) {
+    out->parent_key = absl::string_view(reinterpret_cast<const char*>(fields->parent_key),
+                                        sizeof(fields->parent_key));
+  }
+  out->session_id = fields->session_id;
+  out->ttl_ms = fields->ttl_ms;
+  out->priority = fields->priority;
+  out->pin = (fields->hint_flags & wire::ucx::kHintPin) != 0;
+  return absl::OkStatus();
+}
 
 // Decides the chunk's result once its bytes are in (or failed to arrive) and replies.
 void FinishPut(const Request& req, const PutFields& f, PutChunk chunk) {
@@ -127,8 +151,10 @@ ucs_status_t HandlePut(const Request& req, const void* header, void* data, size_
   h.count = f.count;
   h.key = absl::string_view(reinterpret_cast<const char*>(f.key), sizeof(f.key));
   h.meta = storage::ChunkMeta{f.size_bytes, f.tokens, f.format, f.checksum};
+  PutHintsFields hints_fields{};
   absl::StatusOr<Key128> ns = req.Namespace();
-  absl::Status s = ns.ok() ? CheckPut(req, h, length) : ns.status();
+  absl::Status s = ns.ok() ? ReadHints(req, header, &hints_fields, &h.hints) : ns.status();
+  if (s.ok()) s = CheckPut(req, h, length);
   if (!s.ok()) {
     req.Fail(s);
     return UCS_OK;  // a rendezvous payload not received is dropped; the sender completes

@@ -29,6 +29,14 @@ Op Request::op() const {
       return Op::kPut;
     case WireOp::kGet:
       return Op::kGet;
+    case WireOp::kListNamespaces:
+      return Op::kListNamespaces;
+    case WireOp::kClearNamespace:
+      return Op::kClearNamespace;
+    case WireOp::kPin:
+      return Op::kPin;
+    case WireOp::kEndSession:
+      return Op::kEndSession;
     default:
       return Op::kHealth;
   }

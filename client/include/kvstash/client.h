@@ -170,6 +170,22 @@ struct NamespaceHandle {
   Key128 id{};
 };
 
+// One namespace's footprint in the daemon (Client::ListNamespaces): payload bytes and
+// chunks of its live chunks per tier.
+struct NamespaceUsage {
+  Key128 id{};
+  // False for a namespace the daemon holds chunks of but no client registered since it
+  // started (chunks recovered from NVMe); `spec` is then empty.
+  bool registered = false;
+  Namespace spec;
+  std::string tenant;  // the tenant its chunks count against
+  uint64_t dram_chunks = 0;
+  uint64_t dram_bytes = 0;
+  uint64_t nvme_chunks = 0;
+  uint64_t nvme_bytes = 0;
+  uint64_t pinned_bytes = 0;
+};
+
 class Client {
  public:
   // uri: "grpc://host:port" or "ucx://host:port". Fails with UNAVAILABLE when the daemon does not
@@ -218,6 +234,31 @@ class Client {
   // Totals; with ns, that namespace's counters (capacity fields stay the tier's).
   virtual absl::StatusOr<ServerStats> Stats(const NamespaceHandle* ns = nullptr) = 0;
   virtual absl::StatusOr<HealthInfo> Health() = 0;
+
+  // Admin calls (docs/protocol.md, "Admin calls"). The defaults answer UNIMPLEMENTED, for
+  // Client implementations outside this library.
+  //
+  // Every namespace the daemon knows (registered, or holding chunks), sorted by id.
+  virtual absl::StatusOr<std::vector<NamespaceUsage>> ListNamespaces() {
+    return absl::UnimplementedError("ListNamespaces");
+  }
+  // Deletes every chunk of `ns` in every tier; returns how many were deleted. The
+  // namespace stays registered.
+  virtual absl::StatusOr<uint64_t> ClearNamespace(NamespaceHandle ns) {
+    return absl::UnimplementedError("ClearNamespace");
+  }
+  // Pins (pin true) or unpins the leading `keys` that are stored, stopping at the first
+  // absent one; returns how many changed state. RESOURCE_EXHAUSTED (nothing pinned) when
+  // the tenant's pin quota cannot hold them.
+  virtual absl::StatusOr<uint32_t> Pin(NamespaceHandle ns, absl::Span<const Key128> keys,
+                                       bool pin = true) {
+    return absl::UnimplementedError("Pin");
+  }
+  // Ends session `session_id` (!= 0) of `ns`: its chunks become ordinary chunks of their
+  // priority (PutHints::session_id).
+  virtual absl::Status EndSession(NamespaceHandle ns, uint64_t session_id) {
+    return absl::UnimplementedError("EndSession");
+  }
 
   // Registers [data, data + size) with the transport once, so later Put/Get calls whose
   // buffers lie inside it move bytes without per-call registration (UCX: ucp_mem_map; RDMA

@@ -19,16 +19,25 @@ enum class StatKind { kCounter, kGauge };
 
 // Per-namespace and daemon-wide counters (v1.CounterSet).
 // X(name, kind, help)
-#define KVSTASH_STORE_COUNTERS(X)                                        \
-  X(chunks, kGauge, "live chunks")                                       \
-  X(bytes, kGauge, "payload bytes of live chunks")                       \
-  X(hits, kCounter, "gets served")                                       \
-  X(misses, kCounter, "gets of absent keys")                             \
-  X(puts, kCounter, "chunks committed (idempotent repeats not counted)") \
-  X(evictions, kCounter, "chunks evicted to stay within the budget")     \
-  X(deletes, kCounter, "chunks deleted by clients")                      \
-  X(lookups, kCounter, "lookup calls")                                   \
-  X(lookup_hit_chunks, kCounter, "chunks found by lookups")
+#define KVSTASH_STORE_COUNTERS(X)                                                         \
+  X(chunks, kGauge, "live chunks")                                                        \
+  X(bytes, kGauge, "payload bytes of live chunks")                                        \
+  X(hits, kCounter, "gets served")                                                        \
+  X(misses, kCounter, "gets of absent keys")                                              \
+  X(puts, kCounter, "chunks committed (idempotent repeats not counted)")                  \
+  X(evictions, kCounter, "chunks evicted to stay within the budget")                      \
+  X(deletes, kCounter, "chunks deleted by clients")                                       \
+  X(lookups, kCounter, "lookup calls")                                                    \
+  X(lookup_hit_chunks, kCounter, "chunks found by lookups")                               \
+  X(hint_drops, kCounter,                                                                 \
+    "protected chunks (high priority, TTL, session) evicted from DRAM because nothing "   \
+    "less protected was left (TTL and session chunks are demoted to NVMe when it is on)") \
+  X(quota_evictions, kCounter,                                                            \
+    "chunks evicted (DRAM: demoted) to keep their tenant within its DRAM or NVMe quota")  \
+  X(pin_quota_refusals, kCounter,                                                         \
+    "pins refused by the tenant's pin quota (puts asking for a pin are stored unpinned)") \
+  X(pinned_bytes, kGauge, "payload bytes of pinned chunks")                               \
+  X(sessions, kGauge, "active sessions (put or lookup with a session id, not ended or idle)")
 
 // One tier's occupancy (v1.TierStats, which also carries the tier itself).
 // X(name, kind, metric, help); metric: the Prometheus family, labelled with the tier.

@@ -106,11 +106,12 @@ class KvstashL2Adapter:
         q, n = self._completions, client._native
         try:
             if op == "set":
-                n.submit_put(q, fid, ns, kv_keys, views, 0, OBJECT_FORMAT)
+                n.submit_put(q, fid, ns, kv_keys, views, 0, OBJECT_FORMAT, _native.PutHints(),
+                             False)
             elif op == "get":
                 n.submit_get_into(q, fid, ns, kv_keys, views, 0)
             elif op == "exists":
-                n.submit_lookup(q, fid, ns, kv_keys, 0)
+                n.submit_lookup(q, fid, ns, kv_keys, 0, 0)
             else:
                 n.submit_delete(q, fid, ns, kv_keys)
         except kvstash.Error as e:

@@ -1,0 +1,37 @@
+// RocksDbTier's calls for tenant quotas and admin requests: removing the coldest chunks
+// that a predicate accepts, and usage per namespace.
+#include <utility>
+#include <vector>
+
+#include "storage/rocksdb_tier.h"
+
+namespace kvstash::storage {
+
+uint64_t RocksDbTier::RemoveColdest(absl::FunctionRef<bool(const ChunkId&)> match,
+                                    uint64_t max_bytes, bool as_deletes) {
+  std::vector<std::pair<ChunkId, uint64_t>> victims;  // id, generation
+  {
+    absl::MutexLock lock(&mu_);
+    uint64_t bytes = 0;
+    for (const PolicyHook* h = lru_.back(); h != nullptr && bytes < max_bytes; h = lru_.prev(h)) {
+      const auto* e = static_cast<const Entry*>(h);
+      if (!match(e->id)) continue;
+      victims.emplace_back(e->id, e->generation);
+      bytes += e->meta.size_bytes;
+    }
+  }
+  uint64_t removed = 0;
+  for (const auto& [id, generation] : victims) {
+    if (Remove(id, generation)) ++removed;  // a concurrent delete may have won
+  }
+  absl::MutexLock lock(&mu_);
+  (as_deletes ? counters_.deletes : counters_.evictions) += removed;
+  return removed;
+}
+
+absl::flat_hash_map<Key128, RocksDbTier::NamespaceUsage> RocksDbTier::NamespaceUsages() const {
+  absl::MutexLock lock(&mu_);
+  return ns_usage_;
+}
+
+}  // namespace kvstash::storage

@@ -127,7 +127,7 @@ bool FetchAdvisor::ShouldFetch(uint64_t tokens, ChunkTier tier, uint64_t context
 }
 
 uint32_t FetchAdvisor::ChunksToFetch(absl::Span<const ChunkTier> tiers, uint32_t chunk_tokens,
-                                     uint64_t prompt_tokens) const {
+                                     uint64_t prompt_tokens, uint64_t context_tokens) const {
   if (chunk_tokens == 0) return 0;
   std::array<double, kTiers> spb;
   {
@@ -138,15 +138,15 @@ uint32_t FetchAdvisor::ChunksToFetch(absl::Span<const ChunkTier> tiers, uint32_t
   const uint64_t max_chunks = std::min<uint64_t>(tiers.size(), prompt_tokens / chunk_tokens);
   // cost(k) = margin x (time to fetch chunks [0, k)) + time to prefill the rest after them.
   uint32_t best = 0;
-  double best_cost = RecomputeSeconds(prompt_tokens, 0);
+  double best_cost = RecomputeSeconds(prompt_tokens, context_tokens);
   double fetch_s = options_.fixed_fetch_s;
   for (uint64_t k = 1; k <= max_chunks; ++k) {
     const int slot = TierSlot(tiers[k - 1]);
     if (slot < 0) break;
     fetch_s += chunk_bytes * spb[slot];
     const uint64_t cached = k * chunk_tokens;
-    const double cost =
-        fetch_s * options_.fetch_margin + RecomputeSeconds(prompt_tokens - cached, cached);
+    const double cost = fetch_s * options_.fetch_margin +
+                        RecomputeSeconds(prompt_tokens - cached, context_tokens + cached);
     if (cost <= best_cost) {
       best_cost = cost;
       best = static_cast<uint32_t>(k);

@@ -215,6 +215,19 @@ TEST(FetchAdvisorTest, ChunksToFetchStopsBeforeASlowTier) {
   EXPECT_EQ(advisor->ChunksToFetch(many, 100, 2000), 13u);
 }
 
+TEST(FetchAdvisorTest, ChunksToFetchAfterTheEnginesOwnPrefix) {
+  FetchAdvisorOptions o = SimpleOptions();
+  o.fixed_fetch_s = 1e-4;
+  o.nvme_bytes_per_s = 1e6;  // one 100-token chunk: ~100 ms to fetch
+  o.prefill.attention_s_per_token2 = 1e-7;
+  auto advisor = MakeAdvisor(o);
+  ASSERT_NE(advisor, nullptr);
+  // Alone the chunk recomputes in ~10.5 ms; after 20000 tokens the engine holds, recomputing
+  // it also attends to them (+200 ms) and fetching wins.
+  EXPECT_EQ(advisor->ChunksToFetch({T::kNvme}, 100, 100), 0u);
+  EXPECT_EQ(advisor->ChunksToFetch({T::kNvme}, 100, 100, 20000), 1u);
+}
+
 TEST(FetchAdvisorTest, ChunksToFetchBoundsAndAgreesWithShouldFetch) {
   FetchAdvisorOptions o = SimpleOptions();
   o.fixed_fetch_s = 1e-4;

@@ -35,8 +35,8 @@ int Main(int argc, char** argv) {
   std::cout << absl::StrFormat(
       "model %s: %d B/token, %d tokens/chunk; prefill %.0f tokens/s + %.3g s per token and "
       "cached token; decode %.1f tokens/s; speedup %g\n",
-      o.model.name, o.model.kv_bytes_per_token, o.chunk_tokens, o.cost.prefill_tokens_per_s,
-      o.cost.attention_s_per_token_ctx, o.cost.decode_tokens_per_s, o.speedup);
+      o.model.name, o.model.kv_bytes_per_token, o.chunk_tokens, o.cost.prefill.tokens_per_s,
+      o.cost.prefill.attention_s_per_token2, o.cost.decode_tokens_per_s, o.speedup);
   Reporter reporter;
   if (absl::Status s = reporter.Open(o.json_path, o.csv_path); !s.ok()) {
     std::cerr << "kvstash_workload: " << s.message() << "\n";

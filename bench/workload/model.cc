@@ -38,9 +38,7 @@ absl::StatusOr<ModelShape> ModelByName(absl::string_view name) {
 }
 
 double CostModel::PrefillSeconds(uint64_t new_tokens, uint64_t cached_tokens) const {
-  const double n = static_cast<double>(new_tokens);
-  const double ctx = static_cast<double>(cached_tokens) + (n + 1) / 2;
-  return n / prefill_tokens_per_s + attention_s_per_token_ctx * n * ctx;
+  return prefill.Seconds(new_tokens, cached_tokens);
 }
 
 double CostModel::DecodeSeconds(uint64_t tokens) const {
@@ -48,12 +46,10 @@ double CostModel::DecodeSeconds(uint64_t tokens) const {
 }
 
 absl::Status CostModel::Validate() const {
-  if (!(prefill_tokens_per_s > 0)) {
-    return absl::InvalidArgumentError("prefill_tokens_per_s must be > 0");
-  }
-  if (!(attention_s_per_token_ctx >= 0)) {
-    return absl::InvalidArgumentError("attention_s_per_token_ctx must be >= 0");
-  }
+  FetchAdvisorOptions advisor;
+  advisor.prefill = prefill;
+  advisor.kv_bytes_per_token = 1;
+  if (absl::Status s = advisor.Validate(); !s.ok()) return s;
   if (!(decode_tokens_per_s > 0)) {
     return absl::InvalidArgumentError("decode_tokens_per_s must be > 0");
   }
@@ -61,10 +57,14 @@ absl::Status CostModel::Validate() const {
 }
 
 CostModel DefaultCost(const ModelShape& model, const GpuSpec& gpu) {
-  const double flops_per_s = gpu.tflops * 1e12 * gpu.mfu;
+  const GpuSpec reference_gpu;
+  const ModelShape reference = *ModelByName("llama3-8b");
+  const double gpu_ratio = gpu.tflops * gpu.mfu / (reference_gpu.tflops * reference_gpu.mfu);
+  const double attended_ratio = static_cast<double>(model.layers) * model.d_model /
+                                (static_cast<double>(reference.layers) * reference.d_model);
   CostModel c;
-  c.prefill_tokens_per_s = flops_per_s / (2 * model.params);
-  c.attention_s_per_token_ctx = 4.0 * model.layers * model.d_model / flops_per_s;
+  c.prefill.tokens_per_s *= gpu_ratio * reference.params / model.params;
+  c.prefill.attention_s_per_token2 *= attended_ratio / gpu_ratio;
   c.decode_tokens_per_s = gpu.decode_tokens_per_s;
   return c;
 }
@@ -86,9 +86,9 @@ absl::Status ApplyCalibration(absl::string_view json, absl::string_view source, 
       return bad(absl::StrCat("malformed member '", absl::StripAsciiWhitespace(member), "'"));
     }
     if (key == "prefill_tokens_per_s") {
-      cost->prefill_tokens_per_s = value;
+      cost->prefill.tokens_per_s = value;
     } else if (key == "attention_s_per_token_ctx") {
-      cost->attention_s_per_token_ctx = value;
+      cost->prefill.attention_s_per_token2 = value;
     } else if (key == "decode_tokens_per_s") {
       cost->decode_tokens_per_s = value;
     } else {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kvstash/fetch_advisor.h"
 
 namespace kvstash::bench::workload {
 
@@ -26,15 +27,13 @@ struct ModelShape {
 // Known shapes (bench/README.md gives their sources); NOT_FOUND names the known ones.
 absl::StatusOr<ModelShape> ModelByName(absl::string_view name);
 
-// Compute cost of one engine (one GPU), the same model as the client's FetchAdvisor:
-//   prefill_s(new, ctx) = new / prefill_tokens_per_s
-//                       + attention_s_per_token_ctx * new * (ctx + (new + 1) / 2)
-// where ctx tokens are already cached (attended to, not recomputed) and each new token
-// attends, causally, to ctx and the new tokens before it. Decode: decode_tokens_per_s per
-// request.
+// Compute cost of one engine (one GPU). Prefill is the client's PrefillModel
+// (kvstash/fetch_advisor.h), the very model FetchAdvisor weighs fetches against, so the
+// benchmark's GPU and the advisor agree on what recomputing costs:
+//   prefill_s(new, ctx) = new / tokens_per_s + attention_s_per_token2 * new * (ctx + (new + 1) / 2)
+// Decode: decode_tokens_per_s per request.
 struct CostModel {
-  double prefill_tokens_per_s = 0;
-  double attention_s_per_token_ctx = 0;
+  PrefillModel prefill;
   double decode_tokens_per_s = 0;
 
   double PrefillSeconds(uint64_t new_tokens, uint64_t cached_tokens) const;
@@ -43,19 +42,22 @@ struct CostModel {
 };
 
 // The GPU the defaults describe: dense bf16 TFLOP/s and the fraction of it prefill reaches.
+// At these values Llama-3-8B gets PrefillModel's own defaults.
 struct GpuSpec {
   double tflops = 989;   // NVIDIA H100 SXM, dense BF16 (datasheet)
   double mfu = 1.0 / 3;  // model FLOPs utilisation typical of prefill
   double decode_tokens_per_s = 50;
 };
 
-// A forward pass costs 2 * params FLOPs per token (Kaplan et al. 2020, arXiv:2001.08361,
-// Table 1) plus, per (token, attended token) pair, 4 * layers * d_model for QK^T and PV.
+// PrefillModel's defaults (Llama-3-8B on GpuSpec{}) scaled by FLOPs: the linear term by
+// 2 * params FLOPs per token (Kaplan et al. 2020, arXiv:2001.08361, Table 1), the attention
+// term by layers * d_model per attended token (QK^T and PV), both by the GPU's tflops * mfu.
 CostModel DefaultCost(const ModelShape& model, const GpuSpec& gpu);
 
 // Overrides the fields named in a flat JSON object read from `path`:
 //   {"prefill_tokens_per_s": 12000, "attention_s_per_token_ctx": 1e-9,
 //    "decode_tokens_per_s": 40}
+// (prefill.tokens_per_s, prefill.attention_s_per_token2 and decode_tokens_per_s).
 // Unknown keys and malformed files are INVALID_ARGUMENT naming the file.
 absl::Status ApplyCalibrationFile(const std::string& path, CostModel* cost);
 // The same from text (for tests); `source` names it in errors.

@@ -27,6 +27,7 @@ ABSL_FLAG(std::string, capacity_fraction, "", "kvstash capacities / working set"
 ABSL_FLAG(std::string, nvme_fraction, "", "NVMe capacity / working set");
 ABSL_FLAG(std::string, policies, "", "storage.dram.eviction values");
 ABSL_FLAG(std::string, hints, "", "hint sets");
+ABSL_FLAG(std::string, advisor, "", "FetchAdvisor on kvstash stores: on, off or both");
 ABSL_FLAG(std::string, kvstash_set, "", "daemon override K=V (repeatable)");
 ABSL_FLAG(std::string, seed, "", "trace seed");
 ABSL_FLAG(std::string, scale, "", "session count multiplier");
@@ -117,6 +118,11 @@ absl::StatusOr<HintOptions> ParseHints(const std::string& text) {
   return h;
 }
 
+absl::StatusOr<bool> ParseAdvisor(const std::string& text) {
+  if (text == "on" || text == "off") return text == "on";
+  return Bad("advisor", absl::StrCat("expected on or off, got '", text, "'"));
+}
+
 absl::StatusOr<double> ParseByteScale(absl::string_view text) {
   if (text == "auto") return 0.0;
   std::pair<absl::string_view, absl::string_view> frac = absl::StrSplit(text, '/');
@@ -157,13 +163,15 @@ absl::Status ApplyList(const std::string& flag, const std::string& v, WorkloadOp
   }
   if (flag == "store") return ParseEach<StoreSpec>(v, ParseStore, &o.stores);
   if (flag == "hints") return ParseEach<HintOptions>(v, ParseHints, &o.hint_sets);
+  if (flag == "advisor") return ParseEach<bool>(v, ParseAdvisor, &o.advisor);
   o.policies = List(v);  // "policies"
   return absl::OkStatus();
 }
 
 // Names, sizes and paths.
 absl::Status ApplyText(const std::string& flag, const std::string& v, WorkloadOptions& o) {
-  if (flag == "workloads" || flag == "store" || flag == "hints" || flag == "policies") {
+  if (flag == "workloads" || flag == "store" || flag == "hints" || flag == "policies" ||
+      flag == "advisor") {
     return ApplyList(flag, v, o);
   }
   if (flag == "model") {
@@ -246,7 +254,7 @@ const std::set<std::string>& TextFlags() {
                                 "kvstash_set", "byte_scale",   "max_wire_working_set",
                                 "json",        "csv",          "plots",
                                 "kvstashd",    "redis_server", "memcached",
-                                "ucx_tls"};
+                                "ucx_tls",     "advisor"};
   return *flags;
 }
 
@@ -262,8 +270,8 @@ absl::Status ApplyCost(const ParsedFlags& flags, WorkloadOptions& o) {
     if (flag == "prefill_tokens_per_s" || flag == "attention_s_per_token_ctx") {
       absl::StatusOr<double> x = Number(flag, v, 0, 1e12);
       if (!x.ok()) return x.status();
-      (flag == "prefill_tokens_per_s" ? o.cost.prefill_tokens_per_s
-                                      : o.cost.attention_s_per_token_ctx) = *x;
+      (flag == "prefill_tokens_per_s" ? o.cost.prefill.tokens_per_s
+                                      : o.cost.prefill.attention_s_per_token2) = *x;
     }
   }
   for (const std::string& path : flags.Values("calibration")) {
@@ -325,6 +333,7 @@ absl::StatusOr<WorkloadOptions> ParseWorkloadOptions(int argc, char** argv,
   if (o.stores.empty()) return Bad("store", "empty list");
   if (o.policies.empty()) o.policies = {""};
   if (o.hint_sets.empty()) o.hint_sets = {HintOptions{}};
+  if (o.advisor.empty()) return Bad("advisor", "empty list");
   return o;
 }
 
@@ -346,6 +355,8 @@ deterministic workload traces; every store runs the same trace (bench/README.md)
   --nvme_fraction F      kvstash-nvme's NVMe capacity / working set (default 1)
   --policies LIST        storage.dram.eviction values to compare (default: the daemon's)
   --hints LIST           hint sets: none, all, or session, parent, ttl joined by + (default none)
+  --advisor LIST         kvstash stores fetch only what FetchAdvisor says beats recomputing
+                         (on, the default) or every hit (off); off,on runs both
   --kvstash_set K=V      daemon config override (repeatable)
   --seed N, --scale F, --users N (chat, default 64), --arrivals poisson|bursty, --burst_cv F
   --speedup F            virtual seconds per wall second (default 10; 0: unpaced)

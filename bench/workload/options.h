@@ -39,6 +39,8 @@ struct WorkloadOptions {
   double nvme_fraction = 1.0;
   std::vector<std::string> policies = {""};  // storage.dram.eviction; "": the daemon's default
   std::vector<HintOptions> hint_sets = {HintOptions{}};
+  // kvstash stores: with (true) or without kvstash::FetchAdvisor deciding what to fetch.
+  std::vector<bool> advisor = {true};
   std::vector<std::string> kvstash_sets;
   TraceOptions trace;
   double speedup = 10;

@@ -34,7 +34,7 @@ TEST(WorkloadOptionsTest, ListsStoresHintsAndScale) {
   absl::StatusOr<WorkloadOptions> o =
       Parse({"--store=none,kvstash-nvme-ucx,redis", "--hints", "none,session+ttl,all",
              "--byte_scale", "1/16", "--capacity_fraction", "0.1,0.5", "--kvstash_set", "a.b=1",
-             "--kvstash_set", "c.d=2", "--policies", "lru,chain"});
+             "--kvstash_set", "c.d=2", "--policies", "lru,chain", "--advisor", "off,on"});
   ASSERT_TRUE(o.ok()) << o.status();
   ASSERT_EQ(o->stores.size(), 3u);
   EXPECT_TRUE(o->stores[1].nvme && o->stores[1].ucx);
@@ -46,13 +46,15 @@ TEST(WorkloadOptionsTest, ListsStoresHintsAndScale) {
   EXPECT_EQ(o->capacity_fractions, (std::vector<double>{0.1, 0.5}));
   EXPECT_EQ(o->kvstash_sets, (std::vector<std::string>{"a.b=1", "c.d=2"}));
   EXPECT_EQ(o->policies, (std::vector<std::string>{"lru", "chain"}));
+  EXPECT_EQ(o->advisor, (std::vector<bool>{false, true}));
+  EXPECT_EQ(Parse({})->advisor, (std::vector<bool>{true}));
 }
 
 TEST(WorkloadOptionsTest, CostFlagsOverrideTheModel) {
   absl::StatusOr<WorkloadOptions> o =
       Parse({"--prefill_tokens_per_s", "1000", "--decode_tokens_per_s", "7", "--model", "tiny"});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->cost.prefill_tokens_per_s, 1000);
+  EXPECT_EQ(o->cost.prefill.tokens_per_s, 1000);
   EXPECT_EQ(o->cost.decode_tokens_per_s, 7);
   EXPECT_EQ(o->chunk_tokens, 16u);
 }
@@ -61,6 +63,8 @@ TEST(WorkloadOptionsTest, BadValuesNameTheFlag) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"--store", "kvstash-gpu"},
                                              {"--hints", "pin"},
+                                             {"--advisor", "maybe"},
+                                             {"--advisor", ""},
                                              {"--byte_scale", "2"},
                                              {"--capacity_fraction", "0"},
                                              {"--workloads", "poetry"},

@@ -19,6 +19,7 @@ std::string SeriesName(const ResultRow& r) {
   std::string name = r.store;
   if (r.policy != "default" && r.policy != "-") absl::StrAppend(&name, " ", r.policy);
   if (r.hints != "none") absl::StrAppend(&name, " ", r.hints);
+  if (r.advisor == "off") absl::StrAppend(&name, " advisor off");
   return name;
 }
 

@@ -18,18 +18,20 @@ double Ratio(uint64_t part, uint64_t whole) {
 }
 
 constexpr const char* kCsvHeader =
-    "workload,store,transport,capacity_fraction,policy,hints,model,byte_scale,"
+    "workload,store,transport,capacity_fraction,policy,hints,advisor,model,byte_scale,"
     "working_set_bytes,engine_capacity_chunks,store_capacity_bytes,requests,prompt_tokens,"
-    "engine_hit_ratio,dram_hit_ratio,nvme_hit_ratio,pi_extra_ratio,ttft_mean_ms,"
+    "engine_hit_ratio,dram_hit_ratio,nvme_hit_ratio,declined_chunks,pi_extra_ratio,ttft_mean_ms,"
     "ttft_p50_ms,ttft_p99_ms,requests_per_s,fetched_bytes,put_bytes,wire_bytes,lookups,"
     "put_refused_chunks,gpu_prefill_s,gpu_s_saved,transfer_s,makespan_s,wall_s,max_lag_s,"
     "errors,kvstash_evictions,kvstash_demotions,kvstash_demotion_drops,kvstash_nvme_hits,error";
 
 void PrintHeader(std::ostream& out) {
   out << absl::StrFormat(
-      "%-9s %-16s %-5s %5s %-8s %-18s %5s %6s %6s %6s %5s %8s %8s %8s %7s %9s %8s %8s %4s\n",
-      "workload", "store", "xport", "cap", "policy", "hints", "reqs", "eng%", "dram%", "nvme%",
-      "pi%", "ttft_ms", "p50_ms", "p99_ms", "req/s", "moved", "gpu_s", "saved_s", "err");
+      "%-9s %-16s %-5s %5s %-8s %-18s %-3s %5s %6s %6s %6s %6s %5s %8s %8s %8s %7s %9s %8s %8s "
+      "%4s\n",
+      "workload", "store", "xport", "cap", "policy", "hints", "adv", "reqs", "eng%", "dram%",
+      "nvme%", "decl", "pi%", "ttft_ms", "p50_ms", "p99_ms", "req/s", "moved", "gpu_s", "saved_s",
+      "err");
 }
 
 }  // namespace
@@ -83,16 +85,17 @@ void Reporter::Add(std::ostream& out, ResultRow row) {
   const ResultRow* none = NoneRow(r.workload);
   const double saved = GpuSecondsSaved(r, none);
   if (!r.error.empty()) {
-    out << absl::StrFormat("%-9s %-16s %-5s %5.2f %-8s %-18s  not run: %s\n", r.workload, r.store,
-                           r.transport, r.capacity_fraction, r.policy, r.hints, r.error);
+    out << absl::StrFormat("%-9s %-16s %-5s %5.2f %-8s %-18s %-3s  not run: %s\n", r.workload,
+                           r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.advisor,
+                           r.error);
   } else {
     out << absl::StrFormat(
-        "%-9s %-16s %-5s %5.2f %-8s %-18s %5d %6.1f %6.1f %6.1f %5.1f %8.1f %8.1f %8.1f %7.2f %9s "
-        "%8.2f %8s %4d\n",
-        r.workload, r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.sim.requests,
-        100 * r.EngineHitRatio(), 100 * r.DramHitRatio(), 100 * r.NvmeHitRatio(),
-        100 * r.PiExtraRatio(), 1e3 * r.TtftMean(), 1e3 * r.TtftQuantile(0.5),
-        1e3 * r.TtftQuantile(0.99), r.RequestsPerSecond(),
+        "%-9s %-16s %-5s %5.2f %-8s %-18s %-3s %5d %6.1f %6.1f %6.1f %6d %5.1f %8.1f %8.1f %8.1f "
+        "%7.2f %9s %8.2f %8s %4d\n",
+        r.workload, r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.advisor,
+        r.sim.requests, 100 * r.EngineHitRatio(), 100 * r.DramHitRatio(), 100 * r.NvmeHitRatio(),
+        r.sim.declined_chunks, 100 * r.PiExtraRatio(), 1e3 * r.TtftMean(),
+        1e3 * r.TtftQuantile(0.5), 1e3 * r.TtftQuantile(0.99), r.RequestsPerSecond(),
         FormatBytes(r.sim.fetched_model_bytes + r.sim.put_model_bytes), r.sim.gpu_prefill_s,
         none != nullptr ? absl::StrFormat("%.2f", saved) : "-", r.sim.errors);
     if (!r.sim.first_error.empty()) out << "    first error: " << r.sim.first_error << "\n";
@@ -107,18 +110,19 @@ std::string Reporter::JsonLine(const ResultRow& r, const ResultRow* none) const 
       none != nullptr ? absl::StrFormat("%.6f", GpuSecondsSaved(r, none)) : "null";
   return absl::StrFormat(
       R"({"workload":"%s","store":"%s","transport":"%s","capacity_fraction":%g,"policy":"%s",)"
-      R"("hints":"%s","model":"%s","byte_scale":%g,"working_set_bytes":%d,)"
+      R"("hints":"%s","advisor":"%s","model":"%s","byte_scale":%g,"working_set_bytes":%d,)"
       R"("engine_capacity_chunks":%d,"store_capacity_bytes":%d,"requests":%d,"prompt_tokens":%d,)"
-      R"("engine_hit_ratio":%.6f,"dram_hit_ratio":%.6f,"nvme_hit_ratio":%.6f,)"
+      R"("engine_hit_ratio":%.6f,"dram_hit_ratio":%.6f,"nvme_hit_ratio":%.6f,"declined_chunks":%d,)"
       R"("pi_extra_ratio":%.6f,"ttft_mean_ms":%.4f,"ttft_p50_ms":%.4f,"ttft_p99_ms":%.4f,)"
       R"("requests_per_s":%.4f,"fetched_bytes":%d,"put_bytes":%d,"wire_bytes":%d,"lookups":%d,)"
       R"("put_refused_chunks":%d,"gpu_prefill_s":%.6f,"gpu_s_saved":%s,"transfer_s":%.6f,)"
       R"("makespan_s":%.3f,"wall_s":%.3f,"max_lag_s":%.3f,"errors":%d,"kvstash_evictions":%d,)"
       R"("kvstash_demotions":%d,"kvstash_demotion_drops":%d,"kvstash_nvme_hits":%d,"error":"%s"})",
-      r.workload, r.store, r.transport, r.capacity_fraction, JsonEscape(r.policy), r.hints, r.model,
-      r.byte_scale, r.working_set_bytes, r.engine_capacity_chunks, r.store_capacity_bytes,
-      r.sim.requests, r.sim.prompt_tokens, r.EngineHitRatio(), r.DramHitRatio(), r.NvmeHitRatio(),
-      r.PiExtraRatio(), 1e3 * r.TtftMean(), 1e3 * r.TtftQuantile(0.5), 1e3 * r.TtftQuantile(0.99),
+      r.workload, r.store, r.transport, r.capacity_fraction, JsonEscape(r.policy), r.hints,
+      r.advisor, r.model, r.byte_scale, r.working_set_bytes, r.engine_capacity_chunks,
+      r.store_capacity_bytes, r.sim.requests, r.sim.prompt_tokens, r.EngineHitRatio(),
+      r.DramHitRatio(), r.NvmeHitRatio(), r.sim.declined_chunks, r.PiExtraRatio(),
+      1e3 * r.TtftMean(), 1e3 * r.TtftQuantile(0.5), 1e3 * r.TtftQuantile(0.99),
       r.RequestsPerSecond(), r.sim.fetched_model_bytes, r.sim.put_model_bytes, r.sim.wire_bytes,
       r.sim.lookups, r.sim.put_refused_chunks, r.sim.gpu_prefill_s, saved, r.sim.transfer_s,
       r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s, r.sim.errors, r.kvstash.evictions,
@@ -133,16 +137,18 @@ std::string Reporter::CsvLine(const ResultRow& r, const ResultRow* none) const {
   std::replace(error.begin(), error.end(), ',', ';');
   std::replace(error.begin(), error.end(), '\n', ' ');
   return absl::StrFormat(
-      "%s,%s,%s,%g,%s,%s,%s,%g,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.4f,%.4f,%d,%d,%d,"
+      "%s,%s,%s,%g,%s,%s,%s,%s,%g,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%d,%.6f,%.4f,%.4f,%.4f,%.4f,%d,"
+      "%d,%d,"
       "%d,%d,%.6f,%s,%.6f,%.3f,%.3f,%.3f,%d,%d,%d,%d,%d,%s",
-      r.workload, r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.model,
+      r.workload, r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.advisor, r.model,
       r.byte_scale, r.working_set_bytes, r.engine_capacity_chunks, r.store_capacity_bytes,
       r.sim.requests, r.sim.prompt_tokens, r.EngineHitRatio(), r.DramHitRatio(), r.NvmeHitRatio(),
-      r.PiExtraRatio(), 1e3 * r.TtftMean(), 1e3 * r.TtftQuantile(0.5), 1e3 * r.TtftQuantile(0.99),
-      r.RequestsPerSecond(), r.sim.fetched_model_bytes, r.sim.put_model_bytes, r.sim.wire_bytes,
-      r.sim.lookups, r.sim.put_refused_chunks, r.sim.gpu_prefill_s, saved, r.sim.transfer_s,
-      r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s, r.sim.errors, r.kvstash.evictions,
-      r.kvstash.demotions, r.kvstash.demotion_drops, r.kvstash.nvme_hits, error);
+      r.sim.declined_chunks, r.PiExtraRatio(), 1e3 * r.TtftMean(), 1e3 * r.TtftQuantile(0.5),
+      1e3 * r.TtftQuantile(0.99), r.RequestsPerSecond(), r.sim.fetched_model_bytes,
+      r.sim.put_model_bytes, r.sim.wire_bytes, r.sim.lookups, r.sim.put_refused_chunks,
+      r.sim.gpu_prefill_s, saved, r.sim.transfer_s, r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s,
+      r.sim.errors, r.kvstash.evictions, r.kvstash.demotions, r.kvstash.demotion_drops,
+      r.kvstash.nvme_hits, error);
 }
 
 }  // namespace kvstash::bench::workload

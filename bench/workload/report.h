@@ -1,4 +1,5 @@
-// Results of kvstash_workload: one row per (workload, store, capacity, policy, hints), with
+// Results of kvstash_workload: one row per (workload, store, capacity, policy, hints,
+// advisor), with
 // hit ratios per tier, TTFT statistics, throughput, bytes moved and the modelled GPU time
 // saved against the engine-cache-only run of the same trace; printed as a table, written
 // as JSON lines and CSV.
@@ -24,6 +25,7 @@ struct ResultRow {
   double capacity_fraction = 0;  // store capacity / working set; 0 for none
   std::string policy;            // storage.dram.eviction ("default" when not set)
   std::string hints;             // HintOptions::Name()
+  std::string advisor = "-";     // kvstash: "on" (FetchAdvisor decides) or "off"
   std::string model;
   double byte_scale = 1;
   uint64_t working_set_bytes = 0;  // model bytes of the trace's unique chunks

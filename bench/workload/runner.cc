@@ -9,6 +9,7 @@
 #include "bench/kvstash_system.h"
 #include "bench/report.h"
 #include "bench/systems.h"
+#include "storage/chunk_store.h"
 
 namespace kvstash::bench::workload {
 
@@ -71,6 +72,13 @@ Namespace SuiteRunner::ModelNamespace() const {
   return ns;
 }
 
+absl::StatusOr<std::unique_ptr<FetchAdvisor>> SuiteRunner::NewAdvisor() const {
+  FetchAdvisorOptions a;  // the client's bandwidth priors; each run learns its own
+  a.prefill = o_.cost.prefill;
+  a.kv_bytes_per_token = o_.model.kv_bytes_per_token;
+  return FetchAdvisor::Create(a);
+}
+
 absl::Status SuiteRunner::Run() {
   auto scratch = ScratchDir::Create("kvstash-workload");
   if (!scratch.ok()) return scratch.status();
@@ -120,7 +128,7 @@ absl::Status SuiteRunner::RunWorkload(WorkloadKind kind) {
       c.sim.engine_capacity_chunks, FormatBytes(c.wire_chunk_bytes));
   for (const StoreSpec& store : o_.stores) {
     if (store.kind == StoreSpec::Kind::kNone)
-      reporter_->Add(out_, RunVariant(c, {&store, 0, "-", {}}));
+      reporter_->Add(out_, RunVariant(c, {&store, 0, "-", {}, false}));
   }
   for (double capacity : o_.capacity_fractions) {
     for (const StoreSpec& store : o_.stores) {
@@ -128,7 +136,9 @@ absl::Status SuiteRunner::RunWorkload(WorkloadKind kind) {
       const bool kvstash = store.kind == StoreSpec::Kind::kKvstash;
       for (const std::string& policy : kvstash ? o_.policies : std::vector<std::string>{"-"}) {
         for (const HintOptions& hints : kvstash ? o_.hint_sets : std::vector<HintOptions>{{}}) {
-          reporter_->Add(out_, RunVariant(c, {&store, capacity, policy, hints}));
+          for (bool advisor : kvstash ? o_.advisor : std::vector<bool>{false}) {
+            reporter_->Add(out_, RunVariant(c, {&store, capacity, policy, hints, advisor}));
+          }
         }
       }
     }
@@ -174,6 +184,19 @@ ResultRow SuiteRunner::RunVariant(const Context& c, const Variant& v) {
   if (!store.ok()) {
     row.error = std::string(store.status().message());
     return row;
+  }
+  std::unique_ptr<FetchAdvisor> advisor;
+  if (v.store->kind == StoreSpec::Kind::kKvstash) {
+    row.advisor = v.advisor ? "on" : "off";
+    if (v.advisor) {
+      absl::StatusOr<std::unique_ptr<FetchAdvisor>> made = NewAdvisor();
+      if (!made.ok()) {
+        row.error = made.status().ToString();
+        return row;
+      }
+      advisor = *std::move(made);
+      sim.advisor = advisor.get();
+    }
   }
   row.sim = Simulate(c.trace, chain, sim, store->get());
   if (auto* kvstash = dynamic_cast<Owning<KvstashSystem>*>(store->get())) {
@@ -224,6 +247,12 @@ absl::StatusOr<std::unique_ptr<RemoteStore>> SuiteRunner::StartKvstash(const Con
     k.extra_sets.push_back("storage.nvme.enabled=false");
   }
   if (!v.policy.empty()) k.extra_sets.push_back("storage.dram.eviction=" + v.policy);
+  if (o_.speedup > 0) {
+    // Sessions idle on the daemon's wall clock: the trace's timeout, scaled as its pauses are.
+    const int64_t idle_ms = std::max<int64_t>(
+        1, std::llround(storage::ChunkStoreOptions::Sessions{}.idle_timeout_ms / o_.speedup));
+    k.extra_sets.push_back(absl::StrCat("storage.sessions.idle_timeout_ms=", idle_ms));
+  }
   k.extra_sets.insert(k.extra_sets.end(), o_.kvstash_sets.begin(), o_.kvstash_sets.end());
   if (v.store->ucx) {
     k.ucx_tls = o_.ucx_tls;

@@ -1,5 +1,6 @@
 // Runs the suite: per workload one trace, its engine-cache-only run, then every store at
-// every capacity (and, for kvstash, every policy and hint set) on that same trace, each on
+// every capacity (and, for kvstash, every policy, hint set and advisor setting) on that same
+// trace, each on
 // a freshly started server so no run sees another's data.
 //
 // Thread-safety: runs on the calling (main) thread; servers are spawned from it.
@@ -12,6 +13,7 @@
 #include "bench/process.h"
 #include "bench/workload/options.h"
 #include "bench/workload/report.h"
+#include "kvstash/fetch_advisor.h"
 
 namespace kvstash::bench::workload {
 
@@ -31,6 +33,7 @@ class SuiteRunner {
     double capacity_fraction;
     std::string policy;
     HintOptions hints;
+    bool advisor = false;  // kvstash: FetchAdvisor decides what to fetch
   };
 
   absl::Status RunWorkload(WorkloadKind kind);
@@ -43,6 +46,8 @@ class SuiteRunner {
                                                             const std::string& dir,
                                                             uint64_t capacity_bytes);
   Namespace ModelNamespace() const;
+  // A fresh advisor for one run: the cost model's prefill and the model's KV bytes.
+  absl::StatusOr<std::unique_ptr<FetchAdvisor>> NewAdvisor() const;
 
   const WorkloadOptions& o_;
   Reporter* reporter_;

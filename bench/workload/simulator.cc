@@ -148,13 +148,31 @@ class Simulation {
     r.put_from = found->hits;
     if (found->hits <= engine_hits) return looked_up;
     std::vector<bool> nvme(found->nvme.begin() + engine_hits, found->nvme.end());
-    if (o_.advice.chunks_to_fetch) {
-      const uint64_t prompt = TurnOf(r).prompt.size();
-      nvme.resize(std::min<size_t>(
-          nvme.size(), o_.advice.chunks_to_fetch(nvme, engine_hits * o_.chunk_tokens, prompt)));
+    if (o_.advisor != nullptr) {
+      std::vector<ChunkTier> tiers;
+      for (bool n : nvme) tiers.push_back(n ? ChunkTier::kNvme : ChunkTier::kDram);
+      const uint64_t cached = engine_hits * o_.chunk_tokens;
+      const uint32_t fetch = o_.advisor->ChunksToFetch(tiers, o_.chunk_tokens,
+                                                       TurnOf(r).prompt.size() - cached, cached);
+      result_.declined_chunks += nvme.size() - std::min<size_t>(fetch, nvme.size());
+      nvme.resize(std::min<size_t>(nvme.size(), fetch));
     }
     if (nvme.empty()) return looked_up;  // recomputing is faster
     return Fetch(r, engine_hits, nvme, looked_up, hits);
+  }
+
+  // Tells the advisor of a fetch: one of DRAM chunks only informs DRAM; one with NVMe
+  // chunks informs NVMe with their bytes and what is left of the time after the DRAM
+  // chunks' share at DRAM's estimated rate (one request, one measured time).
+  void Record(uint32_t dram_chunks, uint32_t nvme_chunks, double seconds) {
+    if (o_.advisor == nullptr) return;
+    if (nvme_chunks == 0) {
+      o_.advisor->RecordFetch(ChunkTier::kDram, dram_chunks * o_.chunk_model_bytes, seconds);
+      return;
+    }
+    const double dram_s =
+        dram_chunks * o_.chunk_model_bytes / o_.advisor->BandwidthBytesPerSecond(ChunkTier::kDram);
+    o_.advisor->RecordFetch(ChunkTier::kNvme, nvme_chunks * o_.chunk_model_bytes, seconds - dram_s);
   }
 
   // Fetches the nvme.size() chunks after the engine's hits once the fetch link is free.
@@ -168,9 +186,9 @@ class Simulation {
       return ready;
     }
     if (got->fetched < nvme.size()) r.put_from = engine_hits + got->fetched;
-    bool any_nvme = false;
+    uint32_t nvme_chunks = 0;
     for (uint32_t i = 0; i < got->fetched; ++i) {
-      any_nvme |= nvme[i];
+      nvme_chunks += nvme[i] ? 1 : 0;
       (nvme[i] ? result_.nvme_hit_tokens : result_.dram_hit_tokens) += o_.chunk_tokens;
     }
     const uint64_t bytes = got->fetched * o_.chunk_model_bytes;
@@ -180,7 +198,7 @@ class Simulation {
     const double start = std::max(ready, fetch_link_free_);
     fetch_link_free_ = start + Scaled(got->seconds);
     result_.transfer_s += Scaled(got->seconds);
-    if (o_.advice.record && bytes > 0) o_.advice.record(any_nvme, bytes, Scaled(got->seconds));
+    if (got->fetched > 0) Record(got->fetched - nvme_chunks, nvme_chunks, Scaled(got->seconds));
     return fetch_link_free_;
   }
 

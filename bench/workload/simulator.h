@@ -3,7 +3,8 @@
 //
 // Per request: keys of the prompt's full chunks from the real KeyChain; the leading hits
 // in the engine's own cache (EngineCache); when some full chunks remain, a real Lookup and
-// a real fetch of the chunks the store has beyond the engine's hits; then the prefill of the
+// a real fetch of the chunks the store has beyond the engine's hits (of those the
+// FetchAdvisor, when given, says beat recomputing); then the prefill of the
 // rest on the GPU; the first token ends the prefill (TTFT); the prompt's new chunks are put
 // (real, asynchronous to the request); after the modelled decode, the output's full chunks
 // are put too and the session's next turn is scheduled after its delay.
@@ -26,6 +27,7 @@
 #include "bench/workload/model.h"
 #include "bench/workload/remote_store.h"
 #include "bench/workload/trace.h"
+#include "kvstash/fetch_advisor.h"
 #include "kvstash/keys.h"
 
 namespace kvstash::bench::workload {
@@ -36,18 +38,6 @@ struct HintOptions {
   bool parent = false;       // PutHints::parent = the previous chunk's key
   bool ttl = false;          // TTL covering a known pause (agents' tool calls), 1.5x + 1 s
   std::string Name() const;  // "none", "session+parent", ...
-};
-
-// Fetch-or-recompute advice (the client's FetchAdvisor fits here); unset: every store hit
-// after the engine's is fetched.
-struct FetchAdvice {
-  // Of the store's hits after the engine's `cached_tokens` (per chunk: true when on NVMe),
-  // how many leading chunks to fetch for a prompt of prompt_tokens.
-  std::function<uint32_t(const std::vector<bool>& nvme, uint64_t cached_tokens,
-                         uint64_t prompt_tokens)>
-      chunks_to_fetch;
-  // A completed fetch: model bytes, virtual seconds, whether a chunk came from NVMe.
-  std::function<void(bool nvme, uint64_t bytes, double seconds)> record;
 };
 
 struct SimOptions {
@@ -61,7 +51,10 @@ struct SimOptions {
   // Capacity of the position-independent key analysis (RAG): an LRU of chunk contents.
   uint64_t pi_capacity_chunks = 0;
   HintOptions hints;
-  FetchAdvice advice;
+  // Fetch or recompute (not owned; null: every store hit after the engine's is fetched).
+  // Asked per request how many of the store's hits to fetch given their tiers, and told of
+  // every fetch (model bytes, virtual seconds), so it follows each tier's real speed.
+  FetchAdvisor* advisor = nullptr;
   // Virtual seconds per wall second: real calls wait until their virtual time comes, so
   // the daemon's clocks (TTL, session idle timeout) see the trace's pauses scaled by
   // 1/speedup; TTL hints are divided by it too. 0: as fast as possible, TTLs unscaled.
@@ -76,6 +69,8 @@ struct SimResult {
   uint64_t engine_hit_tokens = 0;
   uint64_t dram_hit_tokens = 0;  // fetched from the store's DRAM (all of a peer's hits)
   uint64_t nvme_hit_tokens = 0;
+  // Chunks the store held after the engine's hits that the advisor chose to recompute.
+  uint64_t declined_chunks = 0;
   // Tokens recomputed although their chunk's content was cached at another position: what
   // position-independent reuse could add (the engine would then have to re-rotate and
   // partly recompute attention across chunks).

@@ -1,5 +1,7 @@
 #include "bench/workload/simulator.h"
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -14,6 +16,7 @@ constexpr uint32_t kChunk = 4;
 class FakeStore : public RemoteStore {
  public:
   double lookup_s = 0.001, fetch_s_per_chunk = 0.01, put_s_per_chunk = 0.02;
+  uint32_t nvme_from = UINT32_MAX;  // hits from this one on are reported on NVMe
   absl::flat_hash_map<Key128, PutHints> stored;
   std::vector<uint64_t> lookup_sessions;
 
@@ -21,7 +24,7 @@ class FakeStore : public RemoteStore {
     lookup_sessions.push_back(session);
     LookupReply r;
     while (r.hits < keys.size() && stored.contains(keys[r.hits])) ++r.hits;
-    r.nvme.assign(r.hits, false);
+    for (uint32_t i = 0; i < r.hits; ++i) r.nvme.push_back(i >= nvme_from);
     r.seconds = lookup_s;
     return r;
   }
@@ -53,7 +56,7 @@ Turn MakeTurn(std::vector<int32_t> prompt, int output, double delay) {
 
 SimOptions Options() {
   SimOptions o;
-  o.cost = CostModel{100, 0, 10};  // 100 tokens/s prefill, 10 tokens/s decode
+  o.cost = CostModel{{100, 0}, 10};  // 100 tokens/s prefill, 10 tokens/s decode
   o.chunk_tokens = kChunk;
   o.chunk_model_bytes = 1000;
   o.byte_scale = 0.5;
@@ -114,22 +117,72 @@ TEST(SimulatorTest, FetchesOverlapAnotherRequestsPrefill) {
   EXPECT_NEAR(r.ttft_s[2], 1.001 + 0.01, 1e-9);
 }
 
-TEST(SimulatorTest, AdviceCanTurnFetchesIntoRecomputation) {
+// Four turns of one chat, each resending the last prompt plus one chunk.
+Trace GrowingChat() {
   Trace trace;
-  trace.sessions = {Session{0, {MakeTurn(Tokens(12, 0), 1, 0), MakeTurn(Tokens(16, 0), 1, 5)}},
-                    Session{0, {MakeTurn(Tokens(8, 50), 1, 0), MakeTurn(Tokens(12, 50), 1, 5)}}};
+  trace.sessions = {Session{0,
+                            {MakeTurn(Tokens(12, 0), 1, 0), MakeTurn(Tokens(16, 0), 1, 5),
+                             MakeTurn(Tokens(20, 0), 1, 5), MakeTurn(Tokens(24, 0), 1, 5)}}};
+  return trace;
+}
+
+std::unique_ptr<FetchAdvisor> Advisor(const SimOptions& o) {
+  FetchAdvisorOptions a;
+  a.prefill = o.cost.prefill;
+  a.kv_bytes_per_token = o.chunk_model_bytes / o.chunk_tokens;
+  return *FetchAdvisor::Create(a);
+}
+
+TEST(SimulatorTest, AdvisorRecomputesWhatASlowStoreWouldFetch) {
   SimOptions o = Options();
-  std::vector<std::pair<uint64_t, double>> recorded;
-  o.advice.chunks_to_fetch = [](const std::vector<bool>& nvme, uint64_t cached, uint64_t prompt) {
-    return prompt == 16 ? 0u : 1u;  // the first session recomputes, the second fetches one
-  };
-  o.advice.record = [&](bool nvme, uint64_t bytes, double s) { recorded.push_back({bytes, s}); };
   FakeStore store;
-  const SimResult r = Simulate(trace, Chain(), o, &store);
-  EXPECT_EQ(r.dram_hit_tokens, 4u);
-  ASSERT_EQ(recorded.size(), 1u);
-  EXPECT_EQ(recorded[0].first, 1000u);
-  EXPECT_DOUBLE_EQ(recorded[0].second, 0.02);  // 0.01 s measured / byte_scale 0.5
+  store.fetch_s_per_chunk = 1;  // 2 s a chunk after byte_scale; recomputing it takes 0.04 s
+  const SimResult off = Simulate(GrowingChat(), Chain(), o, &store);
+  EXPECT_EQ(off.dram_hit_tokens, 12u + 16u + 20u);
+  EXPECT_EQ(off.declined_chunks, 0u);
+
+  std::unique_ptr<FetchAdvisor> advisor = Advisor(o);
+  o.advisor = advisor.get();
+  store.stored.clear();
+  const SimResult on = Simulate(GrowingChat(), Chain(), o, &store);
+  // The first fetch, at the advisor's prior bandwidth, shows the store is slow; the later
+  // turns recompute their 4 and 5 hit chunks.
+  EXPECT_EQ(on.dram_hit_tokens, 12u);
+  EXPECT_EQ(on.declined_chunks, 4u + 5u);
+  EXPECT_EQ(advisor->Observations(ChunkTier::kDram), 1u);
+  EXPECT_NEAR(advisor->BandwidthBytesPerSecond(ChunkTier::kDram), 3000 / (6 - 200e-6), 1e-6);
+  ASSERT_EQ(on.ttft_s.size(), 4u);
+  EXPECT_LT(on.ttft_s[3], off.ttft_s[3]);
+}
+
+TEST(SimulatorTest, AdvisorFetchesEverythingFromAFastStore) {
+  SimOptions o = Options();
+  std::unique_ptr<FetchAdvisor> advisor = Advisor(o);
+  o.advisor = advisor.get();
+  FakeStore store;
+  store.fetch_s_per_chunk = 1e-6;
+  const SimResult r = Simulate(GrowingChat(), Chain(), o, &store);
+  EXPECT_EQ(r.dram_hit_tokens, 12u + 16u + 20u);
+  EXPECT_EQ(r.declined_chunks, 0u);
+}
+
+TEST(SimulatorTest, AdvisorLearnsNvmeFromMixedFetches) {
+  SimOptions o = Options();
+  std::unique_ptr<FetchAdvisor> advisor = Advisor(o);
+  o.advisor = advisor.get();
+  FakeStore store;
+  store.nvme_from = 1;            // the first chunk in DRAM, the rest on NVMe
+  store.fetch_s_per_chunk = 0.5;  // 1 s a chunk after byte_scale
+  const SimResult r = Simulate(GrowingChat(), Chain(), o, &store);
+  // Turn 2 fetched 1 DRAM and 2 NVMe chunks in 3 s; NVMe is charged all but what the DRAM
+  // chunk takes at DRAM's prior rate (next to nothing). Turn 3 then fetches only its DRAM
+  // chunk, which shows DRAM slow too, and turn 4 recomputes everything.
+  EXPECT_EQ(r.nvme_hit_tokens, 8u);
+  EXPECT_EQ(r.dram_hit_tokens, 4u + 4u);
+  EXPECT_EQ(advisor->Observations(ChunkTier::kNvme), 1u);
+  EXPECT_EQ(advisor->Observations(ChunkTier::kDram), 1u);
+  EXPECT_NEAR(advisor->BandwidthBytesPerSecond(ChunkTier::kNvme), 2000 / (3 - 1e-7 - 200e-6), 1e-6);
+  EXPECT_EQ(r.declined_chunks, 3u + 5u);
 }
 
 TEST(SimulatorTest, HintsReachThePutsAndLookups) {

@@ -112,9 +112,11 @@ class FetchAdvisor {
   // Of a lookup's hits (`tiers`, one per leading chunk, `chunk_tokens` tokens each), how
   // many leading chunks to fetch (in one request) so that fetching them and recomputing
   // the rest of the `prompt_tokens` prompt is fastest. Stops at the first kNone and at the
-  // prompt's end; on a tie fetches more. 0 when no chunk is worth fetching.
+  // prompt's end; on a tie fetches more. 0 when no chunk is worth fetching. When the
+  // engine already holds the first `context_tokens` of the prompt (its own prefix cache),
+  // `tiers` and `prompt_tokens` describe what follows them, and recomputing attends to them.
   uint32_t ChunksToFetch(absl::Span<const ChunkTier> tiers, uint32_t chunk_tokens,
-                         uint64_t prompt_tokens) const;
+                         uint64_t prompt_tokens, uint64_t context_tokens = 0) const;
 
   const FetchAdvisorOptions& options() const { return options_; }
 

@@ -103,7 +103,6 @@ absl::Status ChunkStoreImpl::CheckFits(uint64_t size) const {
 absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const ChunkId& id,
                                                                        const ChunkMeta& meta,
                                                                        const PutHints& hints) {
-  (void)hints;  // TODO(hints): applied at commit
   if (meta.size_bytes == 0) return absl::InvalidArgumentError("chunk size_bytes must be > 0");
   if (absl::Status s = CheckFits(meta.size_bytes); !s.ok()) return s;
   if (Locate(id) != Tier::kNone) {
@@ -111,7 +110,9 @@ absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const Chu
   }
   Allocation allocation;
   if (absl::Status s = Reserve(meta.size_bytes, &allocation); !s.ok()) return s;
-  return std::make_unique<DramPendingChunk>(id, meta, std::move(allocation), dram_);
+  auto pending = std::make_unique<DramPendingChunk>(id, meta, std::move(allocation), dram_);
+  pending->set_hints(hints);  // applied by CommitPut
+  return pending;
 }
 
 absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
@@ -149,7 +150,10 @@ absl::Status ChunkStoreImpl::CommitPut(std::unique_ptr<PendingChunk> pending) {
   absl::StatusOr<ChunkRef> chunk = dram_pending->Seal(checksummer_ != nullptr);
   if (!chunk.ok()) return chunk.status();
   // False when a concurrent put of the same key committed first: ours is dropped here.
-  if (!index_->Insert(pending->id(), *chunk, Tier::kDram)) return absl::OkStatus();
+  if (!index_->Insert(pending->id(), *chunk, Tier::kDram, /*count_put=*/true,
+                      dram_pending->hints())) {
+    return absl::OkStatus();
+  }
   if (!static_cast<const DramChunk&>(**chunk).checksum_known()) {
     checksummer_->Enqueue(pending->id());
   }

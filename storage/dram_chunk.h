@@ -16,6 +16,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "common/xxh3_dispatch.h"
+#include "kvstash/hints.h"
 #include "storage/chunk.h"
 #include "storage/dram_allocator.h"
 
@@ -79,6 +80,9 @@ class DramPendingChunk final : public PendingChunk {
   absl::StatusOr<ChunkRef> Seal(bool defer_checksum = false);
   // Whether this chunk's space came from `allocator` (i.e. from this store).
   bool IsFrom(const DramAllocator& allocator) const { return allocator_.get() == &allocator; }
+  // The hints of the put (BeginPut), applied when it commits.
+  const PutHints& hints() const { return hints_; }
+  void set_hints(const PutHints& hints) { hints_ = hints; }
 
  private:
   // Moves the write cursor `n` bytes on, calling copy(dst, offset_in_input, len) per piece.
@@ -90,6 +94,7 @@ class DramPendingChunk final : public PendingChunk {
   const ChunkMeta meta_;
   Allocation allocation_;
   std::shared_ptr<DramAllocator> allocator_;
+  PutHints hints_;
   absl::InlinedVector<MutableSegment, 4> mutable_segments_;  // built on first segments()
   uint64_t written_ = 0;
   size_t cursor_segment_ = 0;  // where the next byte goes

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 
 namespace kvstash::storage {
@@ -21,6 +22,13 @@ uint64_t Load64(const Key128& k, size_t offset) {
 }
 
 size_t TierSlot(Tier t) { return static_cast<size_t>(t); }
+
+// Whether the entry's hints ask for demotion to NVMe whatever the admission rule.
+// TODO(hints): sessions, pins and unexpired TTLs.
+bool KeepBelowDram(const IndexEntry& e) {
+  (void)e;
+  return false;
+}
 
 }  // namespace
 
@@ -57,28 +65,62 @@ Tier ChunkIndex::Locate(const ChunkId& id) const {
   return it == s.entries.end() ? Tier::kNone : it->second->tier;
 }
 
-bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put) {
+bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put,
+                        const PutHints& hints) {
   auto entry = std::make_unique<IndexEntry>();  // allocated outside the lock
   entry->id = id;
   entry->size_bytes = chunk->meta().size_bytes;
+  entry->key_hash = absl::HashOf(id);
   entry->tier = tier;
   entry->generation = next_generation_.fetch_add(1, std::memory_order_relaxed);
-  Shard& s = ShardFor(id);
+  // The parent first, under its own shard's lock only; undone below if the insert fails.
+  ParentLink parent;
+  if (hints.has_parent) parent = AddChild(ChunkId{id.ns, hints.parent});
+  entry->parent = parent.id;
+  entry->parent_generation = parent.generation;
+  {
+    Shard& s = ShardFor(id);
+    absl::MutexLock lock(&s.mu);
+    auto [it, inserted] = s.entries.try_emplace(id, nullptr);
+    if (inserted) {
+      entry->chunk = std::move(chunk);
+      IndexEntry* e = entry.get();
+      it->second = std::move(entry);
+      s.policy->OnInsert(e);
+      CounterSnapshot& c = s.counters[id.ns];
+      if (count_put) ++c.puts;
+      ++c.chunks;
+      c.bytes += e->size_bytes;
+      ++s.tier_chunks[TierSlot(tier)];
+      s.tier_bytes[TierSlot(tier)] += e->size_bytes;
+      size_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  DropChild(parent);
+  return false;
+}
+
+ChunkIndex::ParentLink ChunkIndex::AddChild(const ChunkId& parent) {
+  Shard& s = ShardFor(parent);
   absl::MutexLock lock(&s.mu);
-  auto [it, inserted] = s.entries.try_emplace(id, nullptr);
-  if (!inserted) return false;
-  entry->chunk = std::move(chunk);
-  IndexEntry* e = entry.get();
-  it->second = std::move(entry);
-  s.policy->OnInsert(e);
-  CounterSnapshot& c = s.counters[id.ns];
-  if (count_put) ++c.puts;
-  ++c.chunks;
-  c.bytes += e->size_bytes;
-  ++s.tier_chunks[TierSlot(tier)];
-  s.tier_bytes[TierSlot(tier)] += e->size_bytes;
-  size_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  auto it = s.entries.find(parent);
+  if (it == s.entries.end()) return {};
+  IndexEntry& e = *it->second;
+  if (e.children == UINT32_MAX) return {};  // saturated: this child is not counted
+  if (e.children++ == 0) s.policy->OnChildrenChanged(&e);
+  return {parent, e.generation};
+}
+
+void ChunkIndex::DropChild(const ParentLink& parent) {
+  if (parent.generation == 0) return;
+  Shard& s = ShardFor(parent.id);
+  absl::MutexLock lock(&s.mu);
+  auto it = s.entries.find(parent.id);
+  // Gone, or a newer entry of the key that never counted this child.
+  if (it == s.entries.end() || it->second->generation != parent.generation) return;
+  IndexEntry& e = *it->second;
+  if (e.children > 0 && --e.children == 0) s.policy->OnChildrenChanged(&e);
 }
 
 ChunkRef ChunkIndex::Get(const ChunkId& id, bool count_miss) {
@@ -107,8 +149,9 @@ void ChunkIndex::RecordGet(const ChunkId& id, bool hit) {
   ++(hit ? c.hits : c.misses);
 }
 
-ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e) {
+ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e, ParentLink* parent) {
   s.policy->OnErase(e);
+  *parent = {e->parent, e->parent_generation};
   CounterSnapshot& c = s.counters[e->id.ns];
   --c.chunks;
   c.bytes -= e->size_bytes;
@@ -123,11 +166,17 @@ ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e) {
 
 ChunkRef ChunkIndex::Erase(const ChunkId& id) {
   Shard& s = ShardFor(id);
-  absl::MutexLock lock(&s.mu);
-  auto it = s.entries.find(id);
-  if (it == s.entries.end()) return nullptr;
-  ++s.counters[id.ns].deletes;
-  return RemoveLocked(s, it->second.get());
+  ParentLink parent;
+  ChunkRef chunk;
+  {
+    absl::MutexLock lock(&s.mu);
+    auto it = s.entries.find(id);
+    if (it == s.entries.end()) return nullptr;
+    ++s.counters[id.ns].deletes;
+    chunk = RemoveLocked(s, it->second.get(), &parent);
+  }
+  DropChild(parent);
+  return chunk;
 }
 
 bool ChunkIndex::Evictable(const PolicyHook* h) {
@@ -172,13 +221,19 @@ ChunkIndex::VictimShard ChunkIndex::BestVictimShard() {
 }
 
 ChunkRef ChunkIndex::EvictFrom(Shard& s, uint64_t max_rank, EvictedEntry* victim) {
-  absl::MutexLock lock(&s.mu);
-  PolicyHook* hook = s.policy->PickVictim(Evictable);
-  if (hook == nullptr || s.policy->VictimRank(hook) > max_rank) return nullptr;
-  auto* e = static_cast<IndexEntry*>(hook);
-  if (victim != nullptr) *victim = {e->id, e->hits};
-  ++s.counters[e->id.ns].evictions;
-  return RemoveLocked(s, e);
+  ParentLink parent;
+  ChunkRef chunk;
+  {
+    absl::MutexLock lock(&s.mu);
+    PolicyHook* hook = s.policy->PickVictim(Evictable);
+    if (hook == nullptr || s.policy->VictimRank(hook) > max_rank) return nullptr;
+    auto* e = static_cast<IndexEntry*>(hook);
+    if (victim != nullptr) *victim = {e->id, e->hits, KeepBelowDram(*e)};
+    ++s.counters[e->id.ns].evictions;
+    chunk = RemoveLocked(s, e, &parent);
+  }
+  DropChild(parent);
+  return chunk;
 }
 
 std::vector<ColdEntry> ChunkIndex::Coldest(uint64_t max_bytes, int max_entries) const {
@@ -190,7 +245,7 @@ std::vector<ColdEntry> ChunkIndex::Coldest(uint64_t max_bytes, int max_entries) 
     int entries = 0;
     s.policy->VisitColdest([&](const PolicyHook* h) {
       const auto* e = static_cast<const IndexEntry*>(h);
-      out.push_back({e->id, s.policy->VictimRank(h), e->size_bytes});
+      out.push_back({e->id, s.policy->VictimRank(h), e->size_bytes, e->hits, KeepBelowDram(*e)});
       bytes += e->size_bytes;
       return ++entries < max_entries && bytes < max_bytes;
     });
@@ -203,6 +258,13 @@ ChunkRef ChunkIndex::Peek(const ChunkId& id) const {
   absl::ReaderMutexLock lock(&s.mu);
   auto it = s.entries.find(id);
   return it == s.entries.end() ? nullptr : it->second->chunk;
+}
+
+uint32_t ChunkIndex::Children(const ChunkId& id) const {
+  Shard& s = ShardFor(id);
+  absl::ReaderMutexLock lock(&s.mu);
+  auto it = s.entries.find(id);
+  return it == s.entries.end() ? 0 : it->second->children;
 }
 
 ProbeResult ChunkIndex::Probe(const ChunkId& id, bool take_lease) {

@@ -9,6 +9,15 @@
 // Entries hold a ChunkRef; methods that remove an entry return it so the caller releases the
 // bytes after the shard lock is dropped.
 //
+// Child counts (PolicyHook::children, for chain-aware eviction): a chunk put with a parent
+// (PutHints::parent, same namespace) counts once in its parent's entry while both are
+// cached. Parent and child may sit in different shards and no method holds two shard locks,
+// so the count is approximate in two documented ways: a parent inserted after its child
+// starts at 0 (the child was put before it existed), and for a moment around a concurrent
+// insert or removal a count may include a child not yet (or no longer) indexed. Removing a
+// parent forgets its count; its children never decrement a later entry of the same key
+// (they remember the parent's generation).
+//
 // Thread-safety: thread-safe.
 #pragma once
 
@@ -23,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "kvstash/hints.h"
 #include "kvstash/keys.h"
 #include "storage/chunk.h"
 #include "storage/eviction_policy.h"
@@ -38,12 +48,19 @@ struct IndexEntry : PolicyHook {
   uint64_t generation = 0;  // unique per insert, see LeaseTable
   uint32_t lease_refs = 0;  // leases holding this entry; > 0 blocks eviction
   uint32_t hits = 0;        // gets and lookups that found it (saturating)
+  // The parent entry this one is counted in (PolicyHook::children), by id and generation;
+  // parent_generation 0: not counted in any.
+  ChunkId parent;
+  uint64_t parent_generation = 0;
 };
 
 // What EvictOne removed, besides its bytes.
 struct EvictedEntry {
   ChunkId id;
   uint32_t hits = 0;  // IndexEntry::hits at eviction
+  // The entry's hints (session, pin, unexpired TTL) ask for demotion to NVMe whatever the
+  // NVMe admission rule says.
+  bool keep = false;
 };
 
 // An entry near the cold end of its shard (see ChunkIndex::Coldest).
@@ -51,6 +68,8 @@ struct ColdEntry {
   ChunkId id;
   uint64_t rank = 0;  // EvictionPolicy::VictimRank: smaller is evicted sooner
   uint64_t size_bytes = 0;
+  uint32_t hits = 0;  // as in EvictedEntry
+  bool keep = false;
 };
 
 // What Probe saw.
@@ -70,7 +89,10 @@ class ChunkIndex {
   Tier Locate(const ChunkId& id) const;
   // Adds `chunk` unless `id` is present; counts a put unless !count_put (a promotion from a
   // lower tier is not a new put). Returns false (and leaves the index unchanged) when present.
-  bool Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put = true);
+  // With hints.has_parent, the chunk counts as a child of {id.ns, hints.parent} while both
+  // are cached (see the class comment).
+  bool Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put = true,
+              const PutHints& hints = PutHints{});
   // The chunk, or null. Counts a hit, or a miss unless !count_miss (the caller then tries a
   // lower tier and reports the outcome with RecordGet), and tells the policy.
   ChunkRef Get(const ChunkId& id, bool count_miss = true);
@@ -88,6 +110,8 @@ class ChunkIndex {
   std::vector<ColdEntry> Coldest(uint64_t max_bytes, int max_entries) const;
   // The chunk without counting a get or telling the policy (background readers), or null.
   ChunkRef Peek(const ChunkId& id) const;
+  // Cached children counted in `id`'s entry (0 when absent); see the class comment.
+  uint32_t Children(const ChunkId& id) const;
 
   // Presence and tier of `id` (a hit counts as an access for the policy); with take_lease,
   // also raises its lease count.
@@ -116,10 +140,22 @@ class ChunkIndex {
     uint64_t tier_bytes[kNumTiers] ABSL_GUARDED_BY(mu) = {};
   };
 
+  // A parent an entry was counted in: what to uncount once the entry's lock is released.
+  struct ParentLink {
+    ChunkId id;
+    uint64_t generation = 0;  // 0: none
+  };
+
   explicit ChunkIndex(int num_shards);
   Shard& ShardFor(const ChunkId& id) const;
-  // Unlinks `e` from the map, policy and live counters; returns its chunk.
-  ChunkRef RemoveLocked(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Unlinks `e` from the map, policy and live counters; returns its chunk. The caller
+  // passes *parent to DropChild once it released s.mu.
+  ChunkRef RemoveLocked(Shard& s, IndexEntry* e, ParentLink* parent)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Counts a child in `parent` if cached; returns the link to undo it (generation 0: absent).
+  // REQUIRES: no shard lock held (as DropChild).
+  ParentLink AddChild(const ChunkId& parent);
+  void DropChild(const ParentLink& parent);
   // A hit: counts it in the entry and tells the policy.
   static void Touch(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   static bool Evictable(const PolicyHook* h);

@@ -27,7 +27,7 @@ class FrequencySketch {
 
  private:
   static constexpr int kRows = 4;
-  static constexpr size_t kMinWidth = 64;
+  static constexpr size_t kMinWidth = 256;      // few collisions among a small shard's keys
   static constexpr uint64_t kResetFactor = 10;  // halve after this many events per column
 
   void Resize(size_t width);

@@ -29,6 +29,7 @@ class S3FifoPolicy final : public EvictionPolicy {
   void OnInsert(PolicyHook* hook) override;
   // Raises the entry's frequency only; nothing moves until it reaches a queue's tail.
   void OnAccess(PolicyHook* hook) override;
+  // An unread small-queue entry becomes a ghost (a deleted one too: the policy cannot tell).
   void OnErase(PolicyHook* hook) override;
   // Promotes or reinserts the read entries it passes at the tails (its only state change)
   // and skips unevictable ones, which keep their places.

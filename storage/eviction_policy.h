@@ -32,7 +32,7 @@ struct PolicyHook {
   PolicyHook* next = nullptr;
   uint64_t size_bytes = 0;
   // A well-mixed hash of the entry's key, stable while it is cached: frequency sketches
-  // and ghost sets remember keys that are no longer (or not yet) cached by it.
+  // and ghost sets remember keys that are no longer (or not yet) cached by it. 0: unknown.
   uint64_t key_hash = 0;
   uint64_t stamp = 0;  // e.g. last access time, for VictimRank
   uint32_t word0 = 0;

@@ -44,7 +44,7 @@ storage:
     page_bytes: 1MiB
     huge_pages: auto              # off | auto | on
     prefault: true                # fault the arena in at start, not on the put path
-    eviction: lru
+    eviction: lru                 # lru | s3fifo | tinylfu | chain
   nvme:                           # RocksDB tier below DRAM (docs/storage-format.md)
     enabled: true                 # false: DRAM only, evicted chunks are dropped
     path: ""                      # "" = <data_dir>/nvme; created at start-up
@@ -60,6 +60,8 @@ storage:
     sync_writes: false            # fsync the WAL per write (survives power loss, slower)
     promote_on_hit: true          # copy a chunk served from NVMe into DRAM
     low_priority_background: true # demotion, cleaning, RocksDB flushes at nice 19
+    eviction: lru                 # lru | s3fifo | tinylfu | chain
+    admission_min_hits: 0         # write only chunks read >= N times in DRAM; 0 = all
   sessions:                       # puts and lookups naming a session id (application hints)
     idle_timeout_ms: 300000       # a session no put or lookup names for this long ends
     max_sessions: 65536           # past it the session idle longest ends

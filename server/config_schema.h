@@ -68,7 +68,9 @@ inline const std::pair<const char*, HugePages> kHugePagesModes[] = {{"off", Huge
                                                                     {"on", HugePages::kOn},
                                                                     {"false", HugePages::kOff},
                                                                     {"true", HugePages::kOn}};
-inline const std::pair<const char*, std::string> kEvictionPolicies[] = {{"lru", "lru"}};
+// storage::KnownEvictionPolicies(), in its order (config_test checks).
+inline const std::pair<const char*, std::string> kEvictionPolicies[] = {
+    {"lru", "lru"}, {"s3fifo", "s3fifo"}, {"tinylfu", "tinylfu"}, {"chain", "chain"}};
 
 template <typename V>
 void VisitServer(GrpcConfig& c, V& v) {
@@ -118,6 +120,8 @@ void VisitNvme(NvmeConfig& c, V& v) {
   v.Bool("sync_writes", &c.sync_writes);
   v.Bool("promote_on_hit", &c.promote_on_hit);
   v.Bool("low_priority_background", &c.low_priority_background);
+  v.Enum("eviction", &c.eviction, Choices<std::string>(kEvictionPolicies));
+  v.Int("admission_min_hits", &c.admission_min_hits, {0, 1 << 20});
   v.End();
 }
 

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "proto/ucx_wire.h"
 #include "server/config_schema.h"
+#include "storage/eviction_policy.h"
 
 namespace kvstash::server {
 namespace {
@@ -296,6 +297,8 @@ storage:
     sync_writes: true
     promote_on_hit: false
     low_priority_background: false
+    eviction: tinylfu
+    admission_min_hits: 2
 )");
   storage::ChunkStoreOptions o = c.ToChunkStoreOptions();
   EXPECT_EQ(o.nvme.path, "/mnt/ssd/kv");
@@ -308,6 +311,8 @@ storage:
   EXPECT_TRUE(o.nvme.sync_writes);
   EXPECT_FALSE(o.nvme.promote_on_hit);
   EXPECT_FALSE(o.nvme.low_priority_background);
+  EXPECT_EQ(o.nvme.eviction, "tinylfu");
+  EXPECT_EQ(o.nvme.admission_min_hits, 2);
   std::string yaml = EmitConfig(c);
   EXPECT_THAT(yaml, HasSubstr("capacity_bytes: 256MiB"));
   EXPECT_THAT(yaml, HasSubstr("read_bytes_per_s: 200MiB"));
@@ -328,6 +333,26 @@ TEST(ConfigTest, RefusesBadNvmeFieldsByName) {
   EXPECT_THAT(ErrorOf("", {{"storage.nvme.enabled", "yes please"}}),
               HasSubstr("storage.nvme.enabled"));
   EXPECT_THAT(ErrorOf("", {{"storage.nvme.sync", "true"}}), HasSubstr("storage.nvme.sync"));
+  EXPECT_THAT(ErrorOf("", {{"storage.nvme.eviction", "mru"}}), HasSubstr("storage.nvme.eviction"));
+  EXPECT_THAT(ErrorOf("", {{"storage.nvme.admission_min_hits", "-1"}}),
+              HasSubstr("storage.nvme.admission_min_hits"));
+}
+
+TEST(ConfigTest, EveryEvictionPolicyIsAcceptedPerTier) {
+  std::vector<std::string> choices;
+  for (const auto& [name, value] : config_schema::kEvictionPolicies) choices.push_back(name);
+  EXPECT_EQ(choices, storage::KnownEvictionPolicies());
+  for (const std::string& name : storage::KnownEvictionPolicies()) {
+    ServerConfig c =
+        MustParse("", {{"storage.dram.eviction", name}, {"storage.nvme.eviction", name}});
+    storage::ChunkStoreOptions o = c.ToChunkStoreOptions();
+    EXPECT_EQ(o.dram_eviction, name);
+    EXPECT_EQ(o.nvme.eviction, name);
+    EXPECT_TRUE(o.Validate().ok()) << name;
+  }
+  const std::string error = ErrorOf("storage: {dram: {eviction: random}}");
+  EXPECT_THAT(error, HasSubstr("storage.dram.eviction"));
+  EXPECT_THAT(error, HasSubstr("chain"));  // the message lists the choices
 }
 
 TEST(ConfigTest, ReadsTheMetricsSection) {

@@ -63,7 +63,8 @@ constexpr FamilyDef kStoreFamilies[kStoreFamilyCount] = {
      MetricType::kCounter},
     {"kvstash_demotions_total",
      "DRAM chunks headed for NVMe, by outcome (written: after eviction; cleaned: ahead of "
-     "eviction; dropped: queue full too long; failed: write error).",
+     "eviction; dropped: queue full too long; failed: write error; declined: refused by "
+     "NVMe admission, read fewer than nvme.admission_min_hits times).",
      MetricType::kCounter},
     {"kvstash_demotion_queue_depth", "Evicted chunks queued or being written to NVMe.",
      MetricType::kGauge},

@@ -12,7 +12,7 @@
 //                                        through to nvme
 //   kvstash_deletes_total                counter
 //   kvstash_evictions_total{tier}        counter, dram (demoted or dropped) and nvme
-//   kvstash_demotions_total{result}      counter, written|cleaned|dropped|failed
+//   kvstash_demotions_total{result}      counter, written|cleaned|dropped|failed|declined
 //   kvstash_demotion_queue_depth         gauge, evicted chunks waiting for NVMe
 //   kvstash_promotions_total             counter, NVMe hits copied into DRAM
 //   kvstash_checksum_failures_total{tier} counter

@@ -61,7 +61,10 @@ struct ChunkStoreOptions {
   // Largest accepted chunk; larger puts fail with RESOURCE_EXHAUSTED. Also capped by the
   // DRAM capacity.
   uint64_t max_chunk_bytes = 256ull << 20;
-  // Eviction policy of the DRAM tier: "lru".
+  // Eviction policy of the DRAM tier, one of KnownEvictionPolicies()
+  // (storage/eviction_policy.h): "lru", "s3fifo" (scan-resistant FIFO queues), "tinylfu"
+  // (frequency admission) or "chain" (leaves of prompt chains first, from
+  // PutHints::parent).
   std::string dram_eviction = "lru";
   // Number of independently locked index shards (power of two).
   int index_shards = 64;
@@ -78,7 +81,8 @@ struct ChunkStoreOptions {
     // database there is reopened and its chunks served again after the index is rebuilt
     // from the metadata family.
     std::string path;
-    // Byte budget of chunk payloads on NVMe; approximately-LRU chunks are evicted past it.
+    // Byte budget of chunk payloads on NVMe; chunks are evicted past it, in the order of
+    // `eviction`.
     // The directory settles within ~1.25x of it (blob garbage, WAL, SST files). 16 GiB fits
     // a laptop or CI disk; set it to most of a dedicated SSD in production.
     uint64_t capacity_bytes = 16ull << 30;
@@ -124,6 +128,13 @@ struct ChunkStoreOptions {
     // Run demotion, cleaning and RocksDB's flushes, compactions and garbage collection at
     // nice 19, so requests go first on a busy host (see RocksDbTierOptions).
     bool low_priority_background = true;
+    // Eviction policy of the NVMe tier (as dram_eviction; see RocksDbTierOptions::eviction).
+    std::string eviction = "lru";
+    // NVMe admission: 0 (default) writes every DRAM eviction to NVMe; N > 0 writes only
+    // chunks read at least N times while in DRAM (others are dropped and counted in
+    // admission_declined), sparing SSD writes for chunks unlikely to come back. Chunks whose
+    // hints keep them (sessions, pins, TTLs) are always written. Applies to the cleaner too.
+    int admission_min_hits = 0;
   } nvme;
 
   // Sessions (PutHints::session_id): a session's DRAM chunks are evicted only after every

@@ -50,6 +50,7 @@ absl::StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Create(const ChunkStoreO
     tier.sync_writes = options.nvme.sync_writes;
     tier.flush_interval_ms = options.nvme.flush_interval_ms;
     tier.low_priority_background = options.nvme.low_priority_background;
+    tier.eviction = options.nvme.eviction;
     auto opened = RocksDbTier::Open(tier);
     if (!opened.ok()) return opened.status();
     nvme = *std::move(opened);

@@ -116,6 +116,9 @@ class ChunkStoreImpl final : public ChunkStore {
   // Whether the chunk is below DRAM (queued for NVMe or on NVMe).
   bool BelowDram(const ChunkId& id) const;
   void WriteThrough(const ChunkId& id, const StoredChunk& chunk);
+  NvmeAdmission Admission() const {
+    return {static_cast<uint32_t>(options_.nvme.admission_min_hits)};
+  }
   void AddNvmeStats(StoreStats* stats) const;
 
   const ChunkStoreOptions options_;
@@ -135,6 +138,7 @@ class ChunkStoreImpl final : public ChunkStore {
   std::atomic<uint64_t> nvme_misses_{0};
   std::atomic<uint64_t> promotions_{0};
   std::atomic<uint64_t> write_throughs_{0};
+  std::atomic<uint64_t> admission_declined_{0};  // DRAM evictions NVMe admission refused
   // Set by the destructor: reads still queued then answer UNAVAILABLE without the disk.
   std::atomic<bool> closing_{false};
   // NVMe reads of GetAsync; null without NVMe. Last, so destroyed first: its queued reads

@@ -12,6 +12,7 @@ std::unique_ptr<Cleaner> ChunkStoreImpl::MakeCleaner() {
   if (nvme_ == nullptr || options_.nvme.clean_window_percent == 0) return nullptr;
   CleanerOptions o;
   o.window_percent = options_.nvme.clean_window_percent;
+  o.admission = Admission();
   return std::make_unique<Cleaner>(o, index_.get(), dram_.get(), demoter_.get(), nvme_.get());
 }
 
@@ -21,6 +22,10 @@ void ChunkStoreImpl::Demote(const EvictedEntry& evicted, ChunkRef victim) {
   // Cleaned, write-through and promoted chunks are on NVMe already: evicting them costs
   // no write.
   if (nvme_->Contains(id)) return;
+  if (!Admission().Admits(evicted.hits, evicted.keep)) {
+    admission_declined_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   // A queue still full after the wait drops it (counted).
   demoter_->Enqueue(id, std::move(victim), absl::Milliseconds(options_.nvme.demotion_wait_ms));
 }
@@ -129,6 +134,7 @@ void ChunkStoreImpl::AddNvmeStats(StoreStats* stats) const {
   n.demotion_drops = demoter.drops;
   n.demotion_failures = demoter.failures;
   n.demotions_pending = demoter.pending;
+  n.admission_declined = admission_declined_.load(std::memory_order_relaxed);
   n.promotions = promotions_.load(std::memory_order_relaxed);
   n.write_throughs = write_throughs_.load(std::memory_order_relaxed);
   n.checksum_failures = tier.checksum_failures;

@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "storage/chunk_store.h"
+#include "storage/demoter.h"
 #include "storage/nvme_test_util.h"
 #include "storage/test_util.h"
 
@@ -144,6 +145,74 @@ TEST(ChunkStoreNvmeTest, OptionErrorsNameTheField) {
   o = NvmeOptions("/tmp/unused");
   o.nvme.read_threads = 0;
   EXPECT_NE(o.Validate().message().find("nvme.read_threads"), absl::string_view::npos);
+  o = NvmeOptions("/tmp/unused");
+  o.nvme.eviction = "mru";
+  EXPECT_NE(o.Validate().message().find("nvme.eviction"), absl::string_view::npos);
+  o = NvmeOptions("/tmp/unused");
+  o.nvme.admission_min_hits = -1;
+  EXPECT_NE(o.Validate().message().find("nvme.admission_min_hits"), absl::string_view::npos);
+}
+
+TEST(NvmeAdmissionTest, KeptChunksAreAlwaysAdmitted) {
+  EXPECT_TRUE(NvmeAdmission{}.Admits(0, false));  // default: every chunk
+  const NvmeAdmission two{2};
+  EXPECT_FALSE(two.Admits(1, false));
+  EXPECT_TRUE(two.Admits(2, false));
+  EXPECT_TRUE(two.Admits(0, /*keep=*/true));
+}
+
+// Chunks 0..9 fit in DRAM; 0, 2 and 4 are read twice, 6 once; 30 more puts evict them all.
+TEST(ChunkStoreNvmeTest, AdmissionWritesOnlyChunksReadEnough) {
+  ScratchDir dir;
+  ChunkStoreOptions o = EvictionsOnlyOptions(dir.path());
+  o.nvme.admission_min_hits = 2;
+  auto store = MakeStore(o);
+  PutPaced(*store, 10);
+  ASSERT_EQ(store->Stats().total.evictions, 0u);
+  for (uint64_t i : {0, 2, 4, 0, 2, 4, 6}) ASSERT_TRUE(store->Get(MakeId(i)).ok());
+  for (uint64_t i = 10; i < 40; ++i) {
+    ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
+    ASSERT_TRUE(WaitForDemotions(*store)) << i;
+  }
+  for (uint64_t i = 0; i < 10; ++i) {
+    const bool read_twice = i <= 4 && i % 2 == 0;
+    EXPECT_EQ(store->Locate(MakeId(i)), read_twice ? Tier::kNvme : Tier::kNone) << i;
+  }
+  const StoreStats stats = store->Stats();
+  EXPECT_EQ(stats.nvme.demotions, 3u);
+  EXPECT_EQ(NvmeTier(stats).chunks, 3u);
+  EXPECT_EQ(stats.nvme.admission_declined, stats.total.evictions - 3);
+  EXPECT_TRUE(ReadsBack(*store, 2));
+}
+
+// The cleaner writes ahead only what eviction would write: chunks 0 and 1, read once and
+// then the coldest, are cleaned; the unread chunks of the window are left alone.
+TEST(ChunkStoreNvmeTest, CleanerFollowsTheAdmissionRule) {
+  ScratchDir dir;
+  ChunkStoreOptions o = NvmeOptions(dir.path());
+  o.nvme.promote_on_hit = false;
+  o.nvme.clean_window_percent = 50;
+  o.nvme.admission_min_hits = 1;
+  auto store = MakeStore(o);
+  constexpr uint64_t kFill = kDramPages - 2;
+  for (uint64_t i = 0; i < kFill; ++i) {
+    ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
+    if (i < 2) ASSERT_TRUE(store->Get(MakeId(i)).ok());
+  }
+  ASSERT_TRUE(WaitForCleanings(*store, 2));
+  // Evict a few: the two clean chunks go first and cost no write; the rest are declined.
+  for (uint64_t i = kFill; i < kFill + 7; ++i) {
+    ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
+  }
+  ASSERT_TRUE(WaitForDemotions(*store));
+  const StoreStats stats = store->Stats();
+  ASSERT_GT(stats.total.evictions, 2u);
+  EXPECT_EQ(stats.nvme.cleanings, 2u);
+  EXPECT_EQ(stats.nvme.demotions, 0u);
+  EXPECT_EQ(stats.nvme.admission_declined, stats.total.evictions - 2);
+  EXPECT_EQ(store->Locate(MakeId(0)), Tier::kNvme);
+  EXPECT_EQ(store->Locate(MakeId(1)), Tier::kNvme);
+  EXPECT_EQ(store->Locate(MakeId(2)), Tier::kNone);
 }
 
 // What GetAsync delivered, and on which thread.

@@ -51,7 +51,12 @@ absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
   tier.path = n.path;
   tier.capacity_bytes = n.capacity_bytes;
   tier.flush_interval_ms = n.flush_interval_ms;
+  tier.eviction = n.eviction;
   if (absl::Status s = tier.Validate(); !s.ok()) return s;
+  if (n.admission_min_hits < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nvme.admission_min_hits must be >= 0 (got ", n.admission_min_hits, ")"));
+  }
   if (n.clean_window_percent != 0) {
     CleanerOptions cleaner;
     cleaner.window_percent = n.clean_window_percent;

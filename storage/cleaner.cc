@@ -88,6 +88,7 @@ Cleaner::PassResult Cleaner::Pass() {
   for (const ColdEntry& e : cold) {
     if (seen_bytes >= window) break;
     seen_bytes += e.size_bytes;
+    if (!options_.admission.Admits(e.hits, e.keep)) continue;        // to be dropped, not written
     if (nvme_->Contains(e.id) || demoter_->Pending(e.id)) continue;  // clean or on its way
     ChunkRef chunk = index_->Peek(e.id);
     if (chunk == nullptr) continue;  // evicted or deleted since the scan

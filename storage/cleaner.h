@@ -33,6 +33,8 @@ struct CleanerOptions {
   int64_t idle_poll_ms = 20;
   // Pause before the next pass when the cleaner's share of the demotion queue was full.
   int64_t busy_poll_ms = 5;
+  // Chunks that eviction would not write to NVMe are not cleaned either.
+  NvmeAdmission admission;
 
   absl::Status Validate() const;
 };

@@ -30,6 +30,15 @@ namespace kvstash::storage {
 
 class RocksDbTier;
 
+// Which chunks leaving DRAM are worth an NVMe write (ChunkStoreOptions::Nvme::
+// admission_min_hits): the one rule for demotion at eviction and for the cleaner.
+struct NvmeAdmission {
+  uint32_t min_hits = 0;  // 0: every chunk
+
+  // `hits`: reads while in DRAM (IndexEntry::hits); `keep`: its hints ask for NVMe.
+  bool Admits(uint32_t hits, bool keep) const { return keep || hits >= min_hits; }
+};
+
 struct DemoterCounters {
   uint64_t demotions = 0;  // evicted chunks written to NVMe
   uint64_t cleanings = 0;  // chunks still in DRAM written to NVMe ahead of eviction

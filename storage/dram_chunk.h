@@ -94,13 +94,13 @@ class DramPendingChunk final : public PendingChunk {
   const ChunkMeta meta_;
   Allocation allocation_;
   std::shared_ptr<DramAllocator> allocator_;
+  PutHints hints_;
   absl::InlinedVector<MutableSegment, 4> mutable_segments_;  // built on first segments()
   uint64_t written_ = 0;
   size_t cursor_segment_ = 0;  // where the next byte goes
   uint64_t cursor_offset_ = 0;
   bool overrun_ = false;      // MarkWritten went past the size
   bool hash_is_live_ = true;  // every byte so far went through Append (and hash_)
-  PutHints hints_;
   XXH3_state_t hash_;
 };
 

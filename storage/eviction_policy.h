@@ -2,11 +2,13 @@
 //
 // Policies are intrusive: every index entry embeds a PolicyHook, and a policy links hooks
 // into its own lists (HookList below) and may keep a few words of state in them, so that
-// insert/access/erase cost no allocation and no extra hash lookup. LRU is implemented;
-// S3-FIFO (small/main queues + a ghost set, `word0` = queue, `word1` = frequency) and LFU
-// (frequency buckets) fit the same hook. The store keeps one policy instance per index
-// shard and per tier, so a policy never sees two tiers or two shards; VictimRank lets the
-// index compare the shards' candidates so that the tier as a whole follows the policy.
+// insert/access/erase cost no allocation and no extra hash lookup. Implemented: "lru",
+// "s3fifo" (small/main FIFO queues and a ghost set of keys), "tinylfu" (window LRU and
+// segmented main LRU behind a frequency sketch) and "chain" (leaves before chunks that
+// have cached children, LRU within each group). The store keeps one policy instance per
+// index shard and per tier, so a policy never sees two tiers or two shards; VictimRank
+// lets the index compare the shards' candidates so that the tier as a whole follows the
+// policy.
 //
 // Thread-safety: not thread-safe. The owner (an index shard) serialises every call under
 // its mutex.
@@ -23,12 +25,15 @@
 
 namespace kvstash::storage {
 
-// Policy-owned state embedded in each index entry. The index sets size_bytes before
-// OnInsert; everything else belongs to the policy.
+// Policy-owned state embedded in each index entry. The owner sets size_bytes and
+// key_hash before OnInsert and maintains children; everything else belongs to the policy.
 struct PolicyHook {
   PolicyHook* prev = nullptr;
   PolicyHook* next = nullptr;
   uint64_t size_bytes = 0;
+  // A well-mixed hash of the entry's key, stable while it is cached: frequency sketches
+  // and ghost sets remember keys that are no longer (or not yet) cached by it. 0: unknown.
+  uint64_t key_hash = 0;
   uint64_t stamp = 0;  // e.g. last access time, for VictimRank
   uint32_t word0 = 0;
   uint32_t word1 = 0;
@@ -45,8 +50,12 @@ class HookList {
   HookList& operator=(const HookList&) = delete;
 
   bool empty() const { return head_.next == &head_; }
-  void PushFront(PolicyHook* h) { InsertAfter(&head_, h); }
-  void PushBack(PolicyHook* h) { InsertAfter(head_.prev, h); }
+  void PushFront(PolicyHook* h) { Link(&head_, h); }
+  void PushBack(PolicyHook* h) { Link(head_.prev, h); }
+  // h goes next to pos, on its front side (Before) or its back side (After).
+  // REQUIRES: pos is in this list.
+  void InsertBefore(PolicyHook* pos, PolicyHook* h) { Link(pos->prev, h); }
+  void InsertAfter(PolicyHook* pos, PolicyHook* h) { Link(pos, h); }
   // REQUIRES: h is in this list.
   void Remove(PolicyHook* h) {
     h->prev->next = h->next;
@@ -60,7 +69,7 @@ class HookList {
   PolicyHook* prev(const PolicyHook* h) const { return h->prev == &head_ ? nullptr : h->prev; }
 
  private:
-  static void InsertAfter(PolicyHook* pos, PolicyHook* h) {
+  static void Link(PolicyHook* pos, PolicyHook* h) {
     h->prev = pos;
     h->next = pos->next;
     pos->next->prev = h;
@@ -93,11 +102,16 @@ class EvictionPolicy {
   // state: the NVMe cleaner uses it to write the next victims ahead of eviction.
   virtual void VisitColdest(absl::FunctionRef<bool(const PolicyHook*)> visit) const = 0;
   // Orders victims of different instances of this policy (one per shard): the index
-  // evicts the candidate with the smallest rank. E.g. LRU: last access time.
+  // evicts the candidate with the smallest rank. E.g. LRU: last access time. Also ranks
+  // the entries VisitColdest hands out, so the cleaner can merge shards.
   virtual uint64_t VictimRank(const PolicyHook* victim) const = 0;
 };
 
 using EvictionPolicyPtr = std::unique_ptr<EvictionPolicy>;
+
+// Steady-clock nanoseconds: the time base of the policies' stamps, shared by every instance
+// so that ranks built from it compare across shards.
+uint64_t PolicyClockNanos();
 
 // Names accepted by CreateEvictionPolicy, e.g. for config validation messages.
 std::vector<std::string> KnownEvictionPolicies();

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 
 namespace kvstash::storage {
@@ -65,6 +66,7 @@ bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count
   auto entry = std::make_unique<IndexEntry>();  // allocated outside the lock
   entry->id = id;
   entry->size_bytes = chunk->meta().size_bytes;
+  entry->key_hash = absl::HashOf(id);
   entry->tier = tier;
   entry->generation = next_generation_.fetch_add(1, std::memory_order_relaxed);
   entry->priority = hints.priority;
@@ -72,23 +74,33 @@ bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count
   entry->session_id = hints.pin ? 0 : hints.session_id;  // a pin takes over from a session
   const int64_t now_ns = NowNs();
   if (hints.ttl_ms > 0) entry->ttl_deadline_ns = now_ns + int64_t{hints.ttl_ms} * 1000000;
-  Shard& s = ShardFor(id);
-  absl::MutexLock lock(&s.mu);
-  auto [it, inserted] = s.entries.try_emplace(id, nullptr);
-  if (!inserted) return false;
-  entry->chunk = std::move(chunk);
-  IndexEntry* e = entry.get();
-  it->second = std::move(entry);
-  Link(s, e, now_ns);
-  CounterSnapshot& c = s.counters[id.ns];
-  if (count_put) ++c.puts;
-  ++c.chunks;
-  c.bytes += e->size_bytes;
-  if (e->pinned) c.pinned_bytes += e->size_bytes;
-  ++s.tier_chunks[TierSlot(tier)];
-  s.tier_bytes[TierSlot(tier)] += e->size_bytes;
-  size_.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  // The parent first, under its own shard's lock only; undone below if the insert fails.
+  ParentLink parent;
+  if (hints.has_parent) parent = AddChild(ChunkId{id.ns, hints.parent});
+  entry->parent = parent.id;
+  entry->parent_generation = parent.generation;
+  {
+    Shard& s = ShardFor(id);
+    absl::MutexLock lock(&s.mu);
+    auto [it, inserted] = s.entries.try_emplace(id, nullptr);
+    if (inserted) {
+      entry->chunk = std::move(chunk);
+      IndexEntry* e = entry.get();
+      it->second = std::move(entry);
+      Link(s, e, now_ns);
+      CounterSnapshot& c = s.counters[id.ns];
+      if (count_put) ++c.puts;
+      ++c.chunks;
+      c.bytes += e->size_bytes;
+      if (e->pinned) c.pinned_bytes += e->size_bytes;
+      ++s.tier_chunks[TierSlot(tier)];
+      s.tier_bytes[TierSlot(tier)] += e->size_bytes;
+      size_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  DropChild(parent);
+  return false;
 }
 
 ChunkRef ChunkIndex::Get(const ChunkId& id, bool count_miss) {
@@ -130,6 +142,10 @@ EvictionClass ChunkIndex::ClassOf(const IndexEntry& e, int64_t now_ns) {
   return EvictionClass::kNormal;
 }
 
+bool ChunkIndex::KeepBelowDram(const IndexEntry& e, int64_t now_ns) {
+  return ClassOf(e, now_ns) >= EvictionClass::kTtl;
+}
+
 void ChunkIndex::Link(Shard& s, IndexEntry* e, int64_t now_ns) {
   e->eviction_class = ClassOf(*e, now_ns);
   if (e->eviction_class == EvictionClass::kPinned) return;
@@ -168,8 +184,9 @@ void ChunkIndex::RecordGet(const ChunkId& id, bool hit) {
   ++(hit ? c.hits : c.misses);
 }
 
-ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e) {
+ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e, ParentLink* parent) {
   Unlink(s, e);
+  *parent = {e->parent, e->parent_generation};
   CounterSnapshot& c = s.counters[e->id.ns];
   --c.chunks;
   c.bytes -= e->size_bytes;
@@ -185,12 +202,18 @@ ChunkRef ChunkIndex::RemoveLocked(Shard& s, IndexEntry* e) {
 
 ChunkRef ChunkIndex::Erase(const ChunkId& id, bool* was_pinned) {
   Shard& s = ShardFor(id);
-  absl::MutexLock lock(&s.mu);
-  auto it = s.entries.find(id);
-  if (it == s.entries.end()) return nullptr;
-  ++s.counters[id.ns].deletes;
-  if (was_pinned != nullptr) *was_pinned = it->second->pinned;
-  return RemoveLocked(s, it->second.get());
+  ParentLink parent;
+  ChunkRef chunk;
+  {
+    absl::MutexLock lock(&s.mu);
+    auto it = s.entries.find(id);
+    if (it == s.entries.end()) return nullptr;
+    ++s.counters[id.ns].deletes;
+    if (was_pinned != nullptr) *was_pinned = it->second->pinned;
+    chunk = RemoveLocked(s, it->second.get(), &parent);
+  }
+  DropChild(parent);
+  return chunk;
 }
 
 ErasedChunks ChunkIndex::EraseNamespace(const Key128& ns) {
@@ -198,18 +221,24 @@ ErasedChunks ChunkIndex::EraseNamespace(const Key128& ns) {
   for (int i = 0; i < num_shards_; ++i) {
     Shard& s = shards_[i];
     std::vector<ChunkRef> refs;  // released after the lock, like every removal
-    absl::MutexLock lock(&s.mu);
-    std::vector<IndexEntry*> doomed;
-    for (const auto& [id, e] : s.entries) {
-      if (id.ns == ns) doomed.push_back(e.get());
+    std::vector<ParentLink> parents;
+    {
+      absl::MutexLock lock(&s.mu);
+      std::vector<IndexEntry*> doomed;
+      for (const auto& [id, e] : s.entries) {
+        if (id.ns == ns) doomed.push_back(e.get());
+      }
+      parents.resize(doomed.size());
+      for (size_t j = 0; j < doomed.size(); ++j) {
+        IndexEntry* e = doomed[j];
+        erased.ids.push_back(e->id);
+        erased.bytes += e->size_bytes;
+        if (e->pinned) erased.pinned_bytes += e->size_bytes;
+        ++s.counters[ns].deletes;
+        refs.push_back(RemoveLocked(s, e, &parents[j]));
+      }
     }
-    for (IndexEntry* e : doomed) {
-      erased.ids.push_back(e->id);
-      erased.bytes += e->size_bytes;
-      if (e->pinned) erased.pinned_bytes += e->size_bytes;
-      ++s.counters[ns].deletes;
-      refs.push_back(RemoveLocked(s, e));
-    }
+    for (const ParentLink& parent : parents) DropChild(parent);
   }
   return erased;
 }
@@ -284,19 +313,25 @@ ChunkRef ChunkIndex::EvictFrom(Shard& s, int cls, const NamespaceMatch* match, u
   auto evictable = [match](const PolicyHook* h) {
     return Evictable(h) && (match == nullptr || (*match)(static_cast<const IndexEntry*>(h)->id.ns));
   };
-  absl::MutexLock lock(&s.mu);
-  if (s.class_entries[cls] == 0) return nullptr;
-  EvictionPolicy& policy = *s.policies[cls];
-  PolicyHook* hook = policy.PickVictim(evictable);
-  if (hook == nullptr || policy.VictimRank(hook) > max_rank) return nullptr;
-  auto* e = static_cast<IndexEntry*>(hook);
-  const bool keep = e->eviction_class >= EvictionClass::kTtl;
-  if (victim != nullptr) *victim = {e->id, e->hits, e->size_bytes, keep};
-  CounterSnapshot& c = s.counters[e->id.ns];
-  ++c.evictions;
-  if (e->eviction_class >= EvictionClass::kHigh) ++c.hint_drops;
-  if (match != nullptr) ++c.quota_evictions;
-  return RemoveLocked(s, e);
+  const int64_t now_ns = NowNs();
+  ParentLink parent;
+  ChunkRef chunk;
+  {
+    absl::MutexLock lock(&s.mu);
+    if (s.class_entries[cls] == 0) return nullptr;
+    EvictionPolicy& policy = *s.policies[cls];
+    PolicyHook* hook = policy.PickVictim(evictable);
+    if (hook == nullptr || policy.VictimRank(hook) > max_rank) return nullptr;
+    auto* e = static_cast<IndexEntry*>(hook);
+    if (victim != nullptr) *victim = {e->id, e->hits, e->size_bytes, KeepBelowDram(*e, now_ns)};
+    CounterSnapshot& c = s.counters[e->id.ns];
+    ++c.evictions;
+    if (e->eviction_class >= EvictionClass::kHigh) ++c.hint_drops;
+    if (match != nullptr) ++c.quota_evictions;
+    chunk = RemoveLocked(s, e, &parent);
+  }
+  DropChild(parent);
+  return chunk;
 }
 
 PinChange ChunkIndex::SetPinned(const ChunkId& id, bool pin) {
@@ -360,6 +395,7 @@ void ChunkIndex::AddCounters(const Key128& ns, const CounterSnapshot& delta) {
 }
 
 std::vector<ColdEntry> ChunkIndex::Coldest(uint64_t max_bytes, int max_entries) const {
+  const int64_t now_ns = NowNs();
   std::vector<ColdEntry> out;
   for (int i = 0; i < num_shards_; ++i) {
     Shard& s = shards_[i];
@@ -372,7 +408,8 @@ std::vector<ColdEntry> ChunkIndex::Coldest(uint64_t max_bytes, int max_entries) 
       const EvictionPolicy& policy = *s.policies[cls];
       policy.VisitColdest([&](const PolicyHook* h) {
         const auto* e = static_cast<const IndexEntry*>(h);
-        out.push_back({e->id, policy.VictimRank(h), e->size_bytes, e->eviction_class});
+        out.push_back({e->id, policy.VictimRank(h), e->size_bytes, e->eviction_class, e->hits,
+                       KeepBelowDram(*e, now_ns)});
         bytes += e->size_bytes;
         return ++entries < max_entries && bytes < max_bytes;
       });

@@ -18,6 +18,15 @@
 // Entries hold a ChunkRef; methods that remove an entry return it so the caller releases the
 // bytes after the shard lock is dropped.
 //
+// Child counts (PolicyHook::children, for chain-aware eviction): a chunk put with a parent
+// (PutHints::parent, same namespace) counts once in its parent's entry while both are
+// cached. Parent and child may sit in different shards and no method holds two shard locks,
+// so the count is approximate in two documented ways: a parent inserted after its child
+// starts at 0 (the child was put before it existed), and for a moment around a concurrent
+// insert or removal a count may include a child not yet (or no longer) indexed. Removing a
+// parent forgets its count; its children never decrement a later entry of the same key
+// (they remember the parent's generation).
+//
 // Thread-safety: thread-safe.
 #pragma once
 
@@ -64,6 +73,10 @@ struct IndexEntry : PolicyHook {
   bool pinned = false;
   uint64_t session_id = 0;      // 0: none, or its session ended
   int64_t ttl_deadline_ns = 0;  // absl::ToUnixNanos of put time + ttl; 0: no TTL
+  // The parent entry this one is counted in (PolicyHook::children), by id and generation;
+  // parent_generation 0: not counted in any.
+  ChunkId parent;
+  uint64_t parent_generation = 0;
 };
 
 // What EvictOne removed, besides its bytes.
@@ -71,8 +84,8 @@ struct EvictedEntry {
   ChunkId id;
   uint32_t hits = 0;  // IndexEntry::hits at eviction
   uint64_t size_bytes = 0;
-  // Its hints say it must be demoted to NVMe whatever the admission rule says (an active
-  // session or an unexpired TTL).
+  // The entry's hints (session, pin, unexpired TTL) ask for demotion to NVMe whatever the
+  // NVMe admission rule says.
   bool keep = false;
 };
 
@@ -108,6 +121,8 @@ struct ColdEntry {
   uint64_t rank = 0;  // EvictionPolicy::VictimRank: smaller is evicted sooner
   uint64_t size_bytes = 0;
   EvictionClass eviction_class = EvictionClass::kNormal;  // taken before rank
+  uint32_t hits = 0;                                      // as in EvictedEntry
+  bool keep = false;
 };
 
 // What Probe saw.
@@ -132,7 +147,8 @@ class ChunkIndex {
   // Adds `chunk` unless `id` is present; counts a put unless !count_put (a promotion from a
   // lower tier is not a new put). Returns false (and leaves the index unchanged) when present.
   // `hints` place it in its eviction class (the caller checked the pin quota and the
-  // session's bookkeeping; parent is not used here).
+  // session's bookkeeping); with hints.has_parent, the chunk counts as a child of
+  // {id.ns, hints.parent} while both are cached (see the class comment).
   bool Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count_put = true,
               const PutHints& hints = PutHints{});
   // The chunk, or null. Counts a hit, or a miss unless !count_miss (the caller then tries a
@@ -171,6 +187,8 @@ class ChunkIndex {
   std::vector<ColdEntry> Coldest(uint64_t max_bytes, int max_entries) const;
   // The chunk without counting a get or telling the policy (background readers), or null.
   ChunkRef Peek(const ChunkId& id) const;
+  // Cached children counted in `id`'s entry (0 when absent); see the class comment.
+  uint32_t Children(const ChunkId& id) const;
 
   // Presence and tier of `id` (a hit counts as an access for the policy); with take_lease,
   // also raises its lease count; with session_id != 0, joins the hit to that session.
@@ -203,10 +221,22 @@ class ChunkIndex {
     uint64_t tier_bytes[kNumTiers] ABSL_GUARDED_BY(mu) = {};
   };
 
+  // A parent an entry was counted in: what to uncount once the entry's lock is released.
+  struct ParentLink {
+    ChunkId id;
+    uint64_t generation = 0;  // 0: none
+  };
+
   explicit ChunkIndex(int num_shards);
   Shard& ShardFor(const ChunkId& id) const;
-  // Unlinks `e` from the map, policy and live counters; returns its chunk.
-  ChunkRef RemoveLocked(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Unlinks `e` from the map, policy and live counters; returns its chunk. The caller
+  // passes *parent to DropChild once it released s.mu.
+  ChunkRef RemoveLocked(Shard& s, IndexEntry* e, ParentLink* parent)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Counts a child in `parent` if cached; returns the link to undo it (generation 0: absent).
+  // REQUIRES: no shard lock held (as DropChild).
+  ParentLink AddChild(const ChunkId& parent);
+  void DropChild(const ParentLink& parent);
   // A hit: counts it in the entry and tells the policy.
   static void Touch(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   static bool Evictable(const PolicyHook* h);
@@ -215,6 +245,9 @@ class ChunkIndex {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // The class `e`'s hints give it at `now_ns`.
   static EvictionClass ClassOf(const IndexEntry& e, int64_t now_ns);
+  // Whether `e`'s hints at `now_ns` (session, pin, unexpired TTL) ask for demotion to NVMe
+  // whatever the admission rule says: EvictedEntry::keep and ColdEntry::keep.
+  static bool KeepBelowDram(const IndexEntry& e, int64_t now_ns);
   // Moves `e` to the class its hints give it now (policy, ttl_queue, class counts).
   void Reclassify(Shard& s, IndexEntry* e, int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Links a new or unpinned entry into the class its hints give it at `now_ns`.

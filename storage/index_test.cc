@@ -1,6 +1,7 @@
 #include "storage/index.h"
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -228,6 +229,131 @@ TEST(ChunkIndexTest, EndedSessionsAndLapsedTtlsBecomeOrdinary) {
     EXPECT_FALSE(victim.keep) << i;
   }
   EXPECT_EQ(index->NamespaceCounters(MakeId(0).ns).hint_drops, 0u);
+}
+
+PutHints ChildOf(const ChunkId& parent) {
+  PutHints hints;
+  hints.has_parent = true;
+  hints.parent = parent.key;
+  return hints;
+}
+
+TEST(ChunkIndexChildrenTest, CountsCachedChildrenAcrossShards) {
+  auto index = MakeIndex(16);
+  const ChunkId parent = MakeId(100);
+  ASSERT_TRUE(index->Insert(parent, Chunk(), Tier::kDram));
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(index->Insert(MakeId(i), Chunk(), Tier::kDram, true, ChildOf(parent)));
+  }
+  EXPECT_EQ(index->Children(parent), 10u);
+  index->Get(parent);  // the most recent: LRU evicts every child first
+  // A repeated put of a cached child changes nothing.
+  EXPECT_FALSE(index->Insert(MakeId(0), Chunk(), Tier::kDram, true, ChildOf(parent)));
+  EXPECT_EQ(index->Children(parent), 10u);
+  // Children leave by delete and by eviction.
+  ASSERT_NE(index->Erase(MakeId(0)), nullptr);
+  EXPECT_EQ(index->Children(parent), 9u);
+  for (int left = 8; left >= 0; --left) {
+    EvictedEntry victim;
+    ASSERT_NE(index->EvictOne(&victim), nullptr);
+    EXPECT_FALSE(victim.id == parent);
+    EXPECT_EQ(index->Children(parent), static_cast<uint32_t>(left));
+  }
+  EXPECT_EQ(index->Locate(parent), Tier::kDram);
+}
+
+TEST(ChunkIndexChildrenTest, ParentOfAnotherNamespaceIsNotCounted) {
+  auto index = MakeIndex(4);
+  const ChunkId parent = MakeId(1, /*ns=*/1);
+  ASSERT_TRUE(index->Insert(parent, Chunk(), Tier::kDram));
+  ASSERT_TRUE(index->Insert(MakeId(2, /*ns=*/2), Chunk(), Tier::kDram, true, ChildOf(parent)));
+  EXPECT_EQ(index->Children(parent), 0u);  // the hint names a key in the child's namespace
+}
+
+TEST(ChunkIndexChildrenTest, ParentPutAfterItsChildStartsAtZero) {
+  auto index = MakeIndex(4);
+  const ChunkId parent = MakeId(1), child = MakeId(2);
+  ASSERT_TRUE(index->Insert(child, Chunk(), Tier::kDram, true, ChildOf(parent)));
+  ASSERT_TRUE(index->Insert(parent, Chunk(), Tier::kDram));
+  EXPECT_EQ(index->Children(parent), 0u);
+  ASSERT_NE(index->Erase(child), nullptr);  // and the child's removal leaves it at 0
+  EXPECT_EQ(index->Children(parent), 0u);
+}
+
+TEST(ChunkIndexChildrenTest, ReplacedParentIsNotUncountedByOldChildren) {
+  auto index = MakeIndex(4);
+  const ChunkId parent = MakeId(1);
+  ASSERT_TRUE(index->Insert(parent, Chunk(), Tier::kDram));
+  ASSERT_TRUE(index->Insert(MakeId(2), Chunk(), Tier::kDram, true, ChildOf(parent)));
+  ASSERT_NE(index->Erase(parent), nullptr);
+  ASSERT_TRUE(index->Insert(parent, Chunk(), Tier::kDram));
+  ASSERT_TRUE(index->Insert(MakeId(3), Chunk(), Tier::kDram, true, ChildOf(parent)));
+  EXPECT_EQ(index->Children(parent), 1u);
+  ASSERT_NE(index->Erase(MakeId(2)), nullptr);  // counted in the old entry only
+  EXPECT_EQ(index->Children(parent), 1u);
+  ASSERT_NE(index->Erase(MakeId(3)), nullptr);
+  EXPECT_EQ(index->Children(parent), 0u);
+}
+
+TEST(ChunkIndexChildrenTest, ChainPolicyEvictsLeavesBeforeTheirParents) {
+  auto created = ChunkIndex::Create(8, "chain");
+  ASSERT_TRUE(created.ok()) << created.status();
+  ChunkIndex& index = **created;
+  // A 3-chunk chain put first, then an unrelated chunk: the chain's head is the oldest.
+  const ChunkId a = MakeId(1), b = MakeId(2), c = MakeId(3), other = MakeId(4);
+  ASSERT_TRUE(index.Insert(a, Chunk(), Tier::kDram));
+  ASSERT_TRUE(index.Insert(b, Chunk(), Tier::kDram, true, ChildOf(a)));
+  ASSERT_TRUE(index.Insert(c, Chunk(), Tier::kDram, true, ChildOf(b)));
+  ASSERT_TRUE(index.Insert(other, Chunk(), Tier::kDram));
+  std::vector<ChunkId> order;
+  EvictedEntry victim;
+  while (index.EvictOne(&victim) != nullptr) order.push_back(victim.id);
+  // c is the only leaf of the chain; then b and a become leaves, older than `other`.
+  EXPECT_EQ(order, (std::vector<ChunkId>{c, b, a, other}));
+}
+
+TEST(ChunkIndexChildrenTest, EveryPolicyRunsTheIndex) {
+  for (const std::string& name : KnownEvictionPolicies()) {
+    auto created = ChunkIndex::Create(4, name);
+    ASSERT_TRUE(created.ok()) << name;
+    ChunkIndex& index = **created;
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(index.Insert(MakeId(i), Chunk(), Tier::kDram, true, ChildOf(MakeId(i - 1))));
+      if (i % 3 == 0) index.Get(MakeId(i / 2));
+    }
+    EXPECT_EQ(index.Coldest(UINT64_MAX, 100).size(), 20u) << name;
+    int evicted = 0;
+    while (index.EvictOne() != nullptr) ++evicted;
+    EXPECT_EQ(evicted, 20) << name;
+    EXPECT_EQ(index.size(), 0u) << name;
+  }
+}
+
+TEST(ChunkIndexChildrenTest, PinnedParentCountsChildrenRemovedByEveryPath) {
+  auto index = MakeIndex(4);
+  const ChunkId parent = MakeId(100);
+  PutHints pin;
+  pin.pin = true;
+  ASSERT_TRUE(index->Insert(parent, Chunk(), Tier::kDram, true, pin));  // in no policy
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(index->Insert(MakeId(i), Chunk(), Tier::kDram, true, ChildOf(parent)));
+  }
+  EXPECT_EQ(index->Children(parent), 4u);
+  EvictedEntry victim;
+  ASSERT_NE(index->EvictOneMatching([](const Key128&) { return true; }, &victim), nullptr);
+  EXPECT_FALSE(victim.id == parent);
+  EXPECT_FALSE(victim.keep);  // a child without hints of its own
+  EXPECT_EQ(index->Children(parent), 3u);
+  ASSERT_NE(index->EvictOne(&victim), nullptr);
+  EXPECT_EQ(index->Children(parent), 2u);
+  ASSERT_TRUE(index->SetPinned(parent, false).changed);  // back in a policy, count kept
+  EXPECT_EQ(index->Children(parent), 2u);
+  ASSERT_FALSE(index->Coldest(UINT64_MAX, 10).empty());
+  EXPECT_FALSE(index->Coldest(UINT64_MAX, 10).front().keep);
+  ASSERT_NE(index->Erase(MakeId(3)), nullptr);
+  EXPECT_EQ(index->Children(parent), 1u);
+  EXPECT_EQ(index->EraseNamespace(parent.ns).ids.size(), 2u);
+  EXPECT_EQ(index->size(), 0u);
 }
 
 }  // namespace

@@ -1,26 +1,14 @@
 #include "storage/lru_policy.h"
 
-#include <chrono>
-
 namespace kvstash::storage {
 
-namespace {
-
-uint64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 void LruPolicy::OnInsert(PolicyHook* hook) {
-  hook->stamp = NowNanos();
+  hook->stamp = PolicyClockNanos();
   list_.PushFront(hook);
 }
 
 void LruPolicy::OnAccess(PolicyHook* hook) {
-  hook->stamp = NowNanos();
+  hook->stamp = PolicyClockNanos();
   if (list_.front() == hook) return;  // hot entry: skip the relink
   list_.Remove(hook);
   list_.PushFront(hook);

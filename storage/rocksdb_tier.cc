@@ -82,6 +82,7 @@ RocksDbTier::RocksDbTier(const RocksDbTierOptions& options, std::unique_ptr<rock
     : options_(options),
       db_(std::move(db)),
       families_(std::move(families)),
+      policy_(MakePolicy(options.eviction)),
       gc_trigger_bytes_(nvme::GcTriggerBytes(options)) {}
 
 RocksDbTier::~RocksDbTier() {
@@ -126,25 +127,25 @@ absl::Status RocksDbTier::ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
     e->id = *id;
     e->meta = rec->meta;
     e->size_bytes = rec->meta.size_bytes;
-    e->stamp = rec->sequence;
+    e->sequence = rec->sequence;
     loaded->push_back(std::move(e));
   }
   if (!it->status().ok()) {
     return absl::UnavailableError(
         absl::StrCat("nvme: scanning metadata: ", it->status().ToString()));
   }
-  // Oldest first, so the most recently used ends at the LRU front.
+  // Oldest first, so the policy sees the chunks in the order they were last used.
   std::sort(loaded->begin(), loaded->end(),
-            [](const auto& a, const auto& b) { return a->stamp < b->stamp; });
+            [](const auto& a, const auto& b) { return a->sequence < b->sequence; });
   return absl::OkStatus();
 }
 
 void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded) {
-  for (auto& [id, e] : entries_) lru_.Remove(e.get());
+  policy_ = MakePolicy(options_.eviction);  // fresh: the old one links entries about to go
   entries_.clear();
   live_bytes_ = 0;
   ns_usage_.clear();
-  if (!loaded.empty()) next_sequence_ = std::max(next_sequence_, loaded.back()->stamp + 1);
+  if (!loaded.empty()) next_sequence_ = std::max(next_sequence_, loaded.back()->sequence + 1);
   for (auto& e : loaded) InsertLocked(std::move(e));
 }
 
@@ -187,7 +188,8 @@ absl::Mutex& RocksDbTier::StripeFor(const ChunkId& id) const {
 void RocksDbTier::InsertLocked(std::unique_ptr<Entry> entry) {
   Entry* e = entry.get();
   e->generation = next_generation_++;
-  lru_.PushFront(e);
+  e->key_hash = absl::HashOf(e->id);
+  policy_->OnInsert(e);
   live_bytes_ += e->meta.size_bytes;
   NamespaceUsage& ns = ns_usage_[e->id.ns];
   ++ns.chunks;
@@ -196,7 +198,7 @@ void RocksDbTier::InsertLocked(std::unique_ptr<Entry> entry) {
 }
 
 void RocksDbTier::EraseLocked(Entry* e) {
-  lru_.Remove(e);
+  policy_->OnErase(e);
   live_bytes_ -= e->meta.size_bytes;
   auto ns = ns_usage_.find(e->id.ns);
   if (--ns->second.chunks == 0) {
@@ -242,7 +244,7 @@ absl::Status RocksDbTier::Put(const ChunkId& id, const StoredChunk& chunk, Write
   e->id = id;
   e->meta = stored;
   e->size_bytes = size;
-  e->stamp = sequence;
+  e->sequence = sequence;
   InsertLocked(std::move(e));
   ++counters_.puts;
   return absl::OkStatus();
@@ -278,7 +280,8 @@ void RocksDbTier::MakeRoom(uint64_t size) {
     {
       absl::MutexLock lock(&mu_);
       if (live_bytes_ + reserved_bytes_ + size <= options_.capacity_bytes) return;
-      const PolicyHook* h = lru_.back();
+      // Nothing here is pinned: readers hold their own copy of the payload.
+      const PolicyHook* h = policy_->PickVictim([](const PolicyHook*) { return true; });
       if (h == nullptr) return;  // only reservations left: let them overshoot briefly
       victim = static_cast<const Entry*>(h)->id;
       generation = static_cast<const Entry*>(h)->generation;
@@ -395,11 +398,10 @@ void RocksDbTier::Touch(const ChunkId& id, uint64_t generation) {
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second->generation != generation) return;
     Entry* e = it->second.get();
-    lru_.Remove(e);
-    lru_.PushFront(e);
+    policy_->OnAccess(e);
     // Persist the new position only once the chunk has fallen behind half the index, so a
     // hot chunk costs one metadata write per half turnover, not one per hit.
-    if (next_sequence_ - e->stamp <= entries_.size() / 2) return;
+    if (next_sequence_ - e->sequence <= entries_.size() / 2) return;
     sequence = next_sequence_++;
   }
   absl::MutexLock stripe(&StripeFor(id));  // keeps a concurrent Remove from being undone
@@ -408,7 +410,7 @@ void RocksDbTier::Touch(const ChunkId& id, uint64_t generation) {
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(id);
     if (it == entries_.end() || it->second->generation != generation) return;
-    it->second->stamp = sequence;
+    it->second->sequence = sequence;
     meta = it->second->meta;
   }
   // Deferred: a lost update only ages the chunk after a restart.

@@ -1,8 +1,10 @@
 // RocksDbTier: the NVMe tier. Chunk payloads live in RocksDB's integrated BlobDB (one blob
 // file record per payload), metadata in a column family of its own, and an in-memory index
 // of every chunk (rebuilt at Open by scanning the metadata family only) answers presence
-// questions and orders approximate-LRU eviction under a byte budget. On-disk layout:
-// docs/storage-format.md.
+// questions and orders eviction under a byte budget through an EvictionPolicy
+// (RocksDbTierOptions::eviction). Recency survives restarts approximately: each chunk's
+// metadata holds the sequence of its write or of a read now and then, and Open hands the
+// chunks to the policy oldest first. On-disk layout: docs/storage-format.md.
 //
 // Every read verifies the payload's XXH3-64 against the metadata; a mismatch (or RocksDB
 // reporting corruption) deletes the chunk, counts it and reads as NOT_FOUND, so corrupt
@@ -60,8 +62,8 @@ struct RocksDbTierOptions {
   // Directory of the database; created if missing. An existing database is reopened and
   // its index rebuilt from the metadata family.
   std::string path;
-  // Byte budget of live chunk payloads. Puts evict approximately-least-recently-used
-  // chunks to stay within it; blob garbage collection keeps the directory within ~1.25x.
+  // Byte budget of live chunk payloads. Puts evict chunks (in the order of `eviction`) to
+  // stay within it; blob garbage collection keeps the directory within ~1.25x.
   // Budgets below 16 MiB work but the fixed files (WAL, MANIFEST, LOG) weigh more.
   uint64_t capacity_bytes = 64ull << 30;
   // fsync the WAL before a write returns. Off: acknowledged writes survive kill -9 but not
@@ -78,6 +80,10 @@ struct RocksDbTierOptions {
   // saturates every core fills the demotion queue sooner (more drops, or longer waits
   // with demotion_wait_ms).
   bool low_priority_background = true;
+  // Eviction policy of the tier, one of KnownEvictionPolicies(). Frequency-based policies
+  // ("s3fifo", "tinylfu") start without history after a restart; "chain" has no child
+  // counts here (chunks carry no parent on NVMe) and behaves as "lru".
+  std::string eviction = "lru";
 
   // Names the offending field ("nvme.<field>" via ChunkStoreOptions).
   absl::Status Validate() const;
@@ -152,8 +158,9 @@ class RocksDbTier {
   bool writes_suspended() const { return writes_suspended_.load(std::memory_order_acquire); }
 
  private:
-  struct Entry : PolicyHook {  // stamp = persisted sequence, prev/next = LRU links
+  struct Entry : PolicyHook {  // the hook belongs to policy_
     ChunkId id;
+    uint64_t sequence = 0;  // persisted with the metadata: recency across restarts
     ChunkMeta meta;
     uint64_t generation = 0;  // unique per insert: a delete aimed at an older one is void
   };
@@ -170,7 +177,7 @@ class RocksDbTier {
   absl::Status ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
                          std::vector<std::string>* drop) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status LoadIndex();
-  // Replaces the whole index by `loaded` (sorted oldest first).
+  // Replaces the whole index (and the policy's state) by `loaded` (sorted oldest first).
   void InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes the records of `keys` from both families.
@@ -178,16 +185,18 @@ class RocksDbTier {
   // Closes the database (handles first). REQUIRES: no other thread uses it.
   void CloseDbLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
   absl::Mutex& StripeFor(const ChunkId& id) const;
-  // Evicts LRU chunks until `size` more bytes fit (or nothing is left to evict).
+  // Evicts the policy's victims until `size` more bytes fit (or nothing is left to evict).
   void MakeRoom(uint64_t size);
   // Writes chunk's payload with `stored` (its meta, real checksum) as metadata.
   absl::Status WriteChunk(const ChunkId& id, const StoredChunk& chunk, const ChunkMeta& stored,
                           uint64_t sequence, WriteMode mode);
   // Removes `id` from index and disk if its generation is `generation` (0: any).
   bool Remove(const ChunkId& id, uint64_t generation);
-  // Moves a hit to the LRU front; now and then persists its sequence for restarts.
+  // Tells the policy of a hit; now and then persists its sequence for restarts.
   void Touch(const ChunkId& id, uint64_t generation);
   void InsertLocked(std::unique_ptr<Entry> entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The policy `name`. REQUIRES: options.Validate() accepted it.
+  static EvictionPolicyPtr MakePolicy(absl::string_view name);
   void EraseLocked(Entry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts an I/O error; returns it as UNAVAILABLE.
   absl::Status IoError(const char* what, const std::string& detail);
@@ -234,7 +243,7 @@ class RocksDbTier {
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<ChunkId, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
-  HookList lru_ ABSL_GUARDED_BY(mu_);  // front = most recent
+  EvictionPolicyPtr policy_ ABSL_GUARDED_BY(mu_);  // orders every entry of entries_
   uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<Key128, NamespaceUsage> ns_usage_ ABSL_GUARDED_BY(mu_);
   uint64_t reserved_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // puts under way

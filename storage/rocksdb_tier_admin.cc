@@ -1,24 +1,34 @@
 // RocksDbTier's calls for tenant quotas and admin requests: removing the coldest chunks
-// that a predicate accepts, and usage per namespace.
+// that a predicate accepts, and usage per namespace; and the tier's eviction policy.
 #include <utility>
 #include <vector>
 
+#include "storage/lru_policy.h"
 #include "storage/rocksdb_tier.h"
 
 namespace kvstash::storage {
 
+EvictionPolicyPtr RocksDbTier::MakePolicy(absl::string_view name) {
+  auto policy = CreateEvictionPolicy(name);
+  // Open validated the name; LRU only keeps a tier built around that check working.
+  return policy.ok() ? *std::move(policy) : std::make_unique<LruPolicy>();
+}
+
 uint64_t RocksDbTier::RemoveColdest(absl::FunctionRef<bool(const ChunkId&)> match,
                                     uint64_t max_bytes, bool as_deletes) {
+  if (max_bytes == 0) return 0;
   std::vector<std::pair<ChunkId, uint64_t>> victims;  // id, generation
   {
     absl::MutexLock lock(&mu_);
     uint64_t bytes = 0;
-    for (const PolicyHook* h = lru_.back(); h != nullptr && bytes < max_bytes; h = lru_.prev(h)) {
+    policy_->VisitColdest([&](const PolicyHook* h) {
       const auto* e = static_cast<const Entry*>(h);
-      if (!match(e->id)) continue;
-      victims.emplace_back(e->id, e->generation);
-      bytes += e->meta.size_bytes;
-    }
+      if (match(e->id)) {
+        victims.emplace_back(e->id, e->generation);
+        bytes += e->meta.size_bytes;
+      }
+      return bytes < max_bytes;
+    });
   }
   uint64_t removed = 0;
   for (const auto& [id, generation] : victims) {

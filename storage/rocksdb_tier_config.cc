@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "rocksdb/env.h"
 #include "rocksdb/sst_file_manager.h"
 
@@ -182,6 +183,11 @@ absl::Status RocksDbTierOptions::Validate() const {
   if (flush_interval_ms < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("nvme.flush_interval_ms must be >= 0 (got ", flush_interval_ms, ")"));
+  }
+  if (!CreateEvictionPolicy(eviction).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nvme.eviction: unknown policy '", eviction,
+                     "' (known: ", absl::StrJoin(KnownEvictionPolicies(), ", "), ")"));
   }
   return absl::OkStatus();
 }

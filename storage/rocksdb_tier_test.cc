@@ -30,10 +30,12 @@ using testing::VectorChunk;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-std::unique_ptr<RocksDbTier> OpenTier(const std::string& path, uint64_t capacity = 64 * kMiB) {
+std::unique_ptr<RocksDbTier> OpenTier(const std::string& path, uint64_t capacity = 64 * kMiB,
+                                      const std::string& eviction = "lru") {
   RocksDbTierOptions o;
   o.path = path;
   o.capacity_bytes = capacity;
+  o.eviction = eviction;
   auto tier = RocksDbTier::Open(o);
   EXPECT_TRUE(tier.ok()) << tier.status();
   return tier.ok() ? *std::move(tier) : nullptr;
@@ -75,6 +77,9 @@ TEST(RocksDbTierTest, OptionsErrorsNameTheField) {
   o.path = "/tmp/x";
   o.capacity_bytes = 1000;
   EXPECT_NE(o.Validate().message().find("nvme.capacity_bytes"), absl::string_view::npos);
+  o.capacity_bytes = 1 << 30;
+  o.eviction = "random";
+  EXPECT_NE(o.Validate().message().find("nvme.eviction"), absl::string_view::npos);
 }
 
 TEST(RocksDbTierTest, PutGetDeleteByteExact) {
@@ -136,6 +141,42 @@ TEST(RocksDbTierTest, BudgetEvictsApproximatelyLeastRecentlyUsed) {
   EXPECT_FALSE(tier->Contains(MakeId(1)));
   EXPECT_EQ(tier->Counters().evictions, 48u - 16u);
   EXPECT_EQ(PutSeed(*tier, 100, 5 * kMiB).code(), absl::StatusCode::kResourceExhausted);
+}
+
+// Chunks 0..3 are read once, then a scan of 40 one-hit chunks passes through a tier of 16:
+// returns how many of the four are still there.
+int ReadChunksLeftAfterScan(const std::string& eviction) {
+  ScratchDir dir;
+  constexpr uint64_t kSize = 256 << 10;
+  auto tier = OpenTier(dir.path(), 4 * kMiB, eviction);
+  for (uint64_t i = 0; i < 8; ++i) EXPECT_TRUE(PutSeed(*tier, i, kSize).ok());
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_TRUE(ReadsBack(*tier, i, kSize));
+  for (uint64_t i = 8; i < 48; ++i) EXPECT_TRUE(PutSeed(*tier, i, kSize).ok());
+  EXPECT_EQ(tier->Stats().chunks, 16u) << eviction;
+  int left = 0;
+  for (uint64_t i = 0; i < 4; ++i) left += tier->Contains(MakeId(i)) ? 1 : 0;
+  return left;
+}
+
+TEST(RocksDbTierTest, EvictionFollowsTheConfiguredPolicy) {
+  EXPECT_EQ(ReadChunksLeftAfterScan("lru"), 0);
+  EXPECT_EQ(ReadChunksLeftAfterScan("s3fifo"), 4);  // read chunks outlive a one-hit scan
+  EXPECT_EQ(ReadChunksLeftAfterScan("tinylfu"), 4);
+}
+
+TEST(RocksDbTierTest, RestartWithAnotherPolicyServesEveryChunk) {
+  ScratchDir dir;
+  constexpr uint64_t kSize = 50000;
+  {
+    auto tier = OpenTier(dir.path());
+    for (uint64_t i = 0; i < 20; ++i) ASSERT_TRUE(PutSeed(*tier, i, kSize).ok());
+  }
+  for (const std::string& policy : KnownEvictionPolicies()) {
+    auto tier = OpenTier(dir.path(), 64 * kMiB, policy);
+    ASSERT_NE(tier, nullptr) << policy;
+    EXPECT_EQ(tier->Counters().recovered_chunks, 20u) << policy;
+    for (uint64_t i = 0; i < 20; ++i) EXPECT_TRUE(ReadsBack(*tier, i, kSize)) << policy << " " << i;
+  }
 }
 
 // A new database holds the format record in the default family, so its first automatic

@@ -33,10 +33,10 @@ TEST(StatsTextTest, NvmeCountersKeepTheirLines) {
   EXPECT_EQ(text.substr(text.find("nvme used")),
             "nvme used 2048 / capacity 8192 (2.0 KiB of 8.0 KiB), chunks 10\n"
             "nvme hits 11 misses 12 evictions 13\n"
-            "demotions 14 drops 15 failures 16 pending 17\n"
-            "cleanings 18\npromotions 19\nwrite_throughs 20\nchecksum_failures 21\n"
-            "nvme io_errors 22\nrecovered_chunks 23\nnvme reopens 24 writes_suspended 25\n"
-            "nvme gc_runs 26 gc_waits 27\n");
+            "demotions 14 drops 15 failures 16 pending 17 declined 18\n"
+            "cleanings 19\npromotions 20\nwrite_throughs 21\nchecksum_failures 22\n"
+            "nvme io_errors 23\nrecovered_chunks 24\nnvme reopens 25 writes_suspended 26\n"
+            "nvme gc_runs 27 gc_waits 28\n");
 }
 
 TEST(NamespacesTableTest, OneLinePerNamespaceUnregisteredWithoutModel) {

@@ -70,6 +70,9 @@ enum class StatKind { kCounter, kGauge };
     "demotions whose NVMe write failed (also in io_errors)")                                      \
   X(demotions_pending, demotions_pending, kGauge, " pending", "kvstash_demotion_queue_depth",     \
     "demotions queued or being written now")                                                      \
+  X(admission_declined, nvme_admission_declined, kCounter, " declined",                           \
+    "kvstash_demotions_total{result=\"declined\"}",                                               \
+    "DRAM evictions not written: read fewer than nvme.admission_min_hits times")                  \
   X(cleanings, cleanings, kCounter, "cleanings", "kvstash_demotions_total{result=\"cleaned\"}",   \
     "DRAM chunks written to NVMe ahead of eviction")                                              \
   X(promotions, promotions, kCounter, "promotions", "kvstash_promotions_total",                   \

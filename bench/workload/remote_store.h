@@ -56,11 +56,15 @@ class RemoteStore {
   virtual absl::StatusOr<PutReply> Put(absl::Span<const PutChunk> chunks) = 0;
 };
 
-// kvstash through `client` in namespace `ns`, values of chunk_bytes (hints sent as given).
+// kvstash through `client` in namespace `ns`, values of chunk_bytes (hints sent as given),
+// fetches of up to max_fetch_chunks in one call. The connection is warmed first (one chunk
+// put, got and deleted).
 absl::StatusOr<std::unique_ptr<RemoteStore>> NewKvstashStore(std::unique_ptr<Client> client,
                                                              const Namespace& ns,
-                                                             size_t chunk_bytes);
+                                                             size_t chunk_bytes,
+                                                             size_t max_fetch_chunks);
 // A peer connection (Redis, memcached) of the existing benchmark; hints are not sent.
-std::unique_ptr<RemoteStore> NewPeerStore(std::unique_ptr<Conn> conn, size_t chunk_bytes);
+std::unique_ptr<RemoteStore> NewPeerStore(std::unique_ptr<Conn> conn, size_t chunk_bytes,
+                                          size_t max_fetch_chunks);
 
 }  // namespace kvstash::bench::workload

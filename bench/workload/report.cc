@@ -23,7 +23,8 @@ constexpr const char* kCsvHeader =
     "engine_hit_ratio,dram_hit_ratio,nvme_hit_ratio,declined_chunks,pi_extra_ratio,ttft_mean_ms,"
     "ttft_p50_ms,ttft_p99_ms,requests_per_s,fetched_bytes,put_bytes,wire_bytes,lookups,"
     "put_refused_chunks,gpu_prefill_s,gpu_s_saved,transfer_s,makespan_s,wall_s,max_lag_s,"
-    "errors,kvstash_evictions,kvstash_demotions,kvstash_demotion_drops,kvstash_nvme_hits,error";
+    "errors,kvstash_evictions,kvstash_demotions,kvstash_demotion_drops,kvstash_nvme_hits,"
+    "advisor_dram_bytes_per_s,advisor_nvme_bytes_per_s,error";
 
 void PrintHeader(std::ostream& out) {
   out << absl::StrFormat(
@@ -117,7 +118,8 @@ std::string Reporter::JsonLine(const ResultRow& r, const ResultRow* none) const 
       R"("requests_per_s":%.4f,"fetched_bytes":%d,"put_bytes":%d,"wire_bytes":%d,"lookups":%d,)"
       R"("put_refused_chunks":%d,"gpu_prefill_s":%.6f,"gpu_s_saved":%s,"transfer_s":%.6f,)"
       R"("makespan_s":%.3f,"wall_s":%.3f,"max_lag_s":%.3f,"errors":%d,"kvstash_evictions":%d,)"
-      R"("kvstash_demotions":%d,"kvstash_demotion_drops":%d,"kvstash_nvme_hits":%d,"error":"%s"})",
+      R"("kvstash_demotions":%d,"kvstash_demotion_drops":%d,"kvstash_nvme_hits":%d,)"
+      R"("advisor_dram_bytes_per_s":%.0f,"advisor_nvme_bytes_per_s":%.0f,"error":"%s"})",
       r.workload, r.store, r.transport, r.capacity_fraction, JsonEscape(r.policy), r.hints,
       r.advisor, r.model, r.byte_scale, r.working_set_bytes, r.engine_capacity_chunks,
       r.store_capacity_bytes, r.sim.requests, r.sim.prompt_tokens, r.EngineHitRatio(),
@@ -127,6 +129,7 @@ std::string Reporter::JsonLine(const ResultRow& r, const ResultRow* none) const 
       r.sim.lookups, r.sim.put_refused_chunks, r.sim.gpu_prefill_s, saved, r.sim.transfer_s,
       r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s, r.sim.errors, r.kvstash.evictions,
       r.kvstash.demotions, r.kvstash.demotion_drops, r.kvstash.nvme_hits,
+      r.advisor_dram_bytes_per_s, r.advisor_nvme_bytes_per_s,
       JsonEscape(r.error.empty() ? r.sim.first_error : r.error));
 }
 
@@ -139,7 +142,7 @@ std::string Reporter::CsvLine(const ResultRow& r, const ResultRow* none) const {
   return absl::StrFormat(
       "%s,%s,%s,%g,%s,%s,%s,%s,%g,%d,%d,%d,%d,%d,%.6f,%.6f,%.6f,%d,%.6f,%.4f,%.4f,%.4f,%.4f,%d,"
       "%d,%d,"
-      "%d,%d,%.6f,%s,%.6f,%.3f,%.3f,%.3f,%d,%d,%d,%d,%d,%s",
+      "%d,%d,%.6f,%s,%.6f,%.3f,%.3f,%.3f,%d,%d,%d,%d,%d,%.0f,%.0f,%s",
       r.workload, r.store, r.transport, r.capacity_fraction, r.policy, r.hints, r.advisor, r.model,
       r.byte_scale, r.working_set_bytes, r.engine_capacity_chunks, r.store_capacity_bytes,
       r.sim.requests, r.sim.prompt_tokens, r.EngineHitRatio(), r.DramHitRatio(), r.NvmeHitRatio(),

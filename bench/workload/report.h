@@ -32,6 +32,9 @@ struct ResultRow {
   uint64_t engine_capacity_chunks = 0;
   uint64_t store_capacity_bytes = 0;  // wire bytes given to the store's DRAM
   SimResult sim;
+  // Advisor on: its bandwidth estimates at the end of the run, model bytes per second.
+  double advisor_dram_bytes_per_s = 0;
+  double advisor_nvme_bytes_per_s = 0;
   // The daemon's counters at the end of a kvstash run (evictions, demotions, drops).
   KvstashTierStats kvstash;
   std::string error;  // the run did not happen (e.g. the server did not start)

@@ -18,6 +18,7 @@ struct SuiteRunner::Context {
   Trace trace;
   uint64_t working_set_chunks = 0;
   uint64_t wire_chunk_bytes = 0;
+  uint64_t max_fetch_chunks = 0;  // the full chunks of the largest request
   SimOptions sim;
   const ResultRow* none = nullptr;
 };
@@ -105,6 +106,7 @@ absl::Status SuiteRunner::RunWorkload(WorkloadKind kind) {
   c.trace = *std::move(trace);
   const KeyChain chain(ModelNamespace());
   c.working_set_chunks = WorkingSetChunks(c.trace, chain);
+  c.max_fetch_chunks = LargestRequestChunks(c.trace, o_.chunk_tokens);
   const uint64_t chunk_model_bytes = o_.model.kv_bytes_per_token * o_.chunk_tokens;
   const double byte_scale =
       o_.byte_scale > 0
@@ -199,6 +201,10 @@ ResultRow SuiteRunner::RunVariant(const Context& c, const Variant& v) {
     }
   }
   row.sim = Simulate(c.trace, chain, sim, store->get());
+  if (advisor != nullptr) {
+    row.advisor_dram_bytes_per_s = advisor->BandwidthBytesPerSecond(ChunkTier::kDram);
+    row.advisor_nvme_bytes_per_s = advisor->BandwidthBytesPerSecond(ChunkTier::kNvme);
+  }
   if (auto* kvstash = dynamic_cast<Owning<KvstashSystem>*>(store->get())) {
     absl::StatusOr<KvstashTierStats> stats = kvstash->server().Stats();
     if (stats.ok()) row.kvstash = *stats;
@@ -225,8 +231,8 @@ absl::StatusOr<std::unique_ptr<RemoteStore>> SuiteRunner::StartStore(const Conte
   if (!system.ok()) return system.status();
   auto conn = (*system)->NewConn();
   if (!conn.ok()) return conn.status();
-  return std::unique_ptr<RemoteStore>(
-      new Owning<System>(*std::move(system), NewPeerStore(*std::move(conn), c.wire_chunk_bytes)));
+  return std::unique_ptr<RemoteStore>(new Owning<System>(
+      *std::move(system), NewPeerStore(*std::move(conn), c.wire_chunk_bytes, c.max_fetch_chunks)));
 }
 
 absl::StatusOr<std::unique_ptr<RemoteStore>> SuiteRunner::StartKvstash(const Context& c,
@@ -262,7 +268,8 @@ absl::StatusOr<std::unique_ptr<RemoteStore>> SuiteRunner::StartKvstash(const Con
   if (!system.ok()) return system.status();
   auto client = (*system)->NewClient();
   if (!client.ok()) return client.status();
-  auto store = NewKvstashStore(*std::move(client), ModelNamespace(), c.wire_chunk_bytes);
+  auto store =
+      NewKvstashStore(*std::move(client), ModelNamespace(), c.wire_chunk_bytes, c.max_fetch_chunks);
   if (!store.ok()) return store.status();
   return std::unique_ptr<RemoteStore>(
       new Owning<KvstashSystem>(*std::move(system), *std::move(store)));

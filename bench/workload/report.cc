@@ -151,7 +151,7 @@ std::string Reporter::CsvLine(const ResultRow& r, const ResultRow* none) const {
       r.sim.put_model_bytes, r.sim.wire_bytes, r.sim.lookups, r.sim.put_refused_chunks,
       r.sim.gpu_prefill_s, saved, r.sim.transfer_s, r.sim.makespan_s, r.sim.wall_s, r.sim.max_lag_s,
       r.sim.errors, r.kvstash.evictions, r.kvstash.demotions, r.kvstash.demotion_drops,
-      r.kvstash.nvme_hits, error);
+      r.kvstash.nvme_hits, r.advisor_dram_bytes_per_s, r.advisor_nvme_bytes_per_s, error);
 }
 
 }  // namespace kvstash::bench::workload

@@ -5,10 +5,10 @@
 // insert/access/erase cost no allocation and no extra hash lookup. Implemented: "lru",
 // "s3fifo" (small/main FIFO queues and a ghost set of keys), "tinylfu" (window LRU and
 // segmented main LRU behind a frequency sketch) and "chain" (leaves before chunks that
-// have cached children, LRU within each group). The store keeps one policy instance per
-// index shard and per tier, so a policy never sees two tiers or two shards; VictimRank
-// lets the index compare the shards' candidates so that the tier as a whole follows the
-// policy.
+// have cached children, LRU within each group). The index keeps one policy instance per
+// shard and per eviction class (the NVMe tier one of its own), so a policy never sees two
+// shards, classes or tiers; VictimRank lets the index compare the shards' candidates so
+// that the class as a whole follows the policy.
 //
 // Thread-safety: not thread-safe. The owner (an index shard) serialises every call under
 // its mutex.
@@ -95,7 +95,9 @@ class EvictionPolicy {
   virtual void OnChildrenChanged(PolicyHook* hook) { (void)hook; }
   // The entry to evict next among those `evictable` accepts (the index refuses leased and
   // referenced entries), or nullptr when none is. Does not remove it: if the caller evicts
-  // it, it calls OnErase. May reorder internal state (e.g. S3-FIFO promotions).
+  // it, it calls OnErase. May reorder the state of entries `evictable` accepts (e.g.
+  // S3-FIFO promotions), never of refused ones: a tenant-filtered eviction must not age
+  // other tenants' entries.
   virtual PolicyHook* PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evictable) = 0;
   // Calls `visit` on entries in the order PickVictim would take them (coldest first),
   // evictable or not, until it returns false or every entry was seen. Must not change

@@ -31,8 +31,8 @@ class S3FifoPolicy final : public EvictionPolicy {
   void OnAccess(PolicyHook* hook) override;
   // An unread small-queue entry becomes a ghost (a deleted one too: the policy cannot tell).
   void OnErase(PolicyHook* hook) override;
-  // Promotes or reinserts the read entries it passes at the tails (its only state change)
-  // and skips unevictable ones, which keep their places.
+  // Promotes or reinserts the read evictable entries it passes at the tails (its only
+  // state change); entries `evictable` refuses keep their places and frequencies.
   PolicyHook* PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evictable) override;
   // Entries with frequency 0 of the queue PickVictim evicts from first, then the other
   // queue's, then the read ones by rising frequency.

@@ -242,6 +242,30 @@ TEST_F(ChunkStoreHintsTest, TenantQuotaEvictsOnlyTheTenantsOwnChunks) {
   EXPECT_EQ(UsageOf(1).tenant, "a");
 }
 
+TEST_F(ChunkStoreHintsTest, PromotionsStayWithinTheTenantsDramQuota) {
+  ChunkStoreOptions o = NvmeOptions();
+  o.nvme.promote_on_hit = true;
+  o.tenants.overrides = "a:dram=240KiB";  // 4 chunks
+  Open(o);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
+  PutRange(0, 8, 1);
+  ASSERT_EQ(UsageOf(1).dram_chunks, 4u);
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(Where(i), Tier::kNvme) << i;
+    ASSERT_TRUE(store_->Get(MakeId(i)).ok()) << i;  // promoted: DRAM has room, the tenant not
+    EXPECT_LE(UsageOf(1).dram_chunks, 4u) << i;
+    ASSERT_TRUE(WaitForDemotions());
+  }
+  EXPECT_GT(store_->Stats().nvme.promotions, 0u);
+  // A pin promotes through the same quota.
+  uint64_t below = 0;
+  while (below < 8 && Where(below) != Tier::kNvme) ++below;
+  ASSERT_LT(below, 8u);
+  EXPECT_EQ(*store_->Pin(MakeId(0).ns, Keys(below, 1), true), 1u);
+  EXPECT_EQ(Where(below), Tier::kDram);
+  EXPECT_LE(UsageOf(1).dram_chunks, 4u);
+}
+
 TEST_F(ChunkStoreHintsTest, TenantNvmeQuotaEvictsItsOwnNvmeChunks) {
   ChunkStoreOptions o = NvmeOptions();
   o.nvme.write_through = true;            // every put lands on NVMe before it is acknowledged

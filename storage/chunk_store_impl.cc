@@ -117,15 +117,15 @@ absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const Chu
     return absl::AlreadyExistsError("chunk already stored");
   }
   if (hints.session_id != 0) TouchSession(id.ns, hints.session_id);
-  if (absl::Status s = MakeTenantRoom(id.ns, meta.size_bytes); !s.ok()) return s;
   Allocation allocation;
-  if (absl::Status s = Reserve(meta.size_bytes, &allocation); !s.ok()) return s;
+  if (absl::Status s = Reserve(id.ns, meta.size_bytes, &allocation); !s.ok()) return s;
   auto pending = std::make_unique<DramPendingChunk>(id, meta, std::move(allocation), dram_);
   pending->set_hints(hints);
   return pending;
 }
 
-absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
+absl::Status ChunkStoreImpl::Reserve(const Key128& ns, uint64_t size, Allocation* out) {
+  if (absl::Status s = MakeTenantRoom(ns, size); !s.ok()) return s;
   if (dram_->TryAllocate(size, out)) return absl::OkStatus();
   if (cleaner_ != nullptr) cleaner_->Kick();  // evicting from here on: keep the tail clean
   const absl::Time now = Now();

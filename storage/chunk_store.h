@@ -150,7 +150,9 @@ struct ChunkStoreOptions {
   } sessions;
 
   // Per-tenant byte quotas. A namespace's tenant is set by SetNamespaceTenant; unbound
-  // namespaces belong to tenant "default". 0 for a DRAM or NVMe quota: none.
+  // namespaces belong to tenant "default" once they put chunks. NVMe-only namespaces not
+  // bound since the start (left by an earlier run) count against no NVMe quota until bound.
+  // 0 for a DRAM or NVMe quota: none.
   struct Tenants {
     // DRAM payload bytes per tenant. A put that would pass it demotes (or drops, without
     // NVMe) the tenant's own coldest chunks first, so one tenant cannot evict another's
@@ -244,7 +246,8 @@ class ChunkStore {
 
   // Binds namespace `ns` to `tenant`, whose quotas (ChunkStoreOptions) then cover its
   // chunks. The daemon calls it when a namespace is registered; unbound namespaces count
-  // as tenant "default".
+  // as tenant "default" once they put chunks, except for NVMe quotas: a namespace known only
+  // from NVMe (e.g. after a restart) counts against no quota until bound.
   virtual void SetNamespaceTenant(const Key128& ns, const std::string& tenant) = 0;
   // Pins (pin) or unpins the leading `keys` of `ns` that are present, stopping at the first
   // absent one; returns how many changed state. RESOURCE_EXHAUSTED (nothing pinned) when

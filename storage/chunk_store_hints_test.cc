@@ -283,6 +283,27 @@ TEST_F(ChunkStoreHintsTest, TenantNvmeQuotaEvictsItsOwnNvmeChunks) {
   EXPECT_EQ(UsageOf(2).nvme_chunks, 6u);
 }
 
+TEST_F(ChunkStoreHintsTest, NvmeQuotaLeavesNamespacesUnboundSinceARestartAlone) {
+  ChunkStoreOptions o = NvmeOptions();
+  o.nvme.write_through = true;
+  o.dram_capacity_bytes = 64 * kPage;
+  o.tenants.nvme_quota_bytes = 300 * 1024;  // 5 chunks per tenant
+  o.tenants.overrides = "a:nvme=0";         // none for "a"
+  Open(o);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
+  PutRange(0, 10, 1);
+  ASSERT_EQ(UsageOf(1).nvme_chunks, 10u);
+  store_.reset();
+  Open(o);  // the bindings are gone, the NVMe chunks are not
+  store_->SetNamespaceTenant(MakeId(0, 2).ns, "");
+  PutRange(0, 8, 2);
+  EXPECT_EQ(UsageOf(1).nvme_chunks, 10u);  // not the default tenant's to evict
+  EXPECT_EQ(UsageOf(2).nvme_chunks, 5u);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "");  // bound now: counted
+  ASSERT_TRUE(Put(MakeId(20, 2)).ok());
+  EXPECT_LE(UsageOf(1).nvme_chunks + UsageOf(2).nvme_chunks, 5u);
+}
+
 TEST_F(ChunkStoreHintsTest, ClearNamespaceDeletesEveryTier) {
   Open(NvmeOptions());
   PutRange(0, 20, 1);

@@ -77,12 +77,13 @@ uint64_t TenantQuotas::DramExcess(const Key128& ns, uint64_t size) const {
 
 TenantMatcher TenantQuotas::MatcherLocked(const std::string& tenant) const {
   TenantMatcher m;
-  m.is_default_ = tenant == default_tenant_;
   for (const auto& [ns, bound] : bindings_) {
-    if (bound == tenant) {
-      m.members_.insert(ns);
-    } else {
-      m.others_.insert(ns);
+    if (bound == tenant) m.members_.insert(ns);
+  }
+  if (tenant == default_tenant_) {
+    // Known unbound namespaces: they held DRAM bytes or pins in this process.
+    for (const auto& [ns, usage] : by_namespace_) {
+      if (!bindings_.contains(ns)) m.members_.insert(ns);
     }
   }
   return m;

@@ -161,6 +161,27 @@ TEST_F(ChunkStoreHintsTest, IdleSessionsEnd) {
   EXPECT_EQ(Where(1), Tier::kNone);
 }
 
+TEST_F(ChunkStoreHintsTest, ChunkCommittedAfterItsSessionIdledOutIsNotKeptForever) {
+  Open(Options());
+  PutHints session;
+  session.session_id = 9;
+  const std::vector<uint8_t> data = Pattern(0, kChunk);
+  ChunkMeta meta;
+  meta.size_bytes = kChunk;
+  auto pending = store_->BeginPut(MakeId(0), meta, session);
+  ASSERT_TRUE(pending.ok());
+  ASSERT_TRUE((*pending)->Append(data.data(), data.size()).ok());
+  now_ += absl::Milliseconds(60000);
+  // Another session's lookup ends session 9 (idle) before the commit.
+  store_->Lookup(MakeId(0).ns, Keys(5, 1), absl::ZeroDuration(), 10);
+  ASSERT_TRUE(store_->CommitPut(*std::move(pending)).ok());
+  PutRange(10, kDramChunks - 1);
+  EXPECT_EQ(Where(0), Tier::kDram);  // the commit resumed the session
+  now_ += absl::Milliseconds(60000);
+  PutRange(20, kDramChunks);
+  EXPECT_EQ(Where(0), Tier::kNone);
+}
+
 TEST_F(ChunkStoreHintsTest, SessionChunksAreDemotedNotDropped) {
   Open(NvmeOptions());
   PutHints session;

@@ -86,6 +86,7 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                         : nullptr),
       readers_(nvme_ == nullptr ? nullptr : std::make_unique<ReadPool>(options.nvme.read_threads)) {
   index_->SetClock(options.clock);
+  index_->SetSessionCheck([this](const SessionKey& s) { return sessions_.IsActive(s); });
 }
 
 ChunkStoreImpl::~ChunkStoreImpl() {
@@ -171,6 +172,9 @@ absl::Status ChunkStoreImpl::CommitPut(std::unique_ptr<PendingChunk> pending) {
   const uint64_t size = (*chunk)->meta().size_bytes;
   PutHints hints = dram_pending->hints();
   if (hints.pin) AdmitPin(id, size, &hints);
+  // The commit is the session's activity too: one that idled out since BeginPut resumes
+  // (the index refuses to join a session that is not active; see SetSessionCheck).
+  if (hints.session_id != 0 && !hints.pin) TouchSession(id.ns, hints.session_id);
   // False when a concurrent put of the same key committed first: ours is dropped here.
   if (!index_->Insert(id, *chunk, Tier::kDram, /*count_put=*/true, hints)) {
     if (hints.pin) quotas_.Unpin(id.ns, size);

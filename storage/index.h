@@ -142,6 +142,15 @@ class ChunkIndex {
   // The clock TTL hints are measured with (default absl::Now).
   // REQUIRES: called before the index is shared with other threads.
   void SetClock(std::function<absl::Time()> clock) { clock_ = std::move(clock); }
+  // Whether a session is still active (the store's SessionTable). Invariant: an entry
+  // carries a session id only while that session is active or until the EndSessions that
+  // follows its end, because an entry joins a session (Insert, Probe) only if this says
+  // it is active, asked under the entry's shard lock. `is_active` may take its own lock
+  // (shard lock, then its lock) and must never call the index. Unset: every session is.
+  // REQUIRES: called before the index is shared with other threads.
+  void SetSessionCheck(std::function<bool(const SessionKey&)> is_active) {
+    session_active_ = std::move(is_active);
+  }
 
   Tier Locate(const ChunkId& id) const;
   // Adds `chunk` unless `id` is present; counts a put unless !count_put (a promotion from a
@@ -253,6 +262,9 @@ class ChunkIndex {
   // Links a new or unpinned entry into the class its hints give it at `now_ns`.
   void Link(Shard& s, IndexEntry* e, int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void Unlink(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Gives `e` session `session_id` if that session is active (see SetSessionCheck);
+  // whether it did. REQUIRES: the lock of e's shard held.
+  bool JoinSessionLocked(IndexEntry* e, uint64_t session_id) const;
   // Entries of `s` whose TTL ran out by `now_ns` become ordinary.
   void ExpireTtls(Shard& s, int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   int64_t NowNs() const { return absl::ToUnixNanos(clock_ ? clock_() : absl::Now()); }
@@ -280,6 +292,7 @@ class ChunkIndex {
   std::atomic<uint64_t> size_{0};
   std::atomic<uint64_t> class_size_[kEvictableClasses] = {};
   std::function<absl::Time()> clock_;
+  std::function<bool(const SessionKey&)> session_active_;
 };
 
 }  // namespace kvstash::storage

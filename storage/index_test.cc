@@ -231,6 +231,24 @@ TEST(ChunkIndexTest, EndedSessionsAndLapsedTtlsBecomeOrdinary) {
   EXPECT_EQ(index->NamespaceCounters(MakeId(0).ns).hint_drops, 0u);
 }
 
+TEST(ChunkIndexTest, OnlyActiveSessionsAreJoined) {
+  // An entry joining an ended session would keep its protection forever: no one ends it.
+  auto index = MakeIndex(4);
+  index->SetSessionCheck([](const SessionKey& s) { return s.id == 1; });
+  PutHints ended;
+  ended.session_id = 2;
+  ASSERT_TRUE(index->Insert(MakeId(0), Chunk(), Tier::kDram, true, ended));
+  ASSERT_TRUE(index->Insert(MakeId(1), Chunk(), Tier::kDram, true, PutHints{}));
+  index->Probe(MakeId(1), false, /*session_id=*/3);
+  ASSERT_TRUE(index->Insert(MakeId(2), Chunk(), Tier::kDram, true, PutHints{}));
+  index->Probe(MakeId(2), false, /*session_id=*/1);
+  for (const ColdEntry& e : index->Coldest(UINT64_MAX, 10)) {
+    EXPECT_EQ(e.eviction_class,
+              e.id == MakeId(2) ? EvictionClass::kSession : EvictionClass::kNormal);
+  }
+  EXPECT_EQ(index->Coldest(UINT64_MAX, 10).size(), 3u);
+}
+
 PutHints ChildOf(const ChunkId& parent) {
   PutHints hints;
   hints.has_parent = true;

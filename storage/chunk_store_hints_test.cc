@@ -263,6 +263,27 @@ TEST_F(ChunkStoreHintsTest, TenantQuotaEvictsOnlyTheTenantsOwnChunks) {
   EXPECT_EQ(UsageOf(1).tenant, "a");
 }
 
+TEST_F(ChunkStoreHintsTest, PutThatCanNeverFitTheTenantsQuotaEvictsNothing) {
+  ChunkStoreOptions o = Options();
+  o.tenants.overrides = "a:dram=200KiB,pin=120KiB";  // 3 chunks, 2 of them pinnable
+  Open(o);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
+  PutRange(0, 3, 1);
+  ASSERT_EQ(*store_->Pin(MakeId(0).ns, Keys(0, 2), true), 2u);
+  // One chunk left of the quota after the pins: 2 more could never fit, so none goes.
+  ChunkMeta meta;
+  meta.size_bytes = 2 * kChunk;
+  auto pending = store_->BeginPut(MakeId(9), meta, PutHints{});
+  EXPECT_EQ(pending.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(pending.status().message().find("\"a\""), absl::string_view::npos);
+  EXPECT_EQ(Where(2), Tier::kDram);
+  EXPECT_EQ(Counters(1).quota_evictions, 0u);
+  meta.size_bytes = 4 * kChunk;  // above the quota itself
+  EXPECT_EQ(store_->BeginPut(MakeId(9), meta, PutHints{}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Counters(1).quota_evictions, 0u);
+}
+
 TEST_F(ChunkStoreHintsTest, PromotionsStayWithinTheTenantsDramQuota) {
   ChunkStoreOptions o = NvmeOptions();
   o.nvme.promote_on_hit = true;

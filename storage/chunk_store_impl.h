@@ -87,7 +87,8 @@ class ChunkStoreImpl final : public ChunkStore {
   // Sessions idle past the timeout at `now` end.
   void ExpireSessions(absl::Time now);
   // Evicts the coldest chunks of `ns`'s tenant until `size` more bytes fit its DRAM quota.
-  // RESOURCE_EXHAUSTED when they cannot (the rest is pinned, leased or being read).
+  // RESOURCE_EXHAUSTED when they cannot (the rest is pinned, leased or being read), and
+  // before evicting anything when the quota could never hold it (TenantQuotas::CheckDramRoom).
   absl::Status MakeTenantRoom(const Key128& ns, uint64_t size);
   // Accounts for a chunk evicted from DRAM and demotes it.
   void Evicted(const EvictedEntry& evicted, ChunkRef victim);

@@ -56,6 +56,8 @@ class TenantQuotas {
   void Bind(const Key128& ns, const std::string& tenant);
   // The tenant `ns` was bound to, or "" when never bound.
   std::string BoundTenant(const Key128& ns) const;
+  // The tenant `ns` counts against: its bound one, else the default tenant.
+  std::string TenantOf(const Key128& ns) const;
   // Namespaces bound to a tenant.
   std::vector<Key128> BoundNamespaces() const;
 
@@ -64,6 +66,9 @@ class TenantQuotas {
   // Bytes the tenant of `ns` must free before `size` more fit its DRAM quota; 0 when they
   // fit or the tenant has no DRAM quota.
   uint64_t DramExcess(const Key128& ns, uint64_t size) const;
+  // RESOURCE_EXHAUSTED when `size` more bytes could never fit the DRAM quota of `ns`'s
+  // tenant, whatever it evicted: above the quota, or above what its pins leave of it.
+  absl::Status CheckDramRoom(const Key128& ns, uint64_t size) const;
   // The namespaces of `ns`'s tenant.
   TenantMatcher MatcherFor(const Key128& ns) const;
 

@@ -13,11 +13,12 @@ namespace {
 // puts refilling the freed space can use them up; the put then fails instead of spinning.
 constexpr uint64_t kExtraEvictionRounds = 1024;
 
-// Heap bytes one chunk costs outside the arena (index entry, hash-map slot, DramChunk and
-// its shared_ptr control block; ~300 measured on x86-64 glibc, plus 24 since DramChunk
-// carries a deferred checksum). Charged to the DRAM budget so RSS stays within it even
-// when the tier is full of 1 KiB chunks.
-constexpr uint64_t kChunkBookkeepingBytes = 352;
+// Heap bytes of a chunk's DramChunk beside its index entry (ChunkIndex::BytesPerEntry):
+// one make_shared allocation of the object and its control block (two counts, a vtable
+// pointer). Both are charged to the DRAM budget so RSS stays within it even when the tier
+// is full of 1 KiB chunks; derived from sizeof so a grown structure is charged at once.
+constexpr uint64_t kDramChunkHeapBytes =
+    sizeof(DramChunk) + 3 * sizeof(void*) + kMallocOverheadBytes;
 
 // The DRAM tier's allocator over the owner's memory when it supplies some, else over an
 // arena mapping its own.
@@ -293,7 +294,7 @@ absl::Status ChunkStoreImpl::Delete(const ChunkId& id) {
 }
 
 void ChunkStoreImpl::ChargeBookkeeping() {
-  dram_->SetMetadataBytes(index_->size() * kChunkBookkeepingBytes);
+  dram_->SetMetadataBytes(index_->size() * (index_->BytesPerEntry() + kDramChunkHeapBytes));
 }
 
 StoreStats ChunkStoreImpl::Stats() const {

@@ -107,6 +107,9 @@ class EvictionPolicy {
   // evicts the candidate with the smallest rank. E.g. LRU: last access time. Also ranks
   // the entries VisitColdest hands out, so the cleaner can merge shards.
   virtual uint64_t VictimRank(const PolicyHook* victim) const = 0;
+  // Heap bytes the policy keeps per entry beyond the embedded hook, at worst (ghost keys,
+  // sketch counters); the store charges them to the DRAM budget with the index's own.
+  virtual uint64_t BytesPerEntry() const { return 0; }
 };
 
 using EvictionPolicyPtr = std::unique_ptr<EvictionPolicy>;

@@ -23,6 +23,16 @@ uint64_t Load64(const Key128& k, size_t offset) {
 
 size_t TierSlot(Tier t) { return static_cast<size_t>(t); }
 
+// ChunkIndex::BytesPerEntry less the policy's share.
+constexpr uint64_t IndexBytesPerEntry() {
+  using MapSlot = std::pair<const ChunkId, std::unique_ptr<IndexEntry>>;
+  using TtlNode = std::pair<int64_t, IndexEntry*>;
+  // Swiss tables grow at 7/8 full to twice the capacity: 7/16 full right after; one
+  // control byte per slot. B-tree nodes are at least half full.
+  return sizeof(IndexEntry) + kMallocOverheadBytes + (sizeof(MapSlot) + 1) * 16 / 7 +
+         2 * sizeof(TtlNode);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ChunkIndex>> ChunkIndex::Create(int num_shards,
@@ -31,6 +41,9 @@ absl::StatusOr<std::unique_ptr<ChunkIndex>> ChunkIndex::Create(int num_shards,
     return absl::InvalidArgumentError("index_shards must be a power of two >= 1");
   }
   std::unique_ptr<ChunkIndex> index(new ChunkIndex(num_shards));
+  auto probe = CreateEvictionPolicy(policy);
+  if (!probe.ok()) return probe.status();
+  index->bytes_per_entry_ = IndexBytesPerEntry() + (*probe)->BytesPerEntry();
   for (int i = 0; i < num_shards; ++i) {
     Shard& s = index->shards_[i];
     absl::MutexLock lock(&s.mu);

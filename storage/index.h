@@ -52,6 +52,9 @@
 
 namespace kvstash::storage {
 
+// Heap bytes glibc's malloc adds to a small allocation (header and rounding), at worst.
+inline constexpr uint64_t kMallocOverheadBytes = 16;
+
 // Eviction order of index entries, least protected first. A chunk's class follows from its
 // hints: pinned > active session > unexpired TTL > its priority.
 enum class EvictionClass : uint8_t { kLow, kNormal, kHigh, kTtl, kSession, kPinned };
@@ -214,6 +217,12 @@ class ChunkIndex {
   std::pair<uint64_t, uint64_t> TierUsage(Tier tier) const;
   // Live entries in all tiers (a relaxed snapshot).
   uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+  // Heap bytes one entry costs the index at worst, derived from the structures' sizes so it
+  // follows their changes: the entry with its allocation overhead, its hash-map slot at the
+  // lowest load a table has after growing, a TTL queue node, and its policy's own
+  // (EvictionPolicy::BytesPerEntry). Per-namespace counters and per-shard constants are
+  // left out (they do not grow with the entries).
+  uint64_t BytesPerEntry() const { return bytes_per_entry_; }
 
  private:
   static constexpr int kNumTiers = 4;
@@ -286,6 +295,7 @@ class ChunkIndex {
   static constexpr int kSampleAboveEntriesPerShard = 64;
 
   const int num_shards_;
+  uint64_t bytes_per_entry_ = 0;  // set by Create
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint32_t> evict_cursor_{0};

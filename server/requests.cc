@@ -185,6 +185,17 @@ absl::StatusOr<Key128> Requests::AdmitNamespace(const std::string& namespace_id)
   return env_->registry->Resolve(namespace_id);
 }
 
+absl::StatusOr<Key128> Requests::AdmitStoredNamespace(const std::string& namespace_id) const {
+  absl::StatusOr<Key128> ns = AdmitNamespace(namespace_id);
+  if (!absl::IsFailedPrecondition(ns.status())) return ns;  // registered, or refused
+  absl::StatusOr<Key128> id = ParseNamespaceId(namespace_id);
+  if (!id.ok()) return id;
+  for (const storage::NamespaceUsage& u : env_->store->NamespaceUsages()) {
+    if (u.ns == *id && u.dram_chunks + u.nvme_chunks > 0) return id;
+  }
+  return ns;
+}
+
 absl::Status Requests::Unary(const v1::LookupRequest& req, v1::LookupResponse* resp) const {
   absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
   if (!call.ok()) return call.status();
@@ -264,7 +275,7 @@ absl::Status Requests::Unary(const v1::ListNamespacesRequest&,
 
 absl::Status Requests::Unary(const v1::ClearNamespaceRequest& req,
                              v1::ClearNamespaceResponse* resp) const {
-  absl::StatusOr<Key128> ns = AdmitNamespace(req.namespace_id());
+  absl::StatusOr<Key128> ns = AdmitStoredNamespace(req.namespace_id());
   if (!ns.ok()) return ns.status();
   resp->set_deleted(env_->store->ClearNamespace(*ns));
   env_->log->Info("namespace cleared", {{"namespace", KeyToHex(*ns)}, {"chunks", resp->deleted()}});

@@ -131,7 +131,8 @@ struct ChunkStoreOptions {
     // Eviction policy of the NVMe tier (as dram_eviction; see RocksDbTierOptions::eviction).
     std::string eviction = "lru";
     // NVMe admission: 0 (default) writes every DRAM eviction to NVMe; N > 0 writes only
-    // chunks read at least N times while in DRAM (others are dropped and counted in
+    // chunks read at least N times while in DRAM, a read being a Get (a Lookup hit and the
+    // fetch after it count once) (others are dropped and counted in
     // admission_declined), sparing SSD writes for chunks unlikely to come back. Chunks whose
     // hints keep them (sessions, pins, TTLs) are always written. Applies to the cleaner too.
     int admission_min_hits = 0;

@@ -340,7 +340,8 @@ ProbeResult ChunkIndex::Probe(const ChunkId& id, bool take_lease, uint64_t sessi
   auto it = s.entries.find(id);
   if (it == s.entries.end()) return {};
   IndexEntry& e = *it->second;
-  Touch(s, &e);
+  // The policy learns of the use now; the hit counts once, at the fetch (see hits).
+  if (EvictionPolicy* p = PolicyOf(s, &e)) p->OnAccess(&e);
   if (session_id != 0 && !e.pinned && e.session_id != session_id &&
       JoinSessionLocked(&e, session_id)) {
     Reclassify(s, &e, now_ns);  // a chunk follows the session that used it last

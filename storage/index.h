@@ -69,7 +69,10 @@ struct IndexEntry : PolicyHook {
   Tier tier = Tier::kNone;
   uint64_t generation = 0;  // unique per insert, see LeaseTable
   uint32_t lease_refs = 0;  // leases holding this entry; > 0 blocks eviction
-  uint32_t hits = 0;        // gets and lookups that found it (saturating)
+  // Gets that found it (saturating): its uses. A Lookup hit is not counted (it only tells
+  // the policy), so a lookup and the fetch that follows count one use, as NVMe admission
+  // (admission_min_hits) means it.
+  uint32_t hits = 0;
   // Hints (kvstash/hints.h) as they stand now; eviction_class follows from them.
   Priority priority = Priority::kNormal;
   EvictionClass eviction_class = EvictionClass::kNormal;
@@ -202,7 +205,8 @@ class ChunkIndex {
   // Cached children counted in `id`'s entry (0 when absent); see the class comment.
   uint32_t Children(const ChunkId& id) const;
 
-  // Presence and tier of `id` (a hit counts as an access for the policy); with take_lease,
+  // Presence and tier of `id` (a hit tells the policy, but is not one of the entry's hits:
+  // the fetch that follows counts the use); with take_lease,
   // also raises its lease count; with session_id != 0, joins the hit to that session.
   ProbeResult Probe(const ChunkId& id, bool take_lease, uint64_t session_id = 0);
   // Undoes one take_lease Probe, unless the entry was replaced since (generation differs).

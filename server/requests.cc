@@ -37,10 +37,10 @@ absl::Status UnarySerialized(const Requests& requests, absl::string_view bytes, 
   return absl::OkStatus();
 }
 
-// The tenant a namespace's chunks count against: its spec's, "default" when the spec
+// The tenant a namespace's chunks count against: its spec's, kDefaultTenant when the spec
 // names none (as the store counts unbound namespaces).
 std::string TenantOf(const v1::NamespaceSpec& spec) {
-  return spec.tenant().empty() ? std::string("default") : spec.tenant();
+  return spec.tenant().empty() ? std::string(kDefaultTenant) : spec.tenant();
 }
 
 absl::Status CheckHints(const PutChunkHints& h, uint32_t index, uint32_t max_ttl_ms) {

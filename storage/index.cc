@@ -205,11 +205,12 @@ ErasedChunks ChunkIndex::EraseNamespace(const Key128& ns) {
   return erased;
 }
 
-bool ChunkIndex::Evictable(const PolicyHook* h) {
+bool ChunkIndex::Evictable(const PolicyHook* h, const NamespaceMatch* match) {
   // References are only copied under the shard lock, so use_count() == 1 means no reader
   // can appear: evicting frees the bytes as soon as the caller drops the returned ref.
   const auto* e = static_cast<const IndexEntry*>(h);
-  return e->lease_refs == 0 && e->chunk.use_count() == 1;
+  return e->lease_refs == 0 && e->chunk.use_count() == 1 &&
+         (match == nullptr || (*match)(e->id.ns));
 }
 
 ChunkRef ChunkIndex::EvictOne(EvictedEntry* victim) { return EvictImpl(nullptr, victim); }
@@ -254,9 +255,7 @@ ChunkIndex::VictimShard ChunkIndex::BestVictimShard(int cls, const NamespaceMatc
   const bool sample = !all && size() >= uint64_t{kSampleAboveEntriesPerShard} * num_shards_;
   const int scan = sample ? std::min(num_shards_, kSampledShards) : num_shards_;
   const uint32_t start = evict_cursor_.fetch_add(scan, std::memory_order_relaxed);
-  auto evictable = [match](const PolicyHook* h) {
-    return Evictable(h) && (match == nullptr || (*match)(static_cast<const IndexEntry*>(h)->id.ns));
-  };
+  auto evictable = [match](const PolicyHook* h) { return Evictable(h, match); };
   VictimShard best;
   for (int i = 0; i < scan; ++i) {
     Shard& s = shards_[(start + i) & (num_shards_ - 1)];
@@ -272,9 +271,7 @@ ChunkIndex::VictimShard ChunkIndex::BestVictimShard(int cls, const NamespaceMatc
 
 ChunkRef ChunkIndex::EvictFrom(Shard& s, int cls, const NamespaceMatch* match, uint64_t max_rank,
                                EvictedEntry* victim) {
-  auto evictable = [match](const PolicyHook* h) {
-    return Evictable(h) && (match == nullptr || (*match)(static_cast<const IndexEntry*>(h)->id.ns));
-  };
+  auto evictable = [match](const PolicyHook* h) { return Evictable(h, match); };
   const int64_t now_ns = NowNs();
   ParentLink parent;
   ChunkRef chunk;

@@ -129,6 +129,12 @@ struct ColdEntry {
   EvictionClass eviction_class = EvictionClass::kNormal;  // taken before rank
   uint32_t hits = 0;                                      // as in EvictedEntry
   bool keep = false;
+
+  // Whether eviction takes this entry before `o` (of any shard): the less protected class
+  // first, then the smaller rank. The one statement of the index's eviction order.
+  bool EvictsBefore(const ColdEntry& o) const {
+    return eviction_class != o.eviction_class ? eviction_class < o.eviction_class : rank < o.rank;
+  }
 };
 
 // What Probe saw.
@@ -198,7 +204,7 @@ class ChunkIndex {
 
   // Up to `max_entries` entries of each shard from its cold end (the next victims), at
   // most `max_bytes` of payload per shard, in eviction order within the shard; unordered
-  // across shards (sort by eviction_class, then rank).
+  // across shards (sort with ColdEntry::EvictsBefore).
   std::vector<ColdEntry> Coldest(uint64_t max_bytes, int max_entries) const;
   // The chunk without counting a get or telling the policy (background readers), or null.
   ChunkRef Peek(const ChunkId& id) const;
@@ -261,7 +267,7 @@ class ChunkIndex {
   void DropChild(const ParentLink& parent);
   // A hit: counts it in the entry and tells the policy.
   static void Touch(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  static bool Evictable(const PolicyHook* h);
+
   // The policy holding `e`, or null when pinned.
   static EvictionPolicy* PolicyOf(Shard& s, const IndexEntry* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
@@ -282,6 +288,9 @@ class ChunkIndex {
   void ExpireTtls(Shard& s, int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   int64_t NowNs() const { return absl::ToUnixNanos(clock_ ? clock_() : absl::Now()); }
   using NamespaceMatch = absl::FunctionRef<bool(const Key128& ns)>;
+  // Whether eviction may take `h`: unleased, unreferenced outside the index, and of a
+  // namespace `match` accepts (null: any).
+  static bool Evictable(const PolicyHook* h, const NamespaceMatch* match);
   ChunkRef EvictImpl(const NamespaceMatch* match, EvictedEntry* victim);
   struct VictimShard {
     Shard* shard = nullptr;  // null: no scanned shard has an evictable entry

@@ -82,7 +82,6 @@ RocksDbTier::RocksDbTier(const RocksDbTierOptions& options, std::unique_ptr<rock
     : options_(options),
       db_(std::move(db)),
       families_(std::move(families)),
-      policy_(MakePolicy(options.eviction)),
       gc_trigger_bytes_(nvme::GcTriggerBytes(options)) {}
 
 RocksDbTier::~RocksDbTier() {
@@ -140,8 +139,9 @@ absl::Status RocksDbTier::ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
   return absl::OkStatus();
 }
 
-void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded) {
-  policy_ = MakePolicy(options_.eviction);  // fresh: the old one links entries about to go
+void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded,
+                                     EvictionPolicyPtr policy) {
+  policy_ = std::move(policy);  // fresh: the old one links entries about to go
   entries_.clear();
   live_bytes_ = 0;
   ns_usage_.clear();
@@ -164,6 +164,8 @@ void RocksDbTier::DropRecords(const std::vector<std::string>& keys) {
 }
 
 absl::Status RocksDbTier::LoadIndex() {
+  absl::StatusOr<EvictionPolicyPtr> policy = MakePolicy();
+  if (!policy.ok()) return policy.status();
   std::vector<std::unique_ptr<Entry>> loaded;
   std::vector<std::string> drop;
   {
@@ -174,7 +176,7 @@ absl::Status RocksDbTier::LoadIndex() {
     absl::MutexLock lock(&mu_);
     counters_.dropped_records = drop.size();
     counters_.recovered_chunks = loaded.size();
-    InstallIndexLocked(std::move(loaded));
+    InstallIndexLocked(std::move(loaded), *std::move(policy));
   }
   DropRecords(drop);
   MakeRoom(0);  // the budget may have shrunk since the last run

@@ -3,15 +3,12 @@
 #include <utility>
 #include <vector>
 
-#include "storage/lru_policy.h"
 #include "storage/rocksdb_tier.h"
 
 namespace kvstash::storage {
 
-EvictionPolicyPtr RocksDbTier::MakePolicy(absl::string_view name) {
-  auto policy = CreateEvictionPolicy(name);
-  // Open validated the name; LRU only keeps a tier built around that check working.
-  return policy.ok() ? *std::move(policy) : std::make_unique<LruPolicy>();
+absl::StatusOr<EvictionPolicyPtr> RocksDbTier::MakePolicy() const {
+  return CreateEvictionPolicy(options_.eviction, "nvme.eviction");
 }
 
 uint64_t RocksDbTier::RemoveColdest(absl::FunctionRef<bool(const ChunkId&)> match,

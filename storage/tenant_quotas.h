@@ -46,8 +46,6 @@ class TenantMatcher {
 
 class TenantQuotas {
  public:
-  static constexpr absl::string_view kDefaultTenant = "default";
-
   // `max_pinned_bytes` bounds the pins of all tenants together.
   // REQUIRES: ParseTenantQuotas(options) is OK (ChunkStoreOptions::Validate checks it).
   TenantQuotas(const ChunkStoreOptions::Tenants& options, uint64_t max_pinned_bytes);

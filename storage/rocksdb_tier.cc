@@ -139,16 +139,6 @@ absl::Status RocksDbTier::ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
   return absl::OkStatus();
 }
 
-void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded,
-                                     EvictionPolicyPtr policy) {
-  policy_ = std::move(policy);  // fresh: the old one links entries about to go
-  entries_.clear();
-  live_bytes_ = 0;
-  ns_usage_.clear();
-  if (!loaded.empty()) next_sequence_ = std::max(next_sequence_, loaded.back()->sequence + 1);
-  for (auto& e : loaded) InsertLocked(std::move(e));
-}
-
 void RocksDbTier::DropRecords(const std::vector<std::string>& keys) {
   if (keys.empty()) return;
   rocksdb::Status s =
@@ -161,26 +151,6 @@ void RocksDbTier::DropRecords(const std::vector<std::string>& keys) {
         return st;
       });
   if (!s.ok()) IoError("delete", s.ToString()).IgnoreError();
-}
-
-absl::Status RocksDbTier::LoadIndex() {
-  absl::StatusOr<EvictionPolicyPtr> policy = MakePolicy();
-  if (!policy.ok()) return policy.status();
-  std::vector<std::unique_ptr<Entry>> loaded;
-  std::vector<std::string> drop;
-  {
-    absl::ReaderMutexLock lock(&db_mu_);
-    if (absl::Status s = ScanIndex(&loaded, &drop); !s.ok()) return s;
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    counters_.dropped_records = drop.size();
-    counters_.recovered_chunks = loaded.size();
-    InstallIndexLocked(std::move(loaded), *std::move(policy));
-  }
-  DropRecords(drop);
-  MakeRoom(0);  // the budget may have shrunk since the last run
-  return absl::OkStatus();
 }
 
 absl::Mutex& RocksDbTier::StripeFor(const ChunkId& id) const {

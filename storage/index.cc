@@ -87,7 +87,10 @@ bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count
   if (hints.ttl_ms > 0) entry->ttl_deadline_ns = now_ns + int64_t{hints.ttl_ms} * 1000000;
   // The parent first, under its own shard's lock only; undone below if the insert fails.
   ParentLink parent;
-  if (hints.has_parent) parent = AddChild(ChunkId{id.ns, hints.parent});
+  if (hints.has_parent) {
+    const uint64_t session_id = hints.pin ? 0 : hints.session_id;
+    parent = AddChild(ChunkId{id.ns, hints.parent}, {entry->ttl_deadline_ns, session_id}, now_ns);
+  }
   entry->parent = parent.id;
   entry->parent_generation = parent.generation;
   {

@@ -25,7 +25,9 @@
 // starts at 0 (the child was put before it existed), and for a moment around a concurrent
 // insert or removal a count may include a child not yet (or no longer) indexed. Removing a
 // parent forgets its count; its children never decrement a later entry of the same key
-// (they remember the parent's generation).
+// (they remember the parent's generation). A child also lends its parent its protection
+// (TTL deadline, session) when added, so that hints never keep a chain's tail cached after
+// its head was evicted (see AddChild).
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -261,9 +263,18 @@ class ChunkIndex {
   // passes *parent to DropChild once it released s.mu.
   ChunkRef RemoveLocked(Shard& s, IndexEntry* e, ParentLink* parent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // The protection a child asks its parent to share (see AddChild).
+  struct ChildProtection {
+    int64_t ttl_deadline_ns = 0;  // 0: none
+    uint64_t session_id = 0;      // 0: none
+  };
   // Counts a child in `parent` if cached; returns the link to undo it (generation 0: absent).
+  // Also raises the parent's protection to the child's, so that a protected tail never
+  // outlives its head: the parent's TTL deadline becomes at least the child's, and an
+  // unpinned parent in no session joins the child's (if active). Not undone when the child
+  // leaves or its insert fails: the parent keeps it until the TTL lapses or the session ends.
   // REQUIRES: no shard lock held (as DropChild).
-  ParentLink AddChild(const ChunkId& parent);
+  ParentLink AddChild(const ChunkId& parent, const ChildProtection& child, int64_t now_ns);
   void DropChild(const ParentLink& parent);
   // A hit: counts it in the entry and tells the policy.
   static void Touch(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);

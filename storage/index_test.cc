@@ -280,6 +280,35 @@ TEST(ChunkIndexChildrenTest, CountsCachedChildrenAcrossShards) {
   EXPECT_EQ(index->Locate(parent), Tier::kDram);
 }
 
+TEST(ChunkIndexChildrenTest, ParentIsProtectedAtLeastAsLongAsItsChild) {
+  auto index = MakeIndex(4);
+  absl::Time now = absl::FromUnixSeconds(100);
+  index->SetClock([&now] { return now; });
+  ASSERT_TRUE(index->Insert(MakeId(0), Chunk(), Tier::kDram));
+  PutHints ttl = ChildOf(MakeId(0));
+  ttl.ttl_ms = 1000;
+  ASSERT_TRUE(index->Insert(MakeId(1), Chunk(), Tier::kDram, true, ttl));
+  ASSERT_TRUE(index->Insert(MakeId(2), Chunk(), Tier::kDram));
+  PutHints session = ChildOf(MakeId(2));
+  session.session_id = 4;
+  ASSERT_TRUE(index->Insert(MakeId(3), Chunk(), Tier::kDram, true, session));
+  auto class_of = [&](uint64_t i) {
+    for (const ColdEntry& e : index->Coldest(UINT64_MAX, 10)) {
+      if (e.id == MakeId(i)) return e.eviction_class;
+    }
+    return EvictionClass::kPinned;
+  };
+  EXPECT_EQ(class_of(0), EvictionClass::kTtl);
+  EXPECT_EQ(class_of(2), EvictionClass::kSession);
+  // Ordinary chunks go first: the heads are no longer among them.
+  ASSERT_TRUE(index->Insert(MakeId(4), Chunk(), Tier::kDram));
+  EvictedEntry victim;
+  ASSERT_NE(index->EvictOne(&victim), nullptr);
+  EXPECT_EQ(victim.id, MakeId(4));
+  index->EndSessions({SessionKey{MakeId(0).ns, 4}});
+  EXPECT_EQ(class_of(2), EvictionClass::kNormal);
+}
+
 TEST(ChunkIndexChildrenTest, ParentOfAnotherNamespaceIsNotCounted) {
   auto index = MakeIndex(4);
   const ChunkId parent = MakeId(1, /*ns=*/1);

@@ -37,10 +37,10 @@ absl::Status UnarySerialized(const Requests& requests, absl::string_view bytes, 
   return absl::OkStatus();
 }
 
-// The tenant a namespace's chunks count against: its spec's, "default" when the spec
+// The tenant a namespace's chunks count against: its spec's, kDefaultTenant when the spec
 // names none (as the store counts unbound namespaces).
 std::string TenantOf(const v1::NamespaceSpec& spec) {
-  return spec.tenant().empty() ? std::string("default") : spec.tenant();
+  return spec.tenant().empty() ? std::string(kDefaultTenant) : spec.tenant();
 }
 
 absl::Status CheckHints(const PutChunkHints& h, uint32_t index, uint32_t max_ttl_ms) {
@@ -185,6 +185,17 @@ absl::StatusOr<Key128> Requests::AdmitNamespace(const std::string& namespace_id)
   return env_->registry->Resolve(namespace_id);
 }
 
+absl::StatusOr<Key128> Requests::AdmitStoredNamespace(const std::string& namespace_id) const {
+  absl::StatusOr<Key128> ns = AdmitNamespace(namespace_id);
+  if (!absl::IsFailedPrecondition(ns.status())) return ns;  // registered, or refused
+  absl::StatusOr<Key128> id = ParseNamespaceId(namespace_id);
+  if (!id.ok()) return id;
+  for (const storage::NamespaceUsage& u : env_->store->NamespaceUsages()) {
+    if (u.ns == *id && u.dram_chunks + u.nvme_chunks > 0) return id;
+  }
+  return ns;
+}
+
 absl::Status Requests::Unary(const v1::LookupRequest& req, v1::LookupResponse* resp) const {
   absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
   if (!call.ok()) return call.status();
@@ -264,7 +275,7 @@ absl::Status Requests::Unary(const v1::ListNamespacesRequest&,
 
 absl::Status Requests::Unary(const v1::ClearNamespaceRequest& req,
                              v1::ClearNamespaceResponse* resp) const {
-  absl::StatusOr<Key128> ns = AdmitNamespace(req.namespace_id());
+  absl::StatusOr<Key128> ns = AdmitStoredNamespace(req.namespace_id());
   if (!ns.ok()) return ns.status();
   resp->set_deleted(env_->store->ClearNamespace(*ns));
   env_->log->Info("namespace cleared", {{"namespace", KeyToHex(*ns)}, {"chunks", resp->deleted()}});

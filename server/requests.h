@@ -138,6 +138,10 @@ class Requests {
                                           absl::string_view keys) const;
   // A call naming one namespace, admitted: the registered namespace's id.
   absl::StatusOr<Key128> AdmitNamespace(const std::string& namespace_id) const;
+  // As AdmitNamespace, but also a namespace that is not registered while the store holds
+  // chunks of it (e.g. NVMe chunks left by an earlier run, as ListNamespaces shows them):
+  // admin calls that only remove data (ClearNamespace) must reach those too.
+  absl::StatusOr<Key128> AdmitStoredNamespace(const std::string& namespace_id) const;
 
   const ServiceEnv* const env_;
   TransportMetrics* const metrics_;

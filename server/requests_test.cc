@@ -314,6 +314,30 @@ TEST_F(RequestsTest, AdminCallsOnAnUnknownNamespaceNeverReachTheStore) {
   EXPECT_TRUE(store_->ended_sessions.empty());
 }
 
+TEST_F(RequestsTest, ClearReachesAStoredNamespaceNotRegisteredSinceARestart) {
+  storage::NamespaceUsage recovered;  // as ListNamespaces shows it
+  recovered.ns = TestKey(0);
+  recovered.nvme_chunks = 2;
+  {
+    absl::MutexLock lock(&store_->mu);
+    store_->usages = {recovered};
+  }
+  v1::ClearNamespaceRequest clear;
+  clear.set_namespace_id(Bytes(TestKey(0)));
+  v1::ClearNamespaceResponse cleared;
+  ASSERT_TRUE(requests_->Unary(clear, &cleared).ok());
+  EXPECT_EQ(cleared.deleted(), 7u);
+  // Pins still need a registered namespace.
+  v1::PinRequest pin;
+  pin.set_namespace_id(Bytes(TestKey(0)));
+  pin.set_keys(Bytes(TestKey(1)));
+  v1::PinResponse pinned;
+  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(pin, &pinned)));
+  absl::MutexLock lock(&store_->mu);
+  EXPECT_EQ(store_->cleared, std::vector<Key128>{TestKey(0)});
+  EXPECT_TRUE(store_->pins.empty());
+}
+
 TEST_F(RequestsTest, ListNamespacesJoinsRegistryAndStoreSortedById) {
   storage::NamespaceUsage registered;
   registered.ns = ns_;

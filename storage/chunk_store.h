@@ -131,7 +131,8 @@ struct ChunkStoreOptions {
     // Eviction policy of the NVMe tier (as dram_eviction; see RocksDbTierOptions::eviction).
     std::string eviction = "lru";
     // NVMe admission: 0 (default) writes every DRAM eviction to NVMe; N > 0 writes only
-    // chunks read at least N times while in DRAM (others are dropped and counted in
+    // chunks read at least N times while in DRAM, a read being a Get (a Lookup hit and the
+    // fetch after it count once) (others are dropped and counted in
     // admission_declined), sparing SSD writes for chunks unlikely to come back. Chunks whose
     // hints keep them (sessions, pins, TTLs) are always written. Applies to the cleaner too.
     int admission_min_hits = 0;
@@ -150,7 +151,9 @@ struct ChunkStoreOptions {
   } sessions;
 
   // Per-tenant byte quotas. A namespace's tenant is set by SetNamespaceTenant; unbound
-  // namespaces belong to tenant "default". 0 for a DRAM or NVMe quota: none.
+  // namespaces belong to tenant "default" once they put chunks. NVMe-only namespaces not
+  // bound since the start (left by an earlier run) count against no NVMe quota until bound.
+  // 0 for a DRAM or NVMe quota: none.
   struct Tenants {
     // DRAM payload bytes per tenant. A put that would pass it demotes (or drops, without
     // NVMe) the tenant's own coldest chunks first, so one tenant cannot evict another's
@@ -244,7 +247,8 @@ class ChunkStore {
 
   // Binds namespace `ns` to `tenant`, whose quotas (ChunkStoreOptions) then cover its
   // chunks. The daemon calls it when a namespace is registered; unbound namespaces count
-  // as tenant "default".
+  // as tenant "default" once they put chunks, except for NVMe quotas: a namespace known only
+  // from NVMe (e.g. after a restart) counts against no quota until bound.
   virtual void SetNamespaceTenant(const Key128& ns, const std::string& tenant) = 0;
   // Pins (pin) or unpins the leading `keys` of `ns` that are present, stopping at the first
   // absent one; returns how many changed state. RESOURCE_EXHAUSTED (nothing pinned) when

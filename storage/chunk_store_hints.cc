@@ -23,17 +23,17 @@ void ChunkStoreImpl::ExpireSessions(absl::Time now) {
 absl::Status ChunkStoreImpl::MakeTenantRoom(const Key128& ns, uint64_t size) {
   uint64_t excess = quotas_.DramExcess(ns, size);
   if (excess == 0) return absl::OkStatus();
+  // Before evicting anything: a put that cannot succeed must not cost the tenant its chunks.
+  if (absl::Status s = quotas_.CheckDramRoom(ns, size); !s.ok()) return s;
   ExpireLeases(Now());
   const TenantMatcher tenant = quotas_.MatcherFor(ns);
   while (excess > 0) {
     EvictedEntry evicted;
     ChunkRef victim = index_->EvictOneMatching(tenant, &evicted);
     if (victim == nullptr) {
-      const std::string name = quotas_.BoundTenant(ns);
       return absl::ResourceExhaustedError(absl::StrCat(
-          "DRAM quota of tenant \"", name.empty() ? TenantQuotas::kDefaultTenant : name,
-          "\" full: no room for ", size, " bytes and none of its chunks is evictable (pinned, ",
-          "leased, or being read)"));
+          "DRAM quota of tenant \"", quotas_.TenantOf(ns), "\" full: no room for ", size,
+          " bytes and none of its chunks is evictable (pinned, leased, or being read)"));
     }
     excess -= std::min(excess, evicted.size_bytes);
     Evicted(evicted, std::move(victim));
@@ -117,10 +117,9 @@ absl::StatusOr<uint32_t> ChunkStoreImpl::Pin(const Key128& ns, absl::Span<const 
     CounterSnapshot refused;
     refused.pin_quota_refusals = wanted.size();
     index_->AddCounters(ns, refused);
-    const std::string tenant = quotas_.BoundTenant(ns);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "pin quota of tenant \"", tenant.empty() ? TenantQuotas::kDefaultTenant : tenant,
-        "\" cannot hold ", bytes, " more bytes (", wanted.size(), " chunks)"));
+    return absl::ResourceExhaustedError(absl::StrCat("pin quota of tenant \"", quotas_.TenantOf(ns),
+                                                     "\" cannot hold ", bytes, " more bytes (",
+                                                     wanted.size(), " chunks)"));
   }
   for (const auto& [id, size] : wanted) {
     const PinChange c = index_->SetPinned(id, true);

@@ -161,6 +161,27 @@ TEST_F(ChunkStoreHintsTest, IdleSessionsEnd) {
   EXPECT_EQ(Where(1), Tier::kNone);
 }
 
+TEST_F(ChunkStoreHintsTest, ChunkCommittedAfterItsSessionIdledOutIsNotKeptForever) {
+  Open(Options());
+  PutHints session;
+  session.session_id = 9;
+  const std::vector<uint8_t> data = Pattern(0, kChunk);
+  ChunkMeta meta;
+  meta.size_bytes = kChunk;
+  auto pending = store_->BeginPut(MakeId(0), meta, session);
+  ASSERT_TRUE(pending.ok());
+  ASSERT_TRUE((*pending)->Append(data.data(), data.size()).ok());
+  now_ += absl::Milliseconds(60000);
+  // Another session's lookup ends session 9 (idle) before the commit.
+  store_->Lookup(MakeId(0).ns, Keys(5, 1), absl::ZeroDuration(), 10);
+  ASSERT_TRUE(store_->CommitPut(*std::move(pending)).ok());
+  PutRange(10, kDramChunks - 1);
+  EXPECT_EQ(Where(0), Tier::kDram);  // the commit resumed the session
+  now_ += absl::Milliseconds(60000);
+  PutRange(20, kDramChunks);
+  EXPECT_EQ(Where(0), Tier::kNone);
+}
+
 TEST_F(ChunkStoreHintsTest, SessionChunksAreDemotedNotDropped) {
   Open(NvmeOptions());
   PutHints session;
@@ -242,6 +263,51 @@ TEST_F(ChunkStoreHintsTest, TenantQuotaEvictsOnlyTheTenantsOwnChunks) {
   EXPECT_EQ(UsageOf(1).tenant, "a");
 }
 
+TEST_F(ChunkStoreHintsTest, PutThatCanNeverFitTheTenantsQuotaEvictsNothing) {
+  ChunkStoreOptions o = Options();
+  o.tenants.overrides = "a:dram=200KiB,pin=120KiB";  // 3 chunks, 2 of them pinnable
+  Open(o);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
+  PutRange(0, 3, 1);
+  ASSERT_EQ(*store_->Pin(MakeId(0).ns, Keys(0, 2), true), 2u);
+  // One chunk left of the quota after the pins: 2 more could never fit, so none goes.
+  ChunkMeta meta;
+  meta.size_bytes = 2 * kChunk;
+  auto pending = store_->BeginPut(MakeId(9), meta, PutHints{});
+  EXPECT_EQ(pending.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(pending.status().message().find("\"a\""), absl::string_view::npos);
+  EXPECT_EQ(Where(2), Tier::kDram);
+  EXPECT_EQ(Counters(1).quota_evictions, 0u);
+  meta.size_bytes = 4 * kChunk;  // above the quota itself
+  EXPECT_EQ(store_->BeginPut(MakeId(9), meta, PutHints{}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(Counters(1).quota_evictions, 0u);
+}
+
+TEST_F(ChunkStoreHintsTest, PromotionsStayWithinTheTenantsDramQuota) {
+  ChunkStoreOptions o = NvmeOptions();
+  o.nvme.promote_on_hit = true;
+  o.tenants.overrides = "a:dram=240KiB";  // 4 chunks
+  Open(o);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
+  PutRange(0, 8, 1);
+  ASSERT_EQ(UsageOf(1).dram_chunks, 4u);
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(Where(i), Tier::kNvme) << i;
+    ASSERT_TRUE(store_->Get(MakeId(i)).ok()) << i;  // promoted: DRAM has room, the tenant not
+    EXPECT_LE(UsageOf(1).dram_chunks, 4u) << i;
+    ASSERT_TRUE(WaitForDemotions());
+  }
+  EXPECT_GT(store_->Stats().nvme.promotions, 0u);
+  // A pin promotes through the same quota.
+  uint64_t below = 0;
+  while (below < 8 && Where(below) != Tier::kNvme) ++below;
+  ASSERT_LT(below, 8u);
+  EXPECT_EQ(*store_->Pin(MakeId(0).ns, Keys(below, 1), true), 1u);
+  EXPECT_EQ(Where(below), Tier::kDram);
+  EXPECT_LE(UsageOf(1).dram_chunks, 4u);
+}
+
 TEST_F(ChunkStoreHintsTest, TenantNvmeQuotaEvictsItsOwnNvmeChunks) {
   ChunkStoreOptions o = NvmeOptions();
   o.nvme.write_through = true;            // every put lands on NVMe before it is acknowledged
@@ -257,6 +323,27 @@ TEST_F(ChunkStoreHintsTest, TenantNvmeQuotaEvictsItsOwnNvmeChunks) {
   EXPECT_EQ(UsageOf(1).nvme_chunks, 5u);
   EXPECT_EQ(Counters(1).quota_evictions, 25u);
   EXPECT_EQ(UsageOf(2).nvme_chunks, 6u);
+}
+
+TEST_F(ChunkStoreHintsTest, NvmeQuotaLeavesNamespacesUnboundSinceARestartAlone) {
+  ChunkStoreOptions o = NvmeOptions();
+  o.nvme.write_through = true;
+  o.dram_capacity_bytes = 64 * kPage;
+  o.tenants.nvme_quota_bytes = 300 * 1024;  // 5 chunks per tenant
+  o.tenants.overrides = "a:nvme=0";         // none for "a"
+  Open(o);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
+  PutRange(0, 10, 1);
+  ASSERT_EQ(UsageOf(1).nvme_chunks, 10u);
+  store_.reset();
+  Open(o);  // the bindings are gone, the NVMe chunks are not
+  store_->SetNamespaceTenant(MakeId(0, 2).ns, "");
+  PutRange(0, 8, 2);
+  EXPECT_EQ(UsageOf(1).nvme_chunks, 10u);  // not the default tenant's to evict
+  EXPECT_EQ(UsageOf(2).nvme_chunks, 5u);
+  store_->SetNamespaceTenant(MakeId(0, 1).ns, "");  // bound now: counted
+  ASSERT_TRUE(Put(MakeId(20, 2)).ok());
+  EXPECT_LE(UsageOf(1).nvme_chunks + UsageOf(2).nvme_chunks, 5u);
 }
 
 TEST_F(ChunkStoreHintsTest, ClearNamespaceDeletesEveryTier) {

@@ -13,11 +13,12 @@ namespace {
 // puts refilling the freed space can use them up; the put then fails instead of spinning.
 constexpr uint64_t kExtraEvictionRounds = 1024;
 
-// Heap bytes one chunk costs outside the arena (index entry, hash-map slot, DramChunk and
-// its shared_ptr control block; ~300 measured on x86-64 glibc, plus 24 since DramChunk
-// carries a deferred checksum). Charged to the DRAM budget so RSS stays within it even
-// when the tier is full of 1 KiB chunks.
-constexpr uint64_t kChunkBookkeepingBytes = 352;
+// Heap bytes of a chunk's DramChunk beside its index entry (ChunkIndex::BytesPerEntry):
+// one make_shared allocation of the object and its control block (two counts, a vtable
+// pointer). Both are charged to the DRAM budget so RSS stays within it even when the tier
+// is full of 1 KiB chunks; derived from sizeof so a grown structure is charged at once.
+constexpr uint64_t kDramChunkHeapBytes =
+    sizeof(DramChunk) + 3 * sizeof(void*) + kMallocOverheadBytes;
 
 // The DRAM tier's allocator over the owner's memory when it supplies some, else over an
 // arena mapping its own.
@@ -86,6 +87,7 @@ ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                         : nullptr),
       readers_(nvme_ == nullptr ? nullptr : std::make_unique<ReadPool>(options.nvme.read_threads)) {
   index_->SetClock(options.clock);
+  index_->SetSessionCheck([this](const SessionKey& s) { return sessions_.IsActive(s); });
 }
 
 ChunkStoreImpl::~ChunkStoreImpl() {
@@ -117,15 +119,15 @@ absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const Chu
     return absl::AlreadyExistsError("chunk already stored");
   }
   if (hints.session_id != 0) TouchSession(id.ns, hints.session_id);
-  if (absl::Status s = MakeTenantRoom(id.ns, meta.size_bytes); !s.ok()) return s;
   Allocation allocation;
-  if (absl::Status s = Reserve(meta.size_bytes, &allocation); !s.ok()) return s;
+  if (absl::Status s = Reserve(id.ns, meta.size_bytes, &allocation); !s.ok()) return s;
   auto pending = std::make_unique<DramPendingChunk>(id, meta, std::move(allocation), dram_);
   pending->set_hints(hints);
   return pending;
 }
 
-absl::Status ChunkStoreImpl::Reserve(uint64_t size, Allocation* out) {
+absl::Status ChunkStoreImpl::Reserve(const Key128& ns, uint64_t size, Allocation* out) {
+  if (absl::Status s = MakeTenantRoom(ns, size); !s.ok()) return s;
   if (dram_->TryAllocate(size, out)) return absl::OkStatus();
   if (cleaner_ != nullptr) cleaner_->Kick();  // evicting from here on: keep the tail clean
   const absl::Time now = Now();
@@ -171,6 +173,9 @@ absl::Status ChunkStoreImpl::CommitPut(std::unique_ptr<PendingChunk> pending) {
   const uint64_t size = (*chunk)->meta().size_bytes;
   PutHints hints = dram_pending->hints();
   if (hints.pin) AdmitPin(id, size, &hints);
+  // The commit is the session's activity too: one that idled out since BeginPut resumes
+  // (the index refuses to join a session that is not active; see SetSessionCheck).
+  if (hints.session_id != 0 && !hints.pin) TouchSession(id.ns, hints.session_id);
   // False when a concurrent put of the same key committed first: ours is dropped here.
   if (!index_->Insert(id, *chunk, Tier::kDram, /*count_put=*/true, hints)) {
     if (hints.pin) quotas_.Unpin(id.ns, size);
@@ -289,7 +294,7 @@ absl::Status ChunkStoreImpl::Delete(const ChunkId& id) {
 }
 
 void ChunkStoreImpl::ChargeBookkeeping() {
-  dram_->SetMetadataBytes(index_->size() * kChunkBookkeepingBytes);
+  dram_->SetMetadataBytes(index_->size() * (index_->BytesPerEntry() + kDramChunkHeapBytes));
 }
 
 StoreStats ChunkStoreImpl::Stats() const {

@@ -10,7 +10,8 @@
 //
 // Hints: the index sorts chunks into eviction classes (storage/index.h); the store keeps
 // the active sessions (SessionTable, ending idle ones lazily on puts and lookups) and each
-// tenant's DRAM and pinned bytes (TenantQuotas), checked before a put reserves space.
+// tenant's DRAM and pinned bytes (TenantQuotas), checked by Reserve before any chunk (a put
+// or a promotion) takes DRAM space.
 //
 // Thread-safety: thread-safe (see ChunkStore).
 #pragma once
@@ -68,8 +69,10 @@ class ChunkStoreImpl final : public ChunkStore {
  private:
   // RESOURCE_EXHAUSTED unless a payload of `size` bytes could ever fit.
   absl::Status CheckFits(uint64_t size) const;
-  // Allocates `size` bytes into `out`, evicting as needed.
-  absl::Status Reserve(uint64_t size, Allocation* out);
+  // Allocates `size` bytes for a chunk of `ns` into `out`, evicting as needed: first the
+  // tenant's own chunks past its DRAM quota (MakeTenantRoom), then by policy. The one way
+  // into DRAM (puts and promotions alike), so no path skips the tenant's quota.
+  absl::Status Reserve(const Key128& ns, uint64_t size, Allocation* out);
   // Reserve's eviction loop.
   absl::Status EvictUntilAllocated(uint64_t size, Allocation* out);
   void ExpireLeases(absl::Time now);
@@ -84,7 +87,8 @@ class ChunkStoreImpl final : public ChunkStore {
   // Sessions idle past the timeout at `now` end.
   void ExpireSessions(absl::Time now);
   // Evicts the coldest chunks of `ns`'s tenant until `size` more bytes fit its DRAM quota.
-  // RESOURCE_EXHAUSTED when they cannot (the rest is pinned, leased or being read).
+  // RESOURCE_EXHAUSTED when they cannot (the rest is pinned, leased or being read), and
+  // before evicting anything when the quota could never hold it (TenantQuotas::CheckDramRoom).
   absl::Status MakeTenantRoom(const Key128& ns, uint64_t size);
   // Accounts for a chunk evicted from DRAM and demotes it.
   void Evicted(const EvictedEntry& evicted, ChunkRef victim);

@@ -57,8 +57,9 @@ ChunkRef ChunkStoreImpl::Promote(const ChunkId& id, const StoredChunk& chunk) {
   const uint64_t size = chunk.meta().size_bytes;
   if (!CheckFits(size).ok()) return nullptr;
   Allocation allocation;
-  // May evict (and demote) colder DRAM chunks, as a put would. Leased DRAM: no promotion.
-  if (!Reserve(size, &allocation).ok()) return nullptr;
+  // May evict (and demote) colder DRAM chunks, as a put would, within the tenant's DRAM
+  // quota. Leased DRAM or a full quota: no promotion.
+  if (!Reserve(id.ns, size, &allocation).ok()) return nullptr;
   // Copy segment to segment; the payload was verified on read, so it is not hashed again.
   size_t src_index = 0;
   uint64_t src_offset = 0;

@@ -185,6 +185,27 @@ TEST(ChunkStoreNvmeTest, AdmissionWritesOnlyChunksReadEnough) {
   EXPECT_TRUE(ReadsBack(*store, 2));
 }
 
+// A lookup and the fetch after it are one use: chunk 0, looked up and fetched once, is not
+// admitted at 2 hits; chunk 2, twice, is.
+TEST(ChunkStoreNvmeTest, ALookupAndItsFetchCountAsOneUse) {
+  ScratchDir dir;
+  ChunkStoreOptions o = EvictionsOnlyOptions(dir.path());
+  o.nvme.admission_min_hits = 2;
+  auto store = MakeStore(o);
+  PutPaced(*store, 10);
+  for (uint64_t i : {0, 2, 2}) {
+    const std::vector<Key128> keys = {MakeId(i).key};
+    ASSERT_EQ(store->Lookup(MakeId(i).ns, keys, absl::ZeroDuration()).hit_count, 1u);
+    ASSERT_TRUE(store->Get(MakeId(i)).ok());
+  }
+  for (uint64_t i = 10; i < 40; ++i) {
+    ASSERT_TRUE(PutPattern(*store, MakeId(i), i, kChunk).ok());
+    ASSERT_TRUE(WaitForDemotions(*store)) << i;
+  }
+  EXPECT_EQ(store->Locate(MakeId(0)), Tier::kNone);
+  EXPECT_EQ(store->Locate(MakeId(2)), Tier::kNvme);
+}
+
 // The cleaner writes ahead only what eviction would write: chunks 0 and 1, read once and
 // then the coldest, are cleaned; the unread chunks of the window are left alone.
 TEST(ChunkStoreNvmeTest, CleanerFollowsTheAdmissionRule) {

@@ -105,12 +105,7 @@ absl::Status ChunkStoreOptions::Validate() const {
         absl::StrCat("sessions.max_sessions must be >= 1 (got ", sessions.max_sessions, ")"));
   }
   if (absl::Status s = ParseTenantQuotas(tenants).status(); !s.ok()) return s;
-  if (!CreateEvictionPolicy(dram_eviction).ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dram_eviction: unknown policy '", dram_eviction,
-                     "' (known: ", absl::StrJoin(KnownEvictionPolicies(), ", "), ")"));
-  }
-  return absl::OkStatus();
+  return CreateEvictionPolicy(dram_eviction, "dram_eviction").status();
 }
 
 }  // namespace kvstash::storage

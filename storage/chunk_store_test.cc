@@ -1,10 +1,14 @@
 #include "storage/chunk_store.h"
 
 #include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "storage/dram_chunk.h"
+#include "storage/index.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {
@@ -290,6 +294,27 @@ TEST(ChunkStoreTest, BookkeepingOfSmallChunksCountsAgainstTheBudget) {
   // charge is in whole pages, rounded down, so it may trail by up to one page.
   EXPECT_LT(dram.chunks, 900u);
   EXPECT_LE(dram.used_bytes + dram.chunks * 300, dram.capacity_bytes + kPage);
+}
+
+TEST(ChunkStoreTest, BookkeepingChargeCoversTheStructuresOfEveryChunk) {
+  // At least the entry, its map slot, the DramChunk and its shared_ptr counts per chunk,
+  // whatever they grow to.
+  using MapSlot = std::pair<const ChunkId, std::unique_ptr<IndexEntry>>;
+  const uint64_t floor =
+      sizeof(IndexEntry) + sizeof(MapSlot) + sizeof(DramChunk) + 2 * sizeof(long);
+  for (const std::string& policy : KnownEvictionPolicies()) {
+    ChunkStoreOptions o = SmallOptions(128);
+    o.dram_eviction = policy;
+    auto store = MakeStore(o);
+    for (int i = 0; i < 12000; ++i) ASSERT_TRUE(PutPattern(*store, MakeId(i), i, 1000).ok());
+    const TierStats dram = Dram(*store);
+    EXPECT_LE(dram.used_bytes + dram.chunks * floor, dram.capacity_bytes + kPage) << policy;
+  }
+  auto lru = ChunkIndex::Create(1, "lru");
+  auto s3fifo = ChunkIndex::Create(1, "s3fifo");
+  ASSERT_TRUE(lru.ok() && s3fifo.ok());
+  EXPECT_GE((*lru)->BytesPerEntry(), sizeof(IndexEntry) + sizeof(MapSlot));
+  EXPECT_GT((*s3fifo)->BytesPerEntry(), (*lru)->BytesPerEntry());  // its ghosts
 }
 
 TEST(ChunkStoreTest, ReaderRefOutlivesEvictionAndDelete) {

@@ -79,11 +79,8 @@ Cleaner::PassResult Cleaner::Pass() {
   const uint64_t window = capacity / 100 * options_.window_percent;
   if (dram_->used_bytes() + window < capacity) return r;  // DRAM not full enough yet
   std::vector<ColdEntry> cold = index_->Coldest(window, kMaxEntriesPerShard);
-  // Eviction takes the least protected class first, then the policy's order within it.
-  std::sort(cold.begin(), cold.end(), [](const ColdEntry& a, const ColdEntry& b) {
-    return a.eviction_class != b.eviction_class ? a.eviction_class < b.eviction_class
-                                                : a.rank < b.rank;
-  });
+  std::sort(cold.begin(), cold.end(),
+            [](const ColdEntry& a, const ColdEntry& b) { return a.EvictsBefore(b); });
   uint64_t seen_bytes = 0;
   for (const ColdEntry& e : cold) {
     if (seen_bytes >= window) break;

@@ -24,13 +24,14 @@ std::vector<std::string> KnownEvictionPolicies() {
           std::string(TinyLfuPolicy::kName), std::string(ChainPolicy::kName)};
 }
 
-absl::StatusOr<EvictionPolicyPtr> CreateEvictionPolicy(absl::string_view name) {
+absl::StatusOr<EvictionPolicyPtr> CreateEvictionPolicy(absl::string_view name,
+                                                       absl::string_view field) {
   if (name == LruPolicy::kName) return std::make_unique<LruPolicy>();
   if (name == S3FifoPolicy::kName) return std::make_unique<S3FifoPolicy>();
   if (name == TinyLfuPolicy::kName) return std::make_unique<TinyLfuPolicy>();
   if (name == ChainPolicy::kName) return std::make_unique<ChainPolicy>();
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown eviction policy '", name,
+      absl::StrCat(field, field.empty() ? "" : ": ", "unknown eviction policy '", name,
                    "' (known: ", absl::StrJoin(KnownEvictionPolicies(), ", "), ")"));
 }
 

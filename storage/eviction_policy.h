@@ -5,10 +5,10 @@
 // insert/access/erase cost no allocation and no extra hash lookup. Implemented: "lru",
 // "s3fifo" (small/main FIFO queues and a ghost set of keys), "tinylfu" (window LRU and
 // segmented main LRU behind a frequency sketch) and "chain" (leaves before chunks that
-// have cached children, LRU within each group). The store keeps one policy instance per
-// index shard and per tier, so a policy never sees two tiers or two shards; VictimRank
-// lets the index compare the shards' candidates so that the tier as a whole follows the
-// policy.
+// have cached children, LRU within each group). The index keeps one policy instance per
+// shard and per eviction class (the NVMe tier one of its own), so a policy never sees two
+// shards, classes or tiers; VictimRank lets the index compare the shards' candidates so
+// that the class as a whole follows the policy.
 //
 // Thread-safety: not thread-safe. The owner (an index shard) serialises every call under
 // its mutex.
@@ -95,7 +95,9 @@ class EvictionPolicy {
   virtual void OnChildrenChanged(PolicyHook* hook) { (void)hook; }
   // The entry to evict next among those `evictable` accepts (the index refuses leased and
   // referenced entries), or nullptr when none is. Does not remove it: if the caller evicts
-  // it, it calls OnErase. May reorder internal state (e.g. S3-FIFO promotions).
+  // it, it calls OnErase. May reorder the state of entries `evictable` accepts (e.g.
+  // S3-FIFO promotions), never of refused ones: a tenant-filtered eviction must not age
+  // other tenants' entries.
   virtual PolicyHook* PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evictable) = 0;
   // Calls `visit` on entries in the order PickVictim would take them (coldest first),
   // evictable or not, until it returns false or every entry was seen. Must not change
@@ -105,6 +107,9 @@ class EvictionPolicy {
   // evicts the candidate with the smallest rank. E.g. LRU: last access time. Also ranks
   // the entries VisitColdest hands out, so the cleaner can merge shards.
   virtual uint64_t VictimRank(const PolicyHook* victim) const = 0;
+  // Heap bytes the policy keeps per entry beyond the embedded hook, at worst (ghost keys,
+  // sketch counters); the store charges them to the DRAM budget with the index's own.
+  virtual uint64_t BytesPerEntry() const { return 0; }
 };
 
 using EvictionPolicyPtr = std::unique_ptr<EvictionPolicy>;
@@ -115,7 +120,9 @@ uint64_t PolicyClockNanos();
 
 // Names accepted by CreateEvictionPolicy, e.g. for config validation messages.
 std::vector<std::string> KnownEvictionPolicies();
-// INVALID_ARGUMENT naming the known policies when `name` is unknown.
-absl::StatusOr<EvictionPolicyPtr> CreateEvictionPolicy(absl::string_view name);
+// INVALID_ARGUMENT naming the known policies when `name` is unknown; with `field`, the
+// message starts with "<field>: " (the option that named it).
+absl::StatusOr<EvictionPolicyPtr> CreateEvictionPolicy(absl::string_view name,
+                                                       absl::string_view field = "");
 
 }  // namespace kvstash::storage

@@ -1,6 +1,7 @@
 // The contract every eviction policy meets; runs over every name the factory knows.
 #include "storage/eviction_policy.h"
 
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -116,6 +117,24 @@ TEST_P(EvictionPolicyContractTest, PickingTwiceWithoutEvictingPicksTheSameVictim
   const uint64_t rank = policy_->VictimRank(first);
   EXPECT_EQ(policy_->PickVictim(Any), first);
   EXPECT_EQ(policy_->VictimRank(first), rank);
+}
+
+TEST_P(EvictionPolicyContractTest, RefusedEntriesKeepTheirOrderAndRanks) {
+  // A tenant-filtered eviction or leased entries refuse everything: nothing may age.
+  policy_->OnAccess(&hooks_[1]);
+  policy_->OnAccess(&hooks_[2]);
+  policy_->OnAccess(&hooks_[2]);
+  policy_->OnErase(policy_->PickVictim(Any));  // moves read entries on (e.g. small -> main)
+  for (int i : {1, 2, 5, 6}) policy_->OnAccess(&hooks_[i]);
+  policy_->OnAccess(&hooks_[6]);
+  auto snapshot = [&] {
+    std::vector<std::pair<const PolicyHook*, uint64_t>> out;
+    for (const PolicyHook* h : Visited()) out.emplace_back(h, policy_->VictimRank(h));
+    return out;
+  };
+  const auto before = snapshot();
+  EXPECT_EQ(policy_->PickVictim([](const PolicyHook*) { return false; }), nullptr);
+  EXPECT_EQ(snapshot(), before);
 }
 
 TEST_P(EvictionPolicyContractTest, ChildCountChangesKeepEveryEntryEvictable) {

@@ -2,18 +2,9 @@
 
 #include <algorithm>
 
+#include "common/bits.h"
+
 namespace kvstash::storage {
-namespace {
-
-// One round of SplitMix64: spreads a row seed and the key over all bits.
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 void FrequencySketch::EnsureCapacity(size_t keys) {
   if (keys <= width_) return;
@@ -29,7 +20,7 @@ void FrequencySketch::Resize(size_t width) {
 }
 
 size_t FrequencySketch::Slot(int row, uint64_t key_hash) const {
-  const uint64_t h = Mix(key_hash + 0x632BE59BD9B4E019ull * static_cast<uint64_t>(row + 1));
+  const uint64_t h = SplitMix64(key_hash + 0x632BE59BD9B4E019ull * static_cast<uint64_t>(row + 1));
   return static_cast<size_t>(row) * width_ + (h & (width_ - 1));
 }
 

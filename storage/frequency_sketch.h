@@ -16,6 +16,10 @@ namespace kvstash::storage {
 class FrequencySketch {
  public:
   static constexpr uint32_t kMaxCount = 15;
+  static constexpr int kRows = 4;
+  // Heap bytes per key of EnsureCapacity at worst (the width rounds up to twice the keys;
+  // one byte per row); the minimum width adds a constant.
+  static constexpr uint64_t kMaxBytesPerKey = 2 * kRows;
 
   FrequencySketch() { Resize(kMinWidth); }
   // Keeps the width at least `keys` (rounded up to a power of two).
@@ -26,7 +30,6 @@ class FrequencySketch {
   size_t width() const { return width_; }
 
  private:
-  static constexpr int kRows = 4;
   static constexpr size_t kMinWidth = 256;      // few collisions among a small shard's keys
   static constexpr uint64_t kResetFactor = 10;  // halve after this many events per column
 

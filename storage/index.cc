@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
 
@@ -24,6 +23,16 @@ uint64_t Load64(const Key128& k, size_t offset) {
 
 size_t TierSlot(Tier t) { return static_cast<size_t>(t); }
 
+// ChunkIndex::BytesPerEntry less the policy's share.
+constexpr uint64_t IndexBytesPerEntry() {
+  using MapSlot = std::pair<const ChunkId, std::unique_ptr<IndexEntry>>;
+  using TtlNode = std::pair<int64_t, IndexEntry*>;
+  // Swiss tables grow at 7/8 full to twice the capacity: 7/16 full right after; one
+  // control byte per slot. B-tree nodes are at least half full.
+  return sizeof(IndexEntry) + kMallocOverheadBytes + (sizeof(MapSlot) + 1) * 16 / 7 +
+         2 * sizeof(TtlNode);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ChunkIndex>> ChunkIndex::Create(int num_shards,
@@ -32,6 +41,9 @@ absl::StatusOr<std::unique_ptr<ChunkIndex>> ChunkIndex::Create(int num_shards,
     return absl::InvalidArgumentError("index_shards must be a power of two >= 1");
   }
   std::unique_ptr<ChunkIndex> index(new ChunkIndex(num_shards));
+  auto probe = CreateEvictionPolicy(policy);
+  if (!probe.ok()) return probe.status();
+  index->bytes_per_entry_ = IndexBytesPerEntry() + (*probe)->BytesPerEntry();
   for (int i = 0; i < num_shards; ++i) {
     Shard& s = index->shards_[i];
     absl::MutexLock lock(&s.mu);
@@ -71,12 +83,14 @@ bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count
   entry->generation = next_generation_.fetch_add(1, std::memory_order_relaxed);
   entry->priority = hints.priority;
   entry->pinned = hints.pin;
-  entry->session_id = hints.pin ? 0 : hints.session_id;  // a pin takes over from a session
   const int64_t now_ns = NowNs();
   if (hints.ttl_ms > 0) entry->ttl_deadline_ns = now_ns + int64_t{hints.ttl_ms} * 1000000;
   // The parent first, under its own shard's lock only; undone below if the insert fails.
   ParentLink parent;
-  if (hints.has_parent) parent = AddChild(ChunkId{id.ns, hints.parent});
+  if (hints.has_parent) {
+    const uint64_t session_id = hints.pin ? 0 : hints.session_id;
+    parent = AddChild(ChunkId{id.ns, hints.parent}, {entry->ttl_deadline_ns, session_id}, now_ns);
+  }
   entry->parent = parent.id;
   entry->parent_generation = parent.generation;
   {
@@ -87,6 +101,7 @@ bool ChunkIndex::Insert(const ChunkId& id, ChunkRef chunk, Tier tier, bool count
       entry->chunk = std::move(chunk);
       IndexEntry* e = entry.get();
       it->second = std::move(entry);
+      if (!hints.pin) JoinSessionLocked(e, hints.session_id);  // a pin takes over
       Link(s, e, now_ns);
       CounterSnapshot& c = s.counters[id.ns];
       if (count_put) ++c.puts;
@@ -125,56 +140,6 @@ void ChunkIndex::Touch(Shard& s, IndexEntry* e) {
 EvictionPolicy* ChunkIndex::PolicyOf(Shard& s, const IndexEntry* e) {
   if (e->eviction_class == EvictionClass::kPinned) return nullptr;
   return s.policies[static_cast<int>(e->eviction_class)].get();
-}
-
-EvictionClass ChunkIndex::ClassOf(const IndexEntry& e, int64_t now_ns) {
-  if (e.pinned) return EvictionClass::kPinned;
-  if (e.session_id != 0) return EvictionClass::kSession;
-  if (e.ttl_deadline_ns > now_ns) return EvictionClass::kTtl;
-  switch (e.priority) {
-    case Priority::kLow:
-      return EvictionClass::kLow;
-    case Priority::kHigh:
-      return EvictionClass::kHigh;
-    case Priority::kNormal:
-      break;
-  }
-  return EvictionClass::kNormal;
-}
-
-bool ChunkIndex::KeepBelowDram(const IndexEntry& e, int64_t now_ns) {
-  return ClassOf(e, now_ns) >= EvictionClass::kTtl;
-}
-
-void ChunkIndex::Link(Shard& s, IndexEntry* e, int64_t now_ns) {
-  e->eviction_class = ClassOf(*e, now_ns);
-  if (e->eviction_class == EvictionClass::kPinned) return;
-  const int cls = static_cast<int>(e->eviction_class);
-  s.policies[cls]->OnInsert(e);
-  ++s.class_entries[cls];
-  class_size_[cls].fetch_add(1, std::memory_order_relaxed);
-  if (e->eviction_class == EvictionClass::kTtl) s.ttl_queue.insert({e->ttl_deadline_ns, e});
-}
-
-void ChunkIndex::Unlink(Shard& s, IndexEntry* e) {
-  if (e->eviction_class == EvictionClass::kPinned) return;
-  const int cls = static_cast<int>(e->eviction_class);
-  s.policies[cls]->OnErase(e);
-  --s.class_entries[cls];
-  class_size_[cls].fetch_sub(1, std::memory_order_relaxed);
-  if (e->eviction_class == EvictionClass::kTtl) s.ttl_queue.erase({e->ttl_deadline_ns, e});
-}
-
-void ChunkIndex::Reclassify(Shard& s, IndexEntry* e, int64_t now_ns) {
-  if (ClassOf(*e, now_ns) == e->eviction_class) return;
-  Unlink(s, e);
-  Link(s, e, now_ns);
-}
-
-void ChunkIndex::ExpireTtls(Shard& s, int64_t now_ns) {
-  while (!s.ttl_queue.empty() && s.ttl_queue.begin()->first <= now_ns) {
-    Reclassify(s, s.ttl_queue.begin()->second, now_ns);  // leaves the queue
-  }
 }
 
 void ChunkIndex::RecordGet(const ChunkId& id, bool hit) {
@@ -243,11 +208,12 @@ ErasedChunks ChunkIndex::EraseNamespace(const Key128& ns) {
   return erased;
 }
 
-bool ChunkIndex::Evictable(const PolicyHook* h) {
+bool ChunkIndex::Evictable(const PolicyHook* h, const NamespaceMatch* match) {
   // References are only copied under the shard lock, so use_count() == 1 means no reader
   // can appear: evicting frees the bytes as soon as the caller drops the returned ref.
   const auto* e = static_cast<const IndexEntry*>(h);
-  return e->lease_refs == 0 && e->chunk.use_count() == 1;
+  return e->lease_refs == 0 && e->chunk.use_count() == 1 &&
+         (match == nullptr || (*match)(e->id.ns));
 }
 
 ChunkRef ChunkIndex::EvictOne(EvictedEntry* victim) { return EvictImpl(nullptr, victim); }
@@ -292,9 +258,7 @@ ChunkIndex::VictimShard ChunkIndex::BestVictimShard(int cls, const NamespaceMatc
   const bool sample = !all && size() >= uint64_t{kSampleAboveEntriesPerShard} * num_shards_;
   const int scan = sample ? std::min(num_shards_, kSampledShards) : num_shards_;
   const uint32_t start = evict_cursor_.fetch_add(scan, std::memory_order_relaxed);
-  auto evictable = [match](const PolicyHook* h) {
-    return Evictable(h) && (match == nullptr || (*match)(static_cast<const IndexEntry*>(h)->id.ns));
-  };
+  auto evictable = [match](const PolicyHook* h) { return Evictable(h, match); };
   VictimShard best;
   for (int i = 0; i < scan; ++i) {
     Shard& s = shards_[(start + i) & (num_shards_ - 1)];
@@ -310,9 +274,7 @@ ChunkIndex::VictimShard ChunkIndex::BestVictimShard(int cls, const NamespaceMatc
 
 ChunkRef ChunkIndex::EvictFrom(Shard& s, int cls, const NamespaceMatch* match, uint64_t max_rank,
                                EvictedEntry* victim) {
-  auto evictable = [match](const PolicyHook* h) {
-    return Evictable(h) && (match == nullptr || (*match)(static_cast<const IndexEntry*>(h)->id.ns));
-  };
+  auto evictable = [match](const PolicyHook* h) { return Evictable(h, match); };
   const int64_t now_ns = NowNs();
   ParentLink parent;
   ChunkRef chunk;
@@ -332,60 +294,6 @@ ChunkRef ChunkIndex::EvictFrom(Shard& s, int cls, const NamespaceMatch* match, u
   }
   DropChild(parent);
   return chunk;
-}
-
-PinChange ChunkIndex::SetPinned(const ChunkId& id, bool pin) {
-  const int64_t now_ns = NowNs();
-  Shard& s = ShardFor(id);
-  absl::MutexLock lock(&s.mu);
-  auto it = s.entries.find(id);
-  if (it == s.entries.end()) return {};
-  IndexEntry* e = it->second.get();
-  PinChange change{true, e->pinned != pin, pin, e->size_bytes};
-  if (!change.changed) return change;
-  Unlink(s, e);
-  e->pinned = pin;
-  if (pin) e->session_id = 0;  // a pin takes over from a session
-  Link(s, e, now_ns);
-  CounterSnapshot& c = s.counters[id.ns];
-  if (pin) {
-    c.pinned_bytes += e->size_bytes;
-  } else {
-    c.pinned_bytes -= e->size_bytes;
-  }
-  return change;
-}
-
-PinChange ChunkIndex::Describe(const ChunkId& id) const {
-  Shard& s = ShardFor(id);
-  absl::ReaderMutexLock lock(&s.mu);
-  auto it = s.entries.find(id);
-  if (it == s.entries.end()) return {};
-  return {true, false, it->second->pinned, it->second->size_bytes};
-}
-
-void ChunkIndex::EndSessions(absl::Span<const SessionKey> sessions) {
-  if (sessions.empty()) return;
-  const absl::flat_hash_set<SessionKey> ended(sessions.begin(), sessions.end());
-  const int64_t now_ns = NowNs();
-  const int cls = static_cast<int>(EvictionClass::kSession);
-  for (int i = 0; i < num_shards_; ++i) {
-    Shard& s = shards_[i];
-    absl::MutexLock lock(&s.mu);
-    if (s.class_entries[cls] == 0) continue;
-    std::vector<IndexEntry*> members;
-    s.policies[cls]->VisitColdest([&](const PolicyHook* h) {
-      const auto* e = static_cast<const IndexEntry*>(h);
-      if (ended.contains(SessionKey{e->id.ns, e->session_id})) {
-        members.push_back(const_cast<IndexEntry*>(e));  // entries belong to this index
-      }
-      return true;
-    });
-    for (IndexEntry* e : members) {
-      e->session_id = 0;
-      Reclassify(s, e, now_ns);
-    }
-  }
 }
 
 void ChunkIndex::AddCounters(const Key128& ns, const CounterSnapshot& delta) {
@@ -432,10 +340,11 @@ ProbeResult ChunkIndex::Probe(const ChunkId& id, bool take_lease, uint64_t sessi
   auto it = s.entries.find(id);
   if (it == s.entries.end()) return {};
   IndexEntry& e = *it->second;
-  Touch(s, &e);
-  if (session_id != 0 && !e.pinned && e.session_id != session_id) {
-    e.session_id = session_id;  // a chunk follows the session that used it last
-    Reclassify(s, &e, now_ns);
+  // The policy learns of the use now; the hit counts once, at the fetch (see hits).
+  if (EvictionPolicy* p = PolicyOf(s, &e)) p->OnAccess(&e);
+  if (session_id != 0 && !e.pinned && e.session_id != session_id &&
+      JoinSessionLocked(&e, session_id)) {
+    Reclassify(s, &e, now_ns);  // a chunk follows the session that used it last
   }
   if (!take_lease) return {e.tier, 0};
   ++e.lease_refs;

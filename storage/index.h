@@ -25,7 +25,9 @@
 // starts at 0 (the child was put before it existed), and for a moment around a concurrent
 // insert or removal a count may include a child not yet (or no longer) indexed. Removing a
 // parent forgets its count; its children never decrement a later entry of the same key
-// (they remember the parent's generation).
+// (they remember the parent's generation). A child also lends its parent its protection
+// (TTL deadline, session) when added, so that hints never keep a chain's tail cached after
+// its head was evicted (see AddChild).
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -52,6 +54,9 @@
 
 namespace kvstash::storage {
 
+// Heap bytes glibc's malloc adds to a small allocation (header and rounding), at worst.
+inline constexpr uint64_t kMallocOverheadBytes = 16;
+
 // Eviction order of index entries, least protected first. A chunk's class follows from its
 // hints: pinned > active session > unexpired TTL > its priority.
 enum class EvictionClass : uint8_t { kLow, kNormal, kHigh, kTtl, kSession, kPinned };
@@ -66,7 +71,10 @@ struct IndexEntry : PolicyHook {
   Tier tier = Tier::kNone;
   uint64_t generation = 0;  // unique per insert, see LeaseTable
   uint32_t lease_refs = 0;  // leases holding this entry; > 0 blocks eviction
-  uint32_t hits = 0;        // gets and lookups that found it (saturating)
+  // Gets that found it (saturating): its uses. A Lookup hit is not counted (it only tells
+  // the policy), so a lookup and the fetch that follows count one use, as NVMe admission
+  // (admission_min_hits) means it.
+  uint32_t hits = 0;
   // Hints (kvstash/hints.h) as they stand now; eviction_class follows from them.
   Priority priority = Priority::kNormal;
   EvictionClass eviction_class = EvictionClass::kNormal;
@@ -123,6 +131,12 @@ struct ColdEntry {
   EvictionClass eviction_class = EvictionClass::kNormal;  // taken before rank
   uint32_t hits = 0;                                      // as in EvictedEntry
   bool keep = false;
+
+  // Whether eviction takes this entry before `o` (of any shard): the less protected class
+  // first, then the smaller rank. The one statement of the index's eviction order.
+  bool EvictsBefore(const ColdEntry& o) const {
+    return eviction_class != o.eviction_class ? eviction_class < o.eviction_class : rank < o.rank;
+  }
 };
 
 // What Probe saw.
@@ -142,6 +156,15 @@ class ChunkIndex {
   // The clock TTL hints are measured with (default absl::Now).
   // REQUIRES: called before the index is shared with other threads.
   void SetClock(std::function<absl::Time()> clock) { clock_ = std::move(clock); }
+  // Whether a session is still active (the store's SessionTable). Invariant: an entry
+  // carries a session id only while that session is active or until the EndSessions that
+  // follows its end, because an entry joins a session (Insert, Probe) only if this says
+  // it is active, asked under the entry's shard lock. `is_active` may take its own lock
+  // (shard lock, then its lock) and must never call the index. Unset: every session is.
+  // REQUIRES: called before the index is shared with other threads.
+  void SetSessionCheck(std::function<bool(const SessionKey&)> is_active) {
+    session_active_ = std::move(is_active);
+  }
 
   Tier Locate(const ChunkId& id) const;
   // Adds `chunk` unless `id` is present; counts a put unless !count_put (a promotion from a
@@ -183,14 +206,15 @@ class ChunkIndex {
 
   // Up to `max_entries` entries of each shard from its cold end (the next victims), at
   // most `max_bytes` of payload per shard, in eviction order within the shard; unordered
-  // across shards (sort by eviction_class, then rank).
+  // across shards (sort with ColdEntry::EvictsBefore).
   std::vector<ColdEntry> Coldest(uint64_t max_bytes, int max_entries) const;
   // The chunk without counting a get or telling the policy (background readers), or null.
   ChunkRef Peek(const ChunkId& id) const;
   // Cached children counted in `id`'s entry (0 when absent); see the class comment.
   uint32_t Children(const ChunkId& id) const;
 
-  // Presence and tier of `id` (a hit counts as an access for the policy); with take_lease,
+  // Presence and tier of `id` (a hit tells the policy, but is not one of the entry's hits:
+  // the fetch that follows counts the use); with take_lease,
   // also raises its lease count; with session_id != 0, joins the hit to that session.
   ProbeResult Probe(const ChunkId& id, bool take_lease, uint64_t session_id = 0);
   // Undoes one take_lease Probe, unless the entry was replaced since (generation differs).
@@ -205,6 +229,12 @@ class ChunkIndex {
   std::pair<uint64_t, uint64_t> TierUsage(Tier tier) const;
   // Live entries in all tiers (a relaxed snapshot).
   uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+  // Heap bytes one entry costs the index at worst, derived from the structures' sizes so it
+  // follows their changes: the entry with its allocation overhead, its hash-map slot at the
+  // lowest load a table has after growing, a TTL queue node, and its policy's own
+  // (EvictionPolicy::BytesPerEntry). Per-namespace counters and per-shard constants are
+  // left out (they do not grow with the entries).
+  uint64_t BytesPerEntry() const { return bytes_per_entry_; }
 
  private:
   static constexpr int kNumTiers = 4;
@@ -233,13 +263,22 @@ class ChunkIndex {
   // passes *parent to DropChild once it released s.mu.
   ChunkRef RemoveLocked(Shard& s, IndexEntry* e, ParentLink* parent)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // The protection a child asks its parent to share (see AddChild).
+  struct ChildProtection {
+    int64_t ttl_deadline_ns = 0;  // 0: none
+    uint64_t session_id = 0;      // 0: none
+  };
   // Counts a child in `parent` if cached; returns the link to undo it (generation 0: absent).
+  // Also raises the parent's protection to the child's, so that a protected tail never
+  // outlives its head: the parent's TTL deadline becomes at least the child's, and an
+  // unpinned parent in no session joins the child's (if active). Not undone when the child
+  // leaves or its insert fails: the parent keeps it until the TTL lapses or the session ends.
   // REQUIRES: no shard lock held (as DropChild).
-  ParentLink AddChild(const ChunkId& parent);
+  ParentLink AddChild(const ChunkId& parent, const ChildProtection& child, int64_t now_ns);
   void DropChild(const ParentLink& parent);
   // A hit: counts it in the entry and tells the policy.
   static void Touch(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  static bool Evictable(const PolicyHook* h);
+
   // The policy holding `e`, or null when pinned.
   static EvictionPolicy* PolicyOf(Shard& s, const IndexEntry* e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
@@ -253,10 +292,16 @@ class ChunkIndex {
   // Links a new or unpinned entry into the class its hints give it at `now_ns`.
   void Link(Shard& s, IndexEntry* e, int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void Unlink(Shard& s, IndexEntry* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Gives `e` session `session_id` if that session is active (see SetSessionCheck);
+  // whether it did. REQUIRES: the lock of e's shard held.
+  bool JoinSessionLocked(IndexEntry* e, uint64_t session_id) const;
   // Entries of `s` whose TTL ran out by `now_ns` become ordinary.
   void ExpireTtls(Shard& s, int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   int64_t NowNs() const { return absl::ToUnixNanos(clock_ ? clock_() : absl::Now()); }
   using NamespaceMatch = absl::FunctionRef<bool(const Key128& ns)>;
+  // Whether eviction may take `h`: unleased, unreferenced outside the index, and of a
+  // namespace `match` accepts (null: any).
+  static bool Evictable(const PolicyHook* h, const NamespaceMatch* match);
   ChunkRef EvictImpl(const NamespaceMatch* match, EvictedEntry* victim);
   struct VictimShard {
     Shard* shard = nullptr;  // null: no scanned shard has an evictable entry
@@ -274,12 +319,14 @@ class ChunkIndex {
   static constexpr int kSampleAboveEntriesPerShard = 64;
 
   const int num_shards_;
+  uint64_t bytes_per_entry_ = 0;  // set by Create
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint32_t> evict_cursor_{0};
   std::atomic<uint64_t> size_{0};
   std::atomic<uint64_t> class_size_[kEvictableClasses] = {};
   std::function<absl::Time()> clock_;
+  std::function<bool(const SessionKey&)> session_active_;
 };
 
 }  // namespace kvstash::storage

@@ -3,12 +3,21 @@
 
 namespace kvstash::storage {
 
-ChunkIndex::ParentLink ChunkIndex::AddChild(const ChunkId& parent) {
+ChunkIndex::ParentLink ChunkIndex::AddChild(const ChunkId& parent, const ChildProtection& child,
+                                            int64_t now_ns) {
   Shard& s = ShardFor(parent);
   absl::MutexLock lock(&s.mu);
   auto it = s.entries.find(parent);
   if (it == s.entries.end()) return {};
   IndexEntry& e = *it->second;
+  const bool raise_ttl = child.ttl_deadline_ns > e.ttl_deadline_ns;
+  const bool join = child.session_id != 0 && e.session_id == 0 && !e.pinned;
+  if (raise_ttl || join) {
+    Unlink(s, &e);  // its class or TTL queue position may change
+    if (raise_ttl) e.ttl_deadline_ns = child.ttl_deadline_ns;
+    if (join) JoinSessionLocked(&e, child.session_id);
+    Link(s, &e, now_ns);
+  }
   if (e.children == UINT32_MAX) return {};  // saturated: this child is not counted
   if (e.children++ == 0) {
     if (EvictionPolicy* p = PolicyOf(s, &e)) p->OnChildrenChanged(&e);

@@ -231,6 +231,24 @@ TEST(ChunkIndexTest, EndedSessionsAndLapsedTtlsBecomeOrdinary) {
   EXPECT_EQ(index->NamespaceCounters(MakeId(0).ns).hint_drops, 0u);
 }
 
+TEST(ChunkIndexTest, OnlyActiveSessionsAreJoined) {
+  // An entry joining an ended session would keep its protection forever: no one ends it.
+  auto index = MakeIndex(4);
+  index->SetSessionCheck([](const SessionKey& s) { return s.id == 1; });
+  PutHints ended;
+  ended.session_id = 2;
+  ASSERT_TRUE(index->Insert(MakeId(0), Chunk(), Tier::kDram, true, ended));
+  ASSERT_TRUE(index->Insert(MakeId(1), Chunk(), Tier::kDram, true, PutHints{}));
+  index->Probe(MakeId(1), false, /*session_id=*/3);
+  ASSERT_TRUE(index->Insert(MakeId(2), Chunk(), Tier::kDram, true, PutHints{}));
+  index->Probe(MakeId(2), false, /*session_id=*/1);
+  for (const ColdEntry& e : index->Coldest(UINT64_MAX, 10)) {
+    EXPECT_EQ(e.eviction_class,
+              e.id == MakeId(2) ? EvictionClass::kSession : EvictionClass::kNormal);
+  }
+  EXPECT_EQ(index->Coldest(UINT64_MAX, 10).size(), 3u);
+}
+
 PutHints ChildOf(const ChunkId& parent) {
   PutHints hints;
   hints.has_parent = true;
@@ -260,6 +278,35 @@ TEST(ChunkIndexChildrenTest, CountsCachedChildrenAcrossShards) {
     EXPECT_EQ(index->Children(parent), static_cast<uint32_t>(left));
   }
   EXPECT_EQ(index->Locate(parent), Tier::kDram);
+}
+
+TEST(ChunkIndexChildrenTest, ParentIsProtectedAtLeastAsLongAsItsChild) {
+  auto index = MakeIndex(4);
+  absl::Time now = absl::FromUnixSeconds(100);
+  index->SetClock([&now] { return now; });
+  ASSERT_TRUE(index->Insert(MakeId(0), Chunk(), Tier::kDram));
+  PutHints ttl = ChildOf(MakeId(0));
+  ttl.ttl_ms = 1000;
+  ASSERT_TRUE(index->Insert(MakeId(1), Chunk(), Tier::kDram, true, ttl));
+  ASSERT_TRUE(index->Insert(MakeId(2), Chunk(), Tier::kDram));
+  PutHints session = ChildOf(MakeId(2));
+  session.session_id = 4;
+  ASSERT_TRUE(index->Insert(MakeId(3), Chunk(), Tier::kDram, true, session));
+  auto class_of = [&](uint64_t i) {
+    for (const ColdEntry& e : index->Coldest(UINT64_MAX, 10)) {
+      if (e.id == MakeId(i)) return e.eviction_class;
+    }
+    return EvictionClass::kPinned;
+  };
+  EXPECT_EQ(class_of(0), EvictionClass::kTtl);
+  EXPECT_EQ(class_of(2), EvictionClass::kSession);
+  // Ordinary chunks go first: the heads are no longer among them.
+  ASSERT_TRUE(index->Insert(MakeId(4), Chunk(), Tier::kDram));
+  EvictedEntry victim;
+  ASSERT_NE(index->EvictOne(&victim), nullptr);
+  EXPECT_EQ(victim.id, MakeId(4));
+  index->EndSessions({SessionKey{MakeId(0).ns, 4}});
+  EXPECT_EQ(class_of(2), EvictionClass::kNormal);
 }
 
 TEST(ChunkIndexChildrenTest, ParentOfAnotherNamespaceIsNotCounted) {

@@ -82,7 +82,6 @@ RocksDbTier::RocksDbTier(const RocksDbTierOptions& options, std::unique_ptr<rock
     : options_(options),
       db_(std::move(db)),
       families_(std::move(families)),
-      policy_(MakePolicy(options.eviction)),
       gc_trigger_bytes_(nvme::GcTriggerBytes(options)) {}
 
 RocksDbTier::~RocksDbTier() {
@@ -140,15 +139,6 @@ absl::Status RocksDbTier::ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
   return absl::OkStatus();
 }
 
-void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded) {
-  policy_ = MakePolicy(options_.eviction);  // fresh: the old one links entries about to go
-  entries_.clear();
-  live_bytes_ = 0;
-  ns_usage_.clear();
-  if (!loaded.empty()) next_sequence_ = std::max(next_sequence_, loaded.back()->sequence + 1);
-  for (auto& e : loaded) InsertLocked(std::move(e));
-}
-
 void RocksDbTier::DropRecords(const std::vector<std::string>& keys) {
   if (keys.empty()) return;
   rocksdb::Status s =
@@ -161,24 +151,6 @@ void RocksDbTier::DropRecords(const std::vector<std::string>& keys) {
         return st;
       });
   if (!s.ok()) IoError("delete", s.ToString()).IgnoreError();
-}
-
-absl::Status RocksDbTier::LoadIndex() {
-  std::vector<std::unique_ptr<Entry>> loaded;
-  std::vector<std::string> drop;
-  {
-    absl::ReaderMutexLock lock(&db_mu_);
-    if (absl::Status s = ScanIndex(&loaded, &drop); !s.ok()) return s;
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    counters_.dropped_records = drop.size();
-    counters_.recovered_chunks = loaded.size();
-    InstallIndexLocked(std::move(loaded));
-  }
-  DropRecords(drop);
-  MakeRoom(0);  // the budget may have shrunk since the last run
-  return absl::OkStatus();
 }
 
 absl::Mutex& RocksDbTier::StripeFor(const ChunkId& id) const {

@@ -133,10 +133,11 @@ class RocksDbTier {
   bool Contains(const ChunkId& id) const;
   // OK or NOT_FOUND.
   absl::Status Delete(const ChunkId& id);
-  // Removes the least recently used chunks that `match` accepts until `max_bytes` of
-  // payload are gone (UINT64_MAX: every match), counted as evictions (a tenant over its
-  // quota) or, with `as_deletes`, as deletes (a namespace cleared). Returns the chunks
-  // removed. Costs a walk of the LRU list up to the last chunk taken.
+  // Removes the chunks that `match` accepts, coldest first by the configured policy
+  // (RocksDbTierOptions::eviction), until `max_bytes` of payload are gone (UINT64_MAX:
+  // every match), counted as evictions (a tenant over its quota) or, with `as_deletes`, as
+  // deletes (a namespace cleared). Returns the chunks removed. Costs a walk of the policy's
+  // order up to the last chunk taken.
   uint64_t RemoveColdest(absl::FunctionRef<bool(const ChunkId&)> match, uint64_t max_bytes,
                          bool as_deletes);
   // Live chunks and payload bytes of each namespace on the tier.
@@ -177,8 +178,9 @@ class RocksDbTier {
   absl::Status ScanIndex(std::vector<std::unique_ptr<Entry>>* loaded,
                          std::vector<std::string>* drop) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status LoadIndex();
-  // Replaces the whole index (and the policy's state) by `loaded` (sorted oldest first).
-  void InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded)
+  // Replaces the whole index by `loaded` (sorted oldest first), ordered by `policy`, a
+  // fresh instance (MakePolicy).
+  void InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded, EvictionPolicyPtr policy)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes the records of `keys` from both families.
   void DropRecords(const std::vector<std::string>& keys);
@@ -195,8 +197,9 @@ class RocksDbTier {
   // Tells the policy of a hit; now and then persists its sequence for restarts.
   void Touch(const ChunkId& id, uint64_t generation);
   void InsertLocked(std::unique_ptr<Entry> entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The policy `name`. REQUIRES: options.Validate() accepted it.
-  static EvictionPolicyPtr MakePolicy(absl::string_view name);
+  // A fresh instance of the configured policy (options_.eviction); an unknown name is an
+  // error, never a silent fallback.
+  absl::StatusOr<EvictionPolicyPtr> MakePolicy() const;
   void EraseLocked(Entry* entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts an I/O error; returns it as UNAVAILABLE.
   absl::Status IoError(const char* what, const std::string& detail);

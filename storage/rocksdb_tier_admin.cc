@@ -1,17 +1,47 @@
 // RocksDbTier's calls for tenant quotas and admin requests: removing the coldest chunks
-// that a predicate accepts, and usage per namespace; and the tier's eviction policy.
+// that a predicate accepts, and usage per namespace; and the tier's eviction policy with
+// the loading of its index.
+#include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
-#include "storage/lru_policy.h"
 #include "storage/rocksdb_tier.h"
 
 namespace kvstash::storage {
 
-EvictionPolicyPtr RocksDbTier::MakePolicy(absl::string_view name) {
-  auto policy = CreateEvictionPolicy(name);
-  // Open validated the name; LRU only keeps a tier built around that check working.
-  return policy.ok() ? *std::move(policy) : std::make_unique<LruPolicy>();
+absl::StatusOr<EvictionPolicyPtr> RocksDbTier::MakePolicy() const {
+  return CreateEvictionPolicy(options_.eviction, "nvme.eviction");
+}
+
+void RocksDbTier::InstallIndexLocked(std::vector<std::unique_ptr<Entry>> loaded,
+                                     EvictionPolicyPtr policy) {
+  policy_ = std::move(policy);  // fresh: the old one links entries about to go
+  entries_.clear();
+  live_bytes_ = 0;
+  ns_usage_.clear();
+  if (!loaded.empty()) next_sequence_ = std::max(next_sequence_, loaded.back()->sequence + 1);
+  for (auto& e : loaded) InsertLocked(std::move(e));
+}
+
+absl::Status RocksDbTier::LoadIndex() {
+  absl::StatusOr<EvictionPolicyPtr> policy = MakePolicy();
+  if (!policy.ok()) return policy.status();
+  std::vector<std::unique_ptr<Entry>> loaded;
+  std::vector<std::string> drop;
+  {
+    absl::ReaderMutexLock lock(&db_mu_);
+    if (absl::Status s = ScanIndex(&loaded, &drop); !s.ok()) return s;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    counters_.dropped_records = drop.size();
+    counters_.recovered_chunks = loaded.size();
+    InstallIndexLocked(std::move(loaded), *std::move(policy));
+  }
+  DropRecords(drop);
+  MakeRoom(0);  // the budget may have shrunk since the last run
+  return absl::OkStatus();
 }
 
 uint64_t RocksDbTier::RemoveColdest(absl::FunctionRef<bool(const ChunkId&)> match,

@@ -184,12 +184,7 @@ absl::Status RocksDbTierOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("nvme.flush_interval_ms must be >= 0 (got ", flush_interval_ms, ")"));
   }
-  if (!CreateEvictionPolicy(eviction).ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("nvme.eviction: unknown policy '", eviction,
-                     "' (known: ", absl::StrJoin(KnownEvictionPolicies(), ", "), ")"));
-  }
-  return absl::OkStatus();
+  return CreateEvictionPolicy(eviction, "nvme.eviction").status();
 }
 
 }  // namespace kvstash::storage

@@ -120,6 +120,8 @@ void RocksDbTier::MaybeRecover() {
 // not yet flushed are lost (they were never durable); the index is reloaded from what the
 // reopened database holds, so it never points at them.
 absl::Status RocksDbTier::Reopen() {
+  absl::StatusOr<EvictionPolicyPtr> policy = MakePolicy();
+  if (!policy.ok()) return policy.status();
   absl::MutexLock write(&write_mu_);  // no write starts while the database changes
   std::vector<std::unique_ptr<Entry>> loaded;
   std::vector<std::string> drop;
@@ -135,7 +137,7 @@ absl::Status RocksDbTier::Reopen() {
   }
   {
     absl::MutexLock lock(&mu_);
-    InstallIndexLocked(std::move(loaded));
+    InstallIndexLocked(std::move(loaded), *std::move(policy));
     ++counters_.reopens;
   }
   deferred_since_ms_.store(0);

@@ -59,14 +59,15 @@ PolicyHook* S3FifoPolicy::PickVictim(absl::FunctionRef<bool(const PolicyHook*)> 
 PolicyHook* S3FifoPolicy::PickFromSmall(absl::FunctionRef<bool(const PolicyHook*)> evictable) {
   for (PolicyHook* h = small_.back(); h != nullptr;) {
     PolicyHook* prev = small_.prev(h);
-    if (h->word1 > 0) {
-      small_.Remove(h);
-      small_bytes_ -= h->size_bytes;
-      h->word1 = 0;
-      PushMain(h);
-    } else if (evictable(h)) {
-      return h;
+    if (!evictable(h)) {
+      h = prev;  // refused entries (leased, another tenant's) keep their state
+      continue;
     }
+    if (h->word1 == 0) return h;
+    small_.Remove(h);
+    small_bytes_ -= h->size_bytes;
+    h->word1 = 0;
+    PushMain(h);
     h = prev;
   }
   return nullptr;
@@ -75,12 +76,14 @@ PolicyHook* S3FifoPolicy::PickFromSmall(absl::FunctionRef<bool(const PolicyHook*
 PolicyHook* S3FifoPolicy::PickFromMain(absl::FunctionRef<bool(const PolicyHook*)> evictable) {
   // Ends: every step lowers a frequency or moves the cursor nearer the front; entries
   // reinserted at the front are met again after the rest, as in the queue itself.
+  // Refused entries (leased, another tenant's) are passed over untouched, so a filtered
+  // eviction never ages the frequencies of entries it may not take.
   for (PolicyHook* h = main_.back(); h != nullptr;) {
-    if (h->word1 == 0) {
-      if (evictable(h)) return h;
+    if (!evictable(h)) {
       h = main_.prev(h);
       continue;
     }
+    if (h->word1 == 0) return h;
     PolicyHook* prev = main_.prev(h);
     --h->word1;
     h->stamp = PolicyClockNanos();

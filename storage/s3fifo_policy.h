@@ -31,8 +31,8 @@ class S3FifoPolicy final : public EvictionPolicy {
   void OnAccess(PolicyHook* hook) override;
   // An unread small-queue entry becomes a ghost (a deleted one too: the policy cannot tell).
   void OnErase(PolicyHook* hook) override;
-  // Promotes or reinserts the read entries it passes at the tails (its only state change)
-  // and skips unevictable ones, which keep their places.
+  // Promotes or reinserts the read evictable entries it passes at the tails (its only
+  // state change); entries `evictable` refuses keep their places and frequencies.
   PolicyHook* PickVictim(absl::FunctionRef<bool(const PolicyHook*)> evictable) override;
   // Entries with frequency 0 of the queue PickVictim evicts from first, then the other
   // queue's, then the read ones by rising frequency.
@@ -40,6 +40,12 @@ class S3FifoPolicy final : public EvictionPolicy {
   // Victims of an oversized small queue rank below every main-queue victim, so that the
   // shards together keep the small queue near its share; within a class, FIFO order.
   uint64_t VictimRank(const PolicyHook* victim) const override;
+  // Ghosts are bounded by the entries (plus kMinGhosts per instance): one hash-map slot at
+  // the lowest load after growing, and one queue record, per entry.
+  uint64_t BytesPerEntry() const override {
+    using Record = std::pair<uint64_t, uint64_t>;
+    return (sizeof(Record) + 1) * 16 / 7 + sizeof(Record);
+  }
 
  private:
   enum Queue : uint32_t { kSmall = 0, kMain = 1 };

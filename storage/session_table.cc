@@ -25,6 +25,11 @@ std::vector<SessionKey> SessionTable::Touch(const SessionKey& session, absl::Tim
   return ended;
 }
 
+bool SessionTable::IsActive(const SessionKey& session) const {
+  absl::MutexLock lock(&mu_);
+  return sessions_.contains(session);
+}
+
 bool SessionTable::End(const SessionKey& session) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(session);

@@ -5,7 +5,8 @@
 // past that ends the one idle longest. The table only says which sessions ended; the store
 // then tells the index (ChunkIndex::EndSessions).
 //
-// Thread-safety: thread-safe.
+// Thread-safety: thread-safe. Never calls the index, so the index may call IsActive under
+// its shard locks.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,9 @@ class SessionTable {
   // Marks `session` active at `now`. Returns the sessions that ended: idle past the timeout
   // at `now`, or pushed out by max_sessions.
   std::vector<SessionKey> Touch(const SessionKey& session, absl::Time now);
+  // Whether `session` is in the table (touched and not ended since; one idle past the
+  // timeout counts until TakeIdle or Touch ends it, which the store then tells the index).
+  bool IsActive(const SessionKey& session) const;
   // Ends `session`; false when it was not active.
   bool End(const SessionKey& session);
   // Removes and returns the sessions idle past the timeout at `now`.

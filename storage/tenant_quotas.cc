@@ -50,6 +50,11 @@ std::string TenantQuotas::BoundTenant(const Key128& ns) const {
   return it == bindings_.end() ? "" : it->second;
 }
 
+std::string TenantQuotas::TenantOf(const Key128& ns) const {
+  absl::MutexLock lock(&mu_);
+  return TenantOfLocked(ns);
+}
+
 std::vector<Key128> TenantQuotas::BoundNamespaces() const {
   absl::MutexLock lock(&mu_);
   std::vector<Key128> out;
@@ -75,14 +80,29 @@ uint64_t TenantQuotas::DramExcess(const Key128& ns, uint64_t size) const {
   return used + size > quota ? used + size - quota : 0;
 }
 
+absl::Status TenantQuotas::CheckDramRoom(const Key128& ns, uint64_t size) const {
+  if (!any_dram_quota_) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  const std::string& tenant = TenantOfLocked(ns);
+  const uint64_t quota = QuotaOf(tenant).dram_bytes;
+  if (quota == 0) return absl::OkStatus();
+  auto it = by_tenant_.find(tenant);
+  const uint64_t pinned = it == by_tenant_.end() ? 0 : it->second.pinned_bytes;
+  if (size <= quota && size <= quota - std::min(quota, pinned)) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("DRAM quota of tenant \"", tenant, "\" (", quota, " bytes, ", pinned,
+                   " pinned) cannot hold a chunk of ", size, " bytes"));
+}
+
 TenantMatcher TenantQuotas::MatcherLocked(const std::string& tenant) const {
   TenantMatcher m;
-  m.is_default_ = tenant == default_tenant_;
   for (const auto& [ns, bound] : bindings_) {
-    if (bound == tenant) {
-      m.members_.insert(ns);
-    } else {
-      m.others_.insert(ns);
+    if (bound == tenant) m.members_.insert(ns);
+  }
+  if (tenant == default_tenant_) {
+    // Known unbound namespaces: they held DRAM bytes or pins in this process.
+    for (const auto& [ns, usage] : by_namespace_) {
+      if (!bindings_.contains(ns)) m.members_.insert(ns);
     }
   }
   return m;

@@ -5,6 +5,13 @@
 // The store reports every change of a namespace's committed DRAM bytes (AddDram) and takes
 // pin quota through TryPin/Unpin; NVMe usage is read from the NVMe tier when needed.
 //
+// A namespace is known once bound (Bind; "" binds it to the default tenant) or once it
+// held DRAM bytes or pins in this process; a known unbound namespace counts as the default
+// tenant's. Unknown namespaces match no tenant: after a restart the bindings are empty and
+// NVMe holds namespaces of every tenant, so the default tenant's NVMe quota must not take
+// them all for its own. Their NVMe chunks are left out of quota enforcement until bound
+// (the daemon binds a namespace when it is registered again).
+//
 // Thread-safety: thread-safe (one mutex; every call is a few hash-map operations, except
 // Matcher and NvmeQuotas, which copy the namespace bindings).
 #pragma once
@@ -27,23 +34,18 @@
 namespace kvstash::storage {
 
 // Whether a namespace belongs to one tenant; a snapshot of the bindings when it was made.
+// Only known namespaces match (see TenantQuotas): an unknown one belongs to no tenant yet.
 class TenantMatcher {
  public:
-  bool operator()(const Key128& ns) const {
-    return is_default_ ? !others_.contains(ns) : members_.contains(ns);
-  }
+  bool operator()(const Key128& ns) const { return members_.contains(ns); }
 
  private:
   friend class TenantQuotas;
-  bool is_default_ = false;
-  absl::flat_hash_set<Key128> members_;  // bound to the tenant
-  absl::flat_hash_set<Key128> others_;   // bound to another tenant
+  absl::flat_hash_set<Key128> members_;
 };
 
 class TenantQuotas {
  public:
-  static constexpr absl::string_view kDefaultTenant = "default";
-
   // `max_pinned_bytes` bounds the pins of all tenants together.
   // REQUIRES: ParseTenantQuotas(options) is OK (ChunkStoreOptions::Validate checks it).
   TenantQuotas(const ChunkStoreOptions::Tenants& options, uint64_t max_pinned_bytes);
@@ -52,6 +54,8 @@ class TenantQuotas {
   void Bind(const Key128& ns, const std::string& tenant);
   // The tenant `ns` was bound to, or "" when never bound.
   std::string BoundTenant(const Key128& ns) const;
+  // The tenant `ns` counts against: its bound one, else the default tenant.
+  std::string TenantOf(const Key128& ns) const;
   // Namespaces bound to a tenant.
   std::vector<Key128> BoundNamespaces() const;
 
@@ -60,6 +64,9 @@ class TenantQuotas {
   // Bytes the tenant of `ns` must free before `size` more fit its DRAM quota; 0 when they
   // fit or the tenant has no DRAM quota.
   uint64_t DramExcess(const Key128& ns, uint64_t size) const;
+  // RESOURCE_EXHAUSTED when `size` more bytes could never fit the DRAM quota of `ns`'s
+  // tenant, whatever it evicted: above the quota, or above what its pins leave of it.
+  absl::Status CheckDramRoom(const Key128& ns, uint64_t size) const;
   // The namespaces of `ns`'s tenant.
   TenantMatcher MatcherFor(const Key128& ns) const;
 
@@ -70,7 +77,7 @@ class TenantQuotas {
   void Unpin(const Key128& ns, uint64_t bytes);
 
   // Every tenant with an NVMe quota that may hold chunks (bound tenants and the default
-  // one): its quota and its namespaces.
+  // one): its quota and its known namespaces.
   std::vector<std::pair<uint64_t, TenantMatcher>> NvmeQuotas() const;
   bool any_nvme_quota() const { return any_nvme_quota_; }
 

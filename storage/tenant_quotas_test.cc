@@ -55,9 +55,27 @@ TEST(TenantQuotasTest, DramExcessFollowsTheNamespacesTenant) {
   EXPECT_TRUE(big(a));
   EXPECT_TRUE(big(b));
   EXPECT_FALSE(big(MakeKey(3)));
+  q.AddDram(MakeKey(4), 10);                              // known, unbound
   const TenantMatcher others = q.MatcherFor(MakeKey(3));  // the default tenant
   EXPECT_TRUE(others(MakeKey(4)));
   EXPECT_FALSE(others(a));
+}
+
+TEST(TenantQuotasTest, UnknownNamespacesBelongToNoTenant) {
+  // After a restart NVMe holds namespaces no one bound yet: no quota may claim them.
+  TenantQuotas q(Options("a:nvme=1000"), 1000);
+  const Key128 bound_a = MakeKey(1), bound_default = MakeKey(2), used = MakeKey(3);
+  q.Bind(bound_a, "a");
+  q.Bind(bound_default, "");
+  q.AddDram(used, 10);
+  const TenantMatcher def = q.MatcherFor(MakeKey(9));
+  EXPECT_TRUE(def(bound_default));
+  EXPECT_TRUE(def(used));
+  EXPECT_FALSE(def(bound_a));
+  EXPECT_FALSE(def(MakeKey(4)));
+  const TenantMatcher a = q.MatcherFor(bound_a);
+  EXPECT_TRUE(a(bound_a));
+  EXPECT_FALSE(a(MakeKey(4)));
 }
 
 TEST(TenantQuotasTest, PinsAreBoundPerTenantAndInTotal) {

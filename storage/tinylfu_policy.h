@@ -36,6 +36,7 @@ class TinyLfuPolicy final : public EvictionPolicy {
   // Estimated frequency first, then last access: the shards together evict the least
   // frequent candidates.
   uint64_t VictimRank(const PolicyHook* victim) const override;
+  uint64_t BytesPerEntry() const override { return FrequencySketch::kMaxBytesPerKey; }
 
   // The sketch's estimate for `hook`'s key (tests).
   uint32_t Frequency(const PolicyHook* hook) const { return sketch_.Estimate(hook->key_hash); }

@@ -8,19 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/bits.h"
 #include "gtest/gtest.h"
 #include "proto/namespace_spec.h"
 #include "proto/status_map.h"
 
 namespace kvstash::testing {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 uint64_t SeedOf(const Key128& key) {
   uint64_t a = 0, b = 0;

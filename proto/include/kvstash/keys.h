@@ -18,6 +18,10 @@
 
 namespace kvstash {
 
+// The tenant of a namespace whose spec names none; its chunks count against this tenant's
+// quotas.
+inline constexpr absl::string_view kDefaultTenant = "default";
+
 // A 128-bit namespace id or chunk key, in the byte order documented in docs/keys.md.
 using Key128 = std::array<uint8_t, 16>;
 
@@ -33,7 +37,7 @@ enum class HashAlgo : uint32_t {
 
 // What a chunk's bytes mean. Two engines share chunks iff their namespaces are equal.
 struct Namespace {
-  std::string tenant = "default";
+  std::string tenant = std::string(kDefaultTenant);
   std::string model_id;  // REQUIRED, e.g. "meta-llama/Meta-Llama-3-8B"
   std::string revision;  // model revision or weights hash; may be empty
   std::string dtype = "fp16";

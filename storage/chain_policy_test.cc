@@ -3,20 +3,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "storage/policy_test_util.h"
 
 namespace kvstash::storage {
 namespace {
 
-bool Any(const PolicyHook*) { return true; }
-
-std::vector<PolicyHook*> DrainOrder(ChainPolicy& p) {
-  std::vector<PolicyHook*> order;
-  while (PolicyHook* v = p.PickVictim(Any)) {
-    order.push_back(v);
-    p.OnErase(v);
-  }
-  return order;
-}
+using testing::AcceptAll;
+using testing::DrainOrder;
 
 void SetChildren(ChainPolicy& p, PolicyHook* h, uint32_t children) {
   h->children = children;
@@ -43,10 +36,10 @@ TEST(ChainPolicyTest, AChainIsEatenFromItsTail) {
   SetChildren(p, &b, 1);
   p.OnInsert(&other);
   // c is the only leaf of the chain; when it goes, b is a leaf again at its old recency.
-  ASSERT_EQ(p.PickVictim(Any), &c);
+  ASSERT_EQ(p.PickVictim(AcceptAll), &c);
   p.OnErase(&c);
   SetChildren(p, &b, 0);
-  ASSERT_EQ(p.PickVictim(Any), &b);  // older than `other`
+  ASSERT_EQ(p.PickVictim(AcceptAll), &b);  // older than `other`
   p.OnErase(&b);
   SetChildren(p, &a, 0);
   EXPECT_EQ(DrainOrder(p), (std::vector<PolicyHook*>{&a, &other}));

@@ -3,27 +3,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "storage/policy_test_util.h"
 
 namespace kvstash::storage {
 namespace {
 
-bool Any(const PolicyHook*) { return true; }
-
-// Hooks of equal size with distinct keys.
-std::vector<PolicyHook> Hooks(size_t n, uint64_t first_key) {
-  std::vector<PolicyHook> hooks(n);
-  for (size_t i = 0; i < n; ++i) {
-    hooks[i].size_bytes = 100;
-    hooks[i].key_hash = first_key + i;
-  }
-  return hooks;
-}
-
-PolicyHook* EvictOne(S3FifoPolicy& p) {
-  PolicyHook* v = p.PickVictim(Any);
-  if (v != nullptr) p.OnErase(v);
-  return v;
-}
+using testing::EvictOne;
+using testing::Hooks;
 
 TEST(S3FifoPolicyTest, OneHitScanDoesNotEvictReadMainEntries) {
   S3FifoPolicy p;
@@ -66,7 +52,7 @@ TEST(S3FifoPolicyTest, MainReinsertsReadEntriesOncePerRead) {
   for (PolicyHook& h : hooks) p.OnAccess(&h);
   // All three move to main on the first pick (not evicted); then the one read again
   // outlives the rest.
-  p.PickVictim(Any);
+  p.PickVictim(testing::AcceptAll);
   p.OnAccess(&hooks[0]);
   std::vector<PolicyHook*> order;
   while (PolicyHook* v = EvictOne(p)) order.push_back(v);
@@ -82,9 +68,9 @@ TEST(S3FifoPolicyTest, SmallQueueVictimsRankBelowMainVictims) {
   for (PolicyHook& h : old) main_only.OnInsert(&h);
   main_only.OnAccess(&old[0]);
   EXPECT_EQ(EvictOne(main_only), &old[1]);
-  PolicyHook* main_victim = main_only.PickVictim(Any);
+  PolicyHook* main_victim = main_only.PickVictim(testing::AcceptAll);
   ASSERT_EQ(main_victim, &old[0]);
-  PolicyHook* small_victim = small_heavy.PickVictim(Any);
+  PolicyHook* small_victim = small_heavy.PickVictim(testing::AcceptAll);
   ASSERT_EQ(small_victim, &fresh[0]);
   // Though inserted later, the fresh entry goes first across instances.
   EXPECT_LT(small_heavy.VictimRank(small_victim), main_only.VictimRank(main_victim));

@@ -4,20 +4,13 @@
 
 #include "gtest/gtest.h"
 #include "storage/lru_policy.h"
+#include "storage/policy_test_util.h"
 
 namespace kvstash::storage {
 namespace {
 
-bool Any(const PolicyHook*) { return true; }
-
-std::vector<PolicyHook> Hooks(size_t n, uint64_t first_key) {
-  std::vector<PolicyHook> hooks(n);
-  for (size_t i = 0; i < n; ++i) {
-    hooks[i].size_bytes = 100;
-    hooks[i].key_hash = first_key + i;
-  }
-  return hooks;
-}
+using testing::AcceptAll;
+using testing::Hooks;
 
 // Inserts 4 entries and a filler, reads the 4 three times each, then inserts a scan of 20
 // one-hit entries and evicts 20: returns how many of the 4 were among the victims.
@@ -32,13 +25,13 @@ int FrequentEvictedByScan(EvictionPolicy& p) {
   for (size_t i = 1; i < scan.size(); ++i) p.OnInsert(&scan[i]);
   int evicted_frequent = 0;
   for (int i = 0; i < 20; ++i) {
-    PolicyHook* v = p.PickVictim(Any);
+    PolicyHook* v = p.PickVictim(AcceptAll);
     if (v == nullptr) break;
     if (v >= frequent.data() && v < frequent.data() + frequent.size()) ++evicted_frequent;
     p.OnErase(v);
   }
   // Leave no hook linked to the vectors about to go.
-  while (PolicyHook* v = p.PickVictim(Any)) p.OnErase(v);
+  while (PolicyHook* v = p.PickVictim(AcceptAll)) p.OnErase(v);
   return evicted_frequent;
 }
 
@@ -66,10 +59,10 @@ TEST(TinyLfuPolicyTest, ReturningPopularKeyIsAdmittedOverTheMainVictim) {
   p.OnInsert(&k2);
   p.OnInsert(&y);  // k2 becomes a candidate
   EXPECT_GT(p.Frequency(&k2), p.Frequency(&m1));
-  EXPECT_EQ(p.PickVictim(Any), &m1);  // k2 admitted to probation, m1 goes instead
-  p.OnInsert(&z);                     // y becomes a candidate, seen once: it loses against m1
-  EXPECT_EQ(p.PickVictim(Any), &y);
-  while (PolicyHook* v = p.PickVictim(Any)) p.OnErase(v);
+  EXPECT_EQ(p.PickVictim(AcceptAll), &m1);  // k2 admitted to probation, m1 goes instead
+  p.OnInsert(&z);                           // y becomes a candidate, seen once: it loses against m1
+  EXPECT_EQ(p.PickVictim(AcceptAll), &y);
+  while (PolicyHook* v = p.PickVictim(AcceptAll)) p.OnErase(v);
 }
 
 TEST(TinyLfuPolicyTest, RankOrdersByFrequencyFirst) {

@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "common/bearer_token.h"
 #include "server/config_reader.h"
 
 namespace kvstash::server::auth {
 namespace {
 
-constexpr size_t kMaxNameChars = 128;
 constexpr size_t kMaxTenantChars = 256;  // as long as a namespace's tenant may be
 constexpr size_t kDigestHexChars = 64;
 constexpr int64_t kMaxCallsPerS = 1'000'000'000;
@@ -177,27 +177,13 @@ absl::Status ReadGrants(const YAML::Node& map, const std::string& path, Principa
   return ReadLimits(map, path, &p->limits);
 }
 
-bool IsNameChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
-         c == '@' || c == ':';
-}
-
 absl::Status ReadName(const YAML::Node& entry, const std::string& path, std::string* name) {
   const std::string field = FieldName(path, "name");
   const YAML::Node node = Child(entry, "name");
   if (!node.IsDefined() || node.IsNull()) return ErrorAt(entry, field, "required");
   if (!node.IsScalar()) return ErrorAt(node, field, "expected a name");
   *name = node.Scalar();
-  if (name->empty() || name->size() > kMaxNameChars ||
-      !std::all_of(name->begin(), name->end(), IsNameChar)) {
-    return ErrorAt(node, field,
-                   absl::StrCat("expected 1 to ", kMaxNameChars,
-                                " letters, digits or . _ - @ : (it names the caller in logs and "
-                                "metrics)"));
-  }
-  if (*name == kAnonymousPrincipal || *name == kOpenPrincipal) {
-    return ErrorAt(node, field, absl::StrCat("\"", *name, "\" is reserved"));
-  }
+  if (absl::Status s = CheckPrincipalName(*name); !s.ok()) return ErrorAt(node, field, s.message());
   return absl::OkStatus();
 }
 

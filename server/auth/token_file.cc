@@ -21,7 +21,6 @@
 namespace kvstash::server::auth {
 namespace {
 
-constexpr size_t kMaxTenantChars = 256;  // as long as a namespace's tenant may be
 constexpr size_t kDigestHexChars = 64;
 constexpr int64_t kMaxCallsPerS = 1'000'000'000;
 
@@ -96,11 +95,11 @@ absl::Status ReadTenants(const YAML::Node& map, const std::string& path, const c
   if (!items.ok()) return items.status();
   for (const YAML::Node& item : *items) {
     const std::string& tenant = item.Scalar();
-    if (tenant.empty() || tenant.size() > kMaxTenantChars) {
+    if (tenant.empty()) {
       return ErrorAt(item, field,
-                     absl::StrCat("tenant names are 1 to ", kMaxTenantChars, " characters (\"",
-                                  kAnyTenant, "\": every tenant, \"", kDefaultTenant,
-                                  "\": namespaces registered without one)"));
+                     absl::StrCat("empty tenant name (\"", kDefaultTenant,
+                                  "\" is the tenant of namespaces registered without one, \"",
+                                  kAnyTenant, "\" every tenant)"));
     }
     out->insert(tenant);
   }

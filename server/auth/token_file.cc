@@ -1,11 +1,15 @@
 #include "server/auth/token_file.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -261,16 +265,47 @@ absl::StatusOr<TokenTable> ReadTable(const YAML::Node& root) {
   return table;
 }
 
+// Notes where each document starts; builds nothing.
+class DocumentMarks final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> starts;
+};
+
+// Where a second document starts, if the text has one: files concatenated by mistake would
+// otherwise lose every principal after the first document. Reads at most two documents,
+// since yaml-cpp's LoadAll never ends on some malformed input.
+std::optional<YAML::Mark> SecondDocument(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentMarks marks;
+  if (!parser.HandleNextDocument(marks) || !parser.HandleNextDocument(marks)) return std::nullopt;
+  if (marks.starts.size() < 2) return YAML::Mark();
+  return marks.starts[1];
+}
+
 }  // namespace
 
 absl::StatusOr<TokenTable> ParseTokenFile(absl::string_view yaml_text) {
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
-    // A second document (files concatenated by mistake) would otherwise be ignored.
-    if (documents.size() > 1) {
-      return ErrorAt(documents[1], "top level", "expected one YAML document, found a second");
+    const std::string text(yaml_text);
+    if (std::optional<YAML::Mark> second = SecondDocument(text)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", second->line + 1, ": top level: expected one YAML document, found a second"));
     }
-    return ReadTable(documents.empty() ? YAML::Node() : documents[0]);
+    return ReadTable(YAML::Load(text));
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return absl::InvalidArgumentError(e.msg);
     return absl::InvalidArgumentError(

@@ -4,6 +4,7 @@
 // Thread-safety: stateless functions.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"

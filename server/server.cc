@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "common/byte_size.h"
 #include "server/store_metrics.h"
+#include "server/tls_credentials.h"
 #include "storage/rocksdb_crc32c.h"
 
 #ifndef KVSTASH_VERSION
@@ -125,8 +126,11 @@ absl::Status Server::Start() {
   // for window updates; BDP probing would otherwise keep resizing it (measured: +5-10%).
   const int window = static_cast<int>(
       std::min<uint64_t>(1u << 30, std::max<uint64_t>(8u << 20, 2 * c.max_frame_bytes)));
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(c.tls);
+  if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(c.grpc_listen, grpc::InsecureServerCredentials(), &selected_port_);
+  builder.AddListeningPort(c.grpc_listen, *credentials, &selected_port_);
   builder.RegisterService(&service_);
   builder.SetMaxReceiveMessageSize(message_limit);
   builder.SetMaxSendMessageSize(message_limit);
@@ -193,9 +197,11 @@ absl::Status Server::StartMetrics() {
   handlers.ready = [this] { return ready(); };
   metrics::HttpEndpointOptions options;
   options.listen = config_.metrics.listen;
+  options.bearer_token_file = config_.metrics.bearer_token_file;
   absl::StatusOr<std::unique_ptr<metrics::HttpEndpoint>> http =
       metrics::HttpEndpoint::Start(options, std::move(handlers));
   if (!http.ok()) {
+    if (!absl::IsUnavailable(http.status())) return http.status();  // names its setting
     return absl::Status(http.status().code(),
                         absl::StrCat("metrics.listen: ", http.status().message()));
   }

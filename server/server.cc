@@ -58,6 +58,12 @@ std::string HugePageUsage() {
                       ",thp=", FormatByteSize(thp_kb << 10));
 }
 
+// How gRPC is protected, for the start-up line: "off", "tls" or "mutual".
+const char* TlsMode(const TlsConfig& tls) {
+  if (!tls.enabled()) return "off";
+  return tls.client_ca_file.empty() ? "tls" : "mutual";
+}
+
 ucx::UcxServerOptions UcxOptionsOf(const UcxConfig& c) {
   ucx::UcxServerOptions options;
   options.listen = c.listen;
@@ -222,6 +228,8 @@ void Server::LogStartup() const {
                                   {"metrics", metrics_address()},
                                   {"ucx", ucx_address()},
                                   {"listen", config_.server.grpc_listen},
+                                  {"tls", TlsMode(config_.server.tls)},
+                                  {"metrics_token", !config_.metrics.bearer_token_file.empty()},
                                   {"dram_capacity", FormatByteSize(d.capacity_bytes)},
                                   {"page", FormatByteSize(d.page_bytes)},
                                   {"max_chunk", FormatByteSize(config_.storage.max_chunk_bytes)},
@@ -230,6 +238,14 @@ void Server::LogStartup() const {
                                   {"huge_page_use", HugePageUsage()},
                                   {"eviction", d.eviction}});
   LogNvmeStartup();
+  const std::string& listen = config_.server.grpc_listen;
+  if (!config_.server.tls.enabled() && !absl::StartsWith(listen, "unix:") &&
+      !IsLoopbackHostPort(listen)) {
+    log_->Warn(
+        "gRPC serves plaintext on a non-loopback address; set server.tls.* "
+        "(docs/security.md)",
+        {{"listen", listen}});
+  }
 }
 
 void Server::LogNvmeStartup() const {

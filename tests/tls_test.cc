@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/http_get.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
@@ -191,6 +192,40 @@ TEST_F(TlsTest, BadFilesFailTheStartOrTheConnect) {
   auto ucx = Client::Connect("ucx://127.0.0.1:1", Trusting("ca.crt"));
   EXPECT_TRUE(absl::IsInvalidArgument(ucx.status())) << ucx.status();
   EXPECT_TRUE(absl::StrContains(ucx.status().message(), "ucx:// has no TLS")) << ucx.status();
+}
+
+// deploy/kvstashd-hardened.yaml, its credential paths pointed at test files, serves
+// mutual TLS and a token-protected /metrics.
+TEST_F(TlsTest, HardenedDeployConfigServes) {
+  const std::string dir = ::testing::TempDir() + "/kvstash-hardened";
+  std::filesystem::create_directories(dir);
+  for (const auto& [from, to] : {std::pair{"server.crt", "tls.crt"},
+                                 {"server.key", "tls.key"},
+                                 {"ca.crt", "client-ca.crt"}}) {
+    std::filesystem::copy_file(Cert(from), dir + "/" + to,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  std::ofstream(dir + "/metrics-token") << "scrape-token\n";
+  const std::string config = dir + "/kvstashd.yaml";
+  std::ofstream(config) << absl::StrReplaceAll(
+      ReadFile(std::string(KVSTASH_SOURCE_DIR) + "/deploy/kvstashd-hardened.yaml"),
+      {{"/run/credentials/kvstashd.service/", dir + "/"}});
+  DaemonOptions options;
+  options.set = {"storage.dram.capacity_bytes=64MiB"};
+  options.extra_args = {"--config", config};
+  auto daemon = DaemonProcess::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  daemon_ = std::move(*daemon);
+  ClientOptions with_cert = Trusting("ca.crt");
+  with_cert.tls_cert_file = Cert("client.crt");
+  with_cert.tls_key_file = Cert("client.key");
+  ExpectRoundTrip(with_cert);
+  auto address = MetricsAddress(*daemon_);
+  ASSERT_TRUE(address.ok()) << address.status();
+  auto metrics = HttpGet(*address, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->status, 401);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(MetricsTokenTest, MetricsNeedTheBearerTokenAndProbesDoNot) {

@@ -1,7 +1,10 @@
 #include "bench/security_suite.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -10,6 +13,7 @@
 #include "bench/kvstash_system.h"
 #include "bench/process.h"
 #include "bench/system_cells.h"
+#include "common/procfs.h"
 
 namespace kvstash::bench {
 namespace {
@@ -112,6 +116,43 @@ absl::StatusOr<Daemons> StartDaemons(const RunConfig& config, std::vector<std::s
   return d;
 }
 
+// CPU seconds the daemons and the client threads spent per GB moved, per configuration:
+// on a host without idle cores the throughput ratio is a CPU ratio, and this says where.
+class CpuCost {
+ public:
+  // Runs `cells` for `label` (its daemon `pid`), charging the CPU time and bytes to it.
+  void Measure(const std::string& label, pid_t pid, const std::function<size_t()>& cells,
+               const std::vector<Sample>& samples) {
+    const absl::StatusOr<absl::Duration> d0 = ReadProcCpuTime(pid);
+    const absl::StatusOr<absl::Duration> c0 = ReadProcCpuTime(getpid());
+    const size_t first = cells();
+    const absl::StatusOr<absl::Duration> d1 = ReadProcCpuTime(pid);
+    const absl::StatusOr<absl::Duration> c1 = ReadProcCpuTime(getpid());
+    if (!d0.ok() || !d1.ok() || !c0.ok() || !c1.ok()) return;
+    Totals& t = totals_[label];
+    t.daemon_s += absl::ToDoubleSeconds(*d1 - *d0);
+    t.client_s += absl::ToDoubleSeconds(*c1 - *c0);
+    for (size_t i = first; i < samples.size(); ++i) t.bytes += samples[i].result.bytes;
+  }
+
+  void AddNotes(std::vector<std::string>* notes) const {
+    for (const auto& [label, t] : totals_) {
+      if (t.bytes == 0) continue;
+      const double gb = static_cast<double>(t.bytes) / 1e9;
+      notes->push_back(absl::StrFormat(
+          "%s: %.2f CPU-s per GB in the daemon, %.2f in the clients (get and put cells)", label,
+          t.daemon_s / gb, t.client_s / gb));
+    }
+  }
+
+ private:
+  struct Totals {
+    double daemon_s = 0, client_s = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, Totals> totals_;
+};
+
 }  // namespace
 
 absl::StatusOr<SecuritySuiteOutput> RunSecuritySuite(const RunConfig& config,
@@ -121,6 +162,7 @@ absl::StatusOr<SecuritySuiteOutput> RunSecuritySuite(const RunConfig& config,
   if (!d.ok()) return d.status();
   uint64_t put_space = 5000;
   ConnPool pool;
+  CpuCost cost;
   const size_t n = d->variants.size();
   for (int round = 0; round < config.rounds; ++round) {
     for (size_t size : config.sizes) {
@@ -135,12 +177,20 @@ absl::StatusOr<SecuritySuiteOutput> RunSecuritySuite(const RunConfig& config,
         for (size_t i = 0; i < n; ++i) {
           const Variant& v = *d->variants[(i + round) % n];
           cell.put_space = put_space++;
-          RunSystemCells(*d->by_label[v.label], cell, config.limits, &pool, &out.samples,
-                         &out.notes);
+          KvstashSystem& system = *d->by_label[v.label];
+          cost.Measure(
+              v.label, system.server_pid(),
+              [&] {
+                const size_t first = out.samples.size();
+                RunSystemCells(system, cell, config.limits, &pool, &out.samples, &out.notes);
+                return first;
+              },
+              out.samples);
         }
       }
     }
   }
+  cost.AddNotes(&out.notes);
   return out;
 }
 

@@ -38,8 +38,8 @@ struct TlsConfig {
   // a certificate this CA signed. Requires cert_file.
   std::string client_ca_file;
   // How often the three files are checked for a new certificate (rounded up to whole
-  // seconds, gRPC's granularity). Write a renewed key and certificate by renaming both
-  // into place; a pair that does not match is ignored until it does.
+  // seconds, gRPC's granularity). Renew by renaming the new key, then the new
+  // certificate, into place; new connections get them after the next check.
   int64_t reload_interval_ms = 10000;
 
   bool enabled() const { return !cert_file.empty(); }

@@ -1,6 +1,8 @@
 // gRPC over TLS and mutual TLS, and the /metrics bearer token, against a real kvstashd with
 // certificates made at test time (tests/tls_certs.sh, Debian's openssl). Every refused
 // client is followed by a good one, to show the daemon keeps serving.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,10 +24,15 @@
 namespace kvstash::testing {
 namespace {
 
+// A path of this process's own (ctest runs each test as a process, in parallel).
+std::string ScratchPath(const std::string& name) {
+  return absl::StrCat(::testing::TempDir(), "/kvstash-tls-", getpid(), "-", name);
+}
+
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    certs_ = new std::string(::testing::TempDir() + "/kvstash-tls-certs");
+    certs_ = new std::string(ScratchPath("certs"));
     std::filesystem::remove_all(*certs_);
     auto made =
         RunCommand({"/bin/sh", std::string(KVSTASH_SOURCE_DIR) + "/tests/tls_certs.sh", *certs_});
@@ -145,7 +152,7 @@ TEST_F(TlsTest, MutualTlsNeedsAClientCertificateTheCaSigned) {
 }
 
 TEST_F(TlsTest, RenewedCertificateIsServedWithoutRestart) {
-  const std::string dir = ::testing::TempDir() + "/kvstash-tls-rotate";
+  const std::string dir = ScratchPath("rotate");
   std::filesystem::create_directories(dir);
   const std::string cert = dir + "/tls.crt", key = dir + "/tls.key";
   std::filesystem::copy_file(Cert("server.crt"), cert,
@@ -197,7 +204,7 @@ TEST_F(TlsTest, BadFilesFailTheStartOrTheConnect) {
 // deploy/kvstashd-hardened.yaml, its credential paths pointed at test files, serves
 // mutual TLS and a token-protected /metrics.
 TEST_F(TlsTest, HardenedDeployConfigServes) {
-  const std::string dir = ::testing::TempDir() + "/kvstash-hardened";
+  const std::string dir = ScratchPath("hardened");
   std::filesystem::create_directories(dir);
   for (const auto& [from, to] : {std::pair{"server.crt", "tls.crt"},
                                  {"server.key", "tls.key"},
@@ -229,7 +236,7 @@ TEST_F(TlsTest, HardenedDeployConfigServes) {
 }
 
 TEST(MetricsTokenTest, MetricsNeedTheBearerTokenAndProbesDoNot) {
-  const std::string token_file = ::testing::TempDir() + "/kvstash-metrics-token";
+  const std::string token_file = ScratchPath("metrics-token");
   std::ofstream(token_file) << "kvs_metrics_scraper_token\n";
   DaemonOptions options;
   options.set = {"storage.dram.capacity_bytes=64MiB", "ucx.enabled=false",

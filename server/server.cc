@@ -238,6 +238,10 @@ void Server::LogStartup() const {
                                   {"huge_page_use", HugePageUsage()},
                                   {"eviction", d.eviction}});
   LogNvmeStartup();
+  LogExposure();
+}
+
+void Server::LogExposure() const {
   const std::string& listen = config_.server.grpc_listen;
   if (!config_.server.tls.enabled() && !absl::StartsWith(listen, "unix:") &&
       !IsLoopbackHostPort(listen)) {
@@ -245,6 +249,13 @@ void Server::LogStartup() const {
         "gRPC serves plaintext on a non-loopback address; set server.tls.* "
         "(docs/security.md)",
         {{"listen", listen}});
+  }
+  const MetricsConfig& m = config_.metrics;
+  if (m.enabled && m.bearer_token_file.empty() && !IsLoopbackHostPort(m.listen)) {
+    log_->Warn(
+        "/metrics is open on a non-loopback address; set metrics.bearer_token_file "
+        "(docs/security.md)",
+        {{"listen", m.listen}});
   }
 }
 

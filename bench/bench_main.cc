@@ -12,6 +12,7 @@
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/scrape_suite.h"
+#include "bench/security_suite.h"
 #include "bench/ucx_suite.h"
 
 #ifndef KVSTASH_BENCH_KVSTASHD
@@ -113,6 +114,28 @@ int RunUcx(const BenchOptions& o) {
   return 0;
 }
 
+int RunSecurity(const BenchOptions& o) {
+  BenchOptions header = o;
+  header.run.systems = {"kvstash (grpc, grpc+tls, grpc+tls+token, ucx-tcp, ucx-tcp+token)"};
+  PrintHeader(header);
+  absl::StatusOr<SecuritySuiteOutput> out = RunSecuritySuite(o.run, std::cerr);
+  if (!out.ok()) {
+    std::cerr << "kvstash_bench: " << out.status() << "\n";
+    return 1;
+  }
+  std::vector<Row> rows = MedianRows(out->samples);
+  std::cout << "\n== security results (median of " << o.run.rounds << " rounds) ==\n";
+  PrintSecurityReport(std::cout, rows);
+  for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
+  if (o.json_path.empty()) return 0;
+  if (absl::Status s = WriteJsonLines(o.json_path, rows, RssResult{}); !s.ok()) {
+    std::cerr << "kvstash_bench: " << s << "\n";
+    return 1;
+  }
+  std::cout << "JSON lines written to " << o.json_path << "\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<BenchOptions> options = ParseOptions(argc, argv, KVSTASH_BENCH_KVSTASHD);
   if (!options.ok()) {
@@ -127,6 +150,7 @@ int Main(int argc, char** argv) {
   if (options->nvme) return RunNvme(*options);
   if (options->scrape) return RunScrape(*options);
   if (options->ucx) return RunUcx(*options);
+  if (options->security) return RunSecurity(*options);
   PrintHeader(*options);
   absl::StatusOr<RunOutput> out = RunBenchmark(options->run, std::cerr);
   if (!out.ok()) {

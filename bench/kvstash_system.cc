@@ -27,6 +27,7 @@ ClientOptions BenchClientOptions(const KvstashOptions& options) {
   c.deadline_ms = 60000;
   if (options.frame_bytes > 0) c.frame_bytes = options.frame_bytes;
   c.ucx_tls = options.ucx_tls;
+  c.tls_ca_file = options.tls_ca_file;
   return c;
 }
 

@@ -30,6 +30,9 @@ struct KvstashOptions {
   // "sm,self"), the daemon runs with the same ucx.tls, and rows carry `transport_label`.
   std::string ucx_tls;
   std::string transport_label = "grpc";
+  // Non-empty: the daemon serves gRPC over TLS (set server.tls.* in extra_sets) and the
+  // clients trust this CA file (ClientOptions::tls_ca_file).
+  std::string tls_ca_file;
   int64_t ready_timeout_ms = 30000;
 };
 

@@ -18,6 +18,7 @@ ABSL_FLAG(bool, no_fill, false, "do not fill kvstash's DRAM tier first");
 ABSL_FLAG(bool, nvme, false, "the NVMe suite instead of the sweep");
 ABSL_FLAG(bool, scrape, false, "the scrape suite instead of the sweep");
 ABSL_FLAG(bool, ucx, false, "the UCX suite instead of the sweep");
+ABSL_FLAG(bool, security, false, "the security suite instead of the sweep");
 // Valued flags are read as written, in command-line order, by Apply below; their absl
 // values only check that they were given a value.
 ABSL_FLAG(std::string, sizes, "", "chunk sizes");
@@ -163,6 +164,7 @@ absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
   o.nvme = absl::GetFlag(FLAGS_nvme);
   o.scrape = absl::GetFlag(FLAGS_scrape);
   o.ucx = absl::GetFlag(FLAGS_ucx);
+  o.security = absl::GetFlag(FLAGS_security);
   for (const auto& [flag, value] : Defaults(absl::GetFlag(FLAGS_quick))) {
     absl::Status s = Apply(flag, value, o);
     if (!s.ok()) return s;
@@ -170,6 +172,11 @@ absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
   if (o.ucx) {  // the UCX targets' sizes and client counts
     if (!flags->Given("sizes")) (void)Apply("sizes", "64KiB,4MiB,32MiB", o);
     if (!flags->Given("clients")) (void)Apply("clients", "1,4", o);
+  }
+  if (o.security) {  // the 4 MiB x4 cells of the security targets, more rounds
+    if (!flags->Given("sizes")) (void)Apply("sizes", "4MiB", o);
+    if (!flags->Given("clients")) (void)Apply("clients", "4", o);
+    if (!flags->Given("rounds")) (void)Apply("rounds", "5", o);
   }
   for (const auto& [flag, value] : flags->uses) {
     absl::Status s = Apply(flag, value, o);
@@ -211,6 +218,11 @@ std::string UsageText() {
                       (same UCX_TLS and size: the limit) and memcached, interleaved, with
                       ratios and target checks; sizes default 64KiB,4MiB,32MiB, clients 1,4
   --transport LIST    with --ucx: ucx-tcp (UCX_TLS=tcp) and/or ucx-shm (sm,self); default both
+  --security          instead of the sweep: get/put cells with transport security on and
+                      off, interleaved, one daemon per configuration: gRPC plaintext vs
+                      TLS (certificates made by openssl in the scratch directory), UCX over
+                      TCP with and without tokens; ratios and the >= 0.9x gRPC target;
+                      sizes default 4MiB, clients 4, rounds 5
 )";
 }
 

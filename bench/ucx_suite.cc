@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "bench/kvstash_system.h"
 #include "bench/process.h"
+#include "bench/system_cells.h"
 #include "bench/systems.h"
 
 namespace kvstash::bench {
@@ -28,84 +29,6 @@ constexpr char kPerftestPeer[] = "ucx_perftest-e";
 
 std::string TlsOf(const std::string& transport) {
   return transport == "ucx-shm" ? "sm,self" : "tcp";
-}
-
-// The connections of each system, opened on first use and kept for the whole run, as an
-// engine keeps its own. What a connection pays once (a same-host kvstash client maps the
-// daemon's arena into its address space as it first writes each part, ~0.15-0.25 ms per MiB
-// on the build hosts) then lands in the first round, and the median of several rounds is
-// the steady state.
-class ConnPool {
- public:
-  // Closes the connections to `system` (it was restarted).
-  void Forget(System& system) { open_.erase(&system); }
-
-  // The first `n` connections to `system`, opening those missing.
-  absl::StatusOr<std::vector<Conn*>> Get(System& system, int n) {
-    std::vector<std::unique_ptr<Conn>>& open = open_[&system];
-    while (open.size() < static_cast<size_t>(n)) {
-      absl::StatusOr<std::unique_ptr<Conn>> c = system.NewConn();
-      if (!c.ok()) return c.status();
-      open.push_back(*std::move(c));
-    }
-    std::vector<Conn*> conns;
-    for (int i = 0; i < n; ++i) conns.push_back(open[i].get());
-    return conns;
-  }
-
- private:
-  std::map<System*, std::vector<std::unique_ptr<Conn>>> open_;
-};
-
-// Stores the get working set of one size (already-present keys cost a round trip only).
-absl::Status StoreWorkingSet(Conn& conn, const std::vector<BenchKey>& keys,
-                             absl::Span<const char> value) {
-  for (const BenchKey& key : keys) {
-    if (absl::Status s = conn.Put(key, value); !s.ok() && !absl::IsAlreadyExists(s)) return s;
-  }
-  return absl::OkStatus();
-}
-
-struct CellSpec {
-  size_t size;
-  int clients;
-  const std::vector<BenchKey>* working_set;
-  absl::Span<const char> value;
-  uint64_t put_space;  // fresh keys for put cells
-  // Servers that must be idle before each cell starts (see SettleServers).
-  const std::vector<pid_t>* servers;
-};
-
-// Runs the get cell and the put cell of `system` and appends both samples.
-void RunSystemCells(System& system, const CellSpec& cell, const CellLimits& limits, ConnPool* pool,
-                    std::vector<Sample>* out, std::vector<std::string>* notes) {
-  absl::StatusOr<std::vector<Conn*>> conns = pool->Get(system, cell.clients);
-  if (!conns.ok()) {
-    notes->push_back(absl::StrCat(system.name(), ": ", conns.status().ToString()));
-    return;
-  }
-  if (absl::Status s = StoreWorkingSet(*(*conns)[0], *cell.working_set, cell.value); !s.ok()) {
-    notes->push_back(absl::StrCat(system.name(), " working set: ", s.ToString()));
-    return;
-  }
-  const std::vector<BenchKey>& ws = *cell.working_set;
-  for (Op op : {Op::kGet, Op::kPut}) {
-    OpPlan plan;
-    plan.op = op;
-    plan.chunk_bytes = cell.size;
-    plan.put_value = cell.value;
-    const uint64_t space = cell.put_space;
-    plan.key = op == Op::kGet ? std::function<BenchKey(int, uint64_t)>([&ws](int t, uint64_t i) {
-      return ws[(t * 7 + i) % ws.size()];
-    })
-                              : [space](int t, uint64_t i) {
-                                  return MakeKey(space, (uint64_t{1} << 40) * t + i);
-                                };
-    Sample sample{system.name(), system.transport(), op, cell.size, cell.clients, 0, {}};
-    SettleServers(*cell.servers, "a cell", notes);
-    sample.result = RunCell(*conns, plan, limits);
-    out->push_back(std::move(sample));
-  }
 }
 
 // `ucx_perftest -t tag_bw` between two processes on loopback, with `-e` when `peer_errors`;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client_impl.h"
+#include "client/grpc_tls.h"
 #include "client/grpc_transport.h"
 #include "client/ucx_transport.h"
 #include "client/uri.h"
@@ -49,11 +50,16 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   client_internal::TransportPtr transport;
   if (parsed->scheme == client_internal::UriScheme::kUcx) {
+    if (absl::Status s = client_internal::CheckNoTlsOptions(options); !s.ok()) return s;
     auto ucx = client_internal::UcxTransport::Create(parsed->host, parsed->port, options);
     if (!ucx.ok()) return ucx.status();
     transport = std::move(*ucx);
   } else {
-    transport = std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options);
+    absl::StatusOr<client_internal::ChannelSecurity> security =
+        client_internal::MakeChannelSecurity(options, parsed->tls);
+    if (!security.ok()) return security.status();
+    transport =
+        std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options, *security);
   }
   if (absl::Status s = CheckServing(transport.get(), uri, options); !s.ok()) return s;
   return std::unique_ptr<Client>(

@@ -67,13 +67,15 @@ grpc::ChannelArguments MakeChannelArguments(const ClientOptions& options, int in
   return args;
 }
 
-GrpcTransport::GrpcTransport(const std::string& target, const ClientOptions& options)
+GrpcTransport::GrpcTransport(const std::string& target, const ClientOptions& options,
+                             const ChannelSecurity& security)
     : target_(target), frame_bytes_(options.frame_bytes) {
   connections_.resize(options.connections);
   for (int i = 0; i < options.connections; ++i) {
     Connection& c = connections_[i];
-    c.channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                          MakeChannelArguments(options, i));
+    grpc::ChannelArguments args = MakeChannelArguments(options, i);
+    if (!security.server_name.empty()) args.SetSslTargetNameOverride(security.server_name);
+    c.channel = grpc::CreateCustomChannel(target, security.credentials, args);
     c.stub = std::make_unique<grpc::GenericStub>(c.channel);
   }
 }
@@ -85,8 +87,14 @@ GrpcTransport::Connection& GrpcTransport::Next() {
 absl::Status GrpcTransport::WaitConnected(absl::Time deadline) {
   for (size_t i = 0; i < connections_.size(); ++i) {
     if (!connections_[i].channel->WaitForConnected(absl::ToChronoTime(deadline))) {
+      // A fail-fast call reports why the last attempt failed (refused, TLS handshake).
+      CallContext probe;
+      probe.deadline = absl::Now() + absl::Seconds(1);
+      absl::StatusOr<std::string> why =
+          RunUnaryCall(connections_[i].stub.get(), probe, MethodName(UnaryMethod::kHealth), "");
       return absl::UnavailableError(
-          absl::StrCat("connection ", i, " to kvstashd at ", target_, " not established in time"));
+          absl::StrCat("connection ", i, " to kvstashd at ", target_, " not established in time",
+                       why.ok() ? "" : absl::StrCat(": ", why.status().message())));
     }
   }
   return absl::OkStatus();

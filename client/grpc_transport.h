@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "client/grpc_tls.h"
 #include "client/message_transport.h"
 #include "kvstash/client.h"
 
@@ -34,9 +35,10 @@ grpc::ChannelArguments MakeChannelArguments(const ClientOptions& options, int in
 
 class GrpcTransport final : public MessageTransport {
  public:
-  // target: "host:port". REQUIRES: options.Validate().ok(). Does not wait for the
-  // connections; see WaitConnected.
-  GrpcTransport(const std::string& target, const ClientOptions& options);
+  // target: "host:port"; security: plaintext or TLS (MakeChannelSecurity). REQUIRES:
+  // options.Validate().ok(). Does not wait for the connections; see WaitConnected.
+  GrpcTransport(const std::string& target, const ClientOptions& options,
+                const ChannelSecurity& security);
 
   absl::Status WaitConnected(absl::Time deadline) override;
   absl::Status Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,

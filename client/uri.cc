@@ -9,8 +9,9 @@ namespace kvstash::client_internal {
 namespace {
 
 absl::Status Bad(absl::string_view uri, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "bad daemon URI \"", uri, "\": ", why, " (expected grpc://HOST:PORT or ucx://HOST:PORT)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("bad daemon URI \"", uri, "\": ", why,
+                   " (expected grpc://HOST:PORT, grpcs://HOST:PORT or ucx://HOST:PORT)"));
 }
 
 bool IsHostChar(char c) {
@@ -52,8 +53,9 @@ absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
   if (sep == absl::string_view::npos) return Bad(uri, "missing scheme");
   absl::string_view scheme = uri.substr(0, sep);
   ParsedUri out;
-  if (scheme == "grpc") {
+  if (scheme == "grpc" || scheme == "grpcs") {
     out.scheme = UriScheme::kGrpc;
+    out.tls = scheme == "grpcs";
   } else if (scheme == "ucx") {
     out.scheme = UriScheme::kUcx;
   } else {

@@ -12,6 +12,13 @@ TEST(UriTest, ParsesGrpcAndUcx) {
   EXPECT_EQ(u->host, "127.0.0.1");
   EXPECT_EQ(u->port, 7070);
   EXPECT_EQ(u->HostPort(), "127.0.0.1:7070");
+  EXPECT_FALSE(u->tls);
+
+  u = ParseUri("grpcs://cache.example:7070");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->scheme, UriScheme::kGrpc);
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->HostPort(), "cache.example:7070");
 
   u = ParseUri("ucx://node-7.cluster.local:13337");
   ASSERT_TRUE(u.ok()) << u.status();

@@ -65,11 +65,16 @@ absl::Status ReadAll(int fd, Clock::time_point deadline, std::string* out) {
 
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host_port, const std::string& path,
                                      int timeout_ms) {
+  return HttpGet(host_port, path, timeout_ms, "");
+}
+
+absl::StatusOr<HttpResponse> HttpGet(const std::string& host_port, const std::string& path,
+                                     int timeout_ms, const std::string& headers) {
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   absl::StatusOr<int> fd = Connect(host_port);
   if (!fd.ok()) return fd.status();
   const std::string request =
-      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host_port, "\r\n\r\n");
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", host_port, "\r\n", headers, "\r\n");
   std::string raw;
   absl::Status s = send(*fd, request.data(), request.size(), MSG_NOSIGNAL) ==
                            static_cast<ssize_t>(request.size())

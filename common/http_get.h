@@ -19,5 +19,9 @@ struct HttpResponse {
 };
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host_port, const std::string& path,
                                      int timeout_ms = 5000);
+// As above, sending `headers` too: header lines, each ending in "\r\n" (e.g.
+// "Authorization: Bearer T\r\n").
+absl::StatusOr<HttpResponse> HttpGet(const std::string& host_port, const std::string& path,
+                                     int timeout_ms, const std::string& headers);
 
 }  // namespace kvstash

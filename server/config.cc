@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/bits.h"
 #include "common/byte_size.h"
 #include "common/ucx_setup.h"
@@ -31,6 +32,11 @@ server:
   max_keys_per_request: 65536     # keys per Lookup/Get/Exists/Delete, chunks per Put
   max_ttl_ms: 86400000            # longest TTL hint a Put may carry (0: none allowed)
   shutdown_grace_ms: 10000        # in-flight calls may finish for this long on SIGTERM
+  tls:                            # gRPC over TLS (docs/security.md); off while cert_file is ""
+    cert_file: ""                 # PEM certificate chain of the daemon
+    key_file: ""                  # PEM private key of cert_file
+    client_ca_file: ""            # PEM CA of client certificates; set = mutual TLS
+    reload_interval_ms: 10000     # how often the files are checked for a renewal
 data_dir: "./var/kvstash"
 log:
   level: info                     # debug | info | warn | error
@@ -75,6 +81,7 @@ metrics:                          # HTTP endpoint: /metrics, /healthz, /readyz
   listen: "127.0.0.1:7071"        # HOST:PORT; port 0 picks a free port
   namespace_labels: false         # per-namespace series (bounded by max_namespaces)
   max_namespaces: 64
+  bearer_token_file: ""           # set: /metrics requires "Authorization: Bearer <file's token>"
 ucx:                              # UCX data plane (docs/protocol.md, "UCX data plane")
   enabled: true
   listen: "127.0.0.1:7072"        # HOST:PORT; port 0 picks a free port
@@ -83,6 +90,7 @@ ucx:                              # UCX data plane (docs/protocol.md, "UCX data 
   tcp_segment_bytes: 256KiB       # UCX TCP fragment size; clients must use the same
   worker_threads: 1               # threads progressing UCX workers
   direct_access: true             # same-host clients map the DRAM arena (trusted clients)
+  trusted_network: false          # UCX has no TLS: non-loopback listen with auth needs true
 )yaml";
 
 namespace {
@@ -187,6 +195,19 @@ absl::Status CheckHostPort(absl::string_view field, const std::string& value) {
   return absl::OkStatus();
 }
 
+absl::Status CheckTls(const TlsConfig& t) {
+  if (t.cert_file.empty() != t.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        t.cert_file.empty() ? "server.tls.key_file: set without server.tls.cert_file"
+                            : "server.tls.cert_file: set without server.tls.key_file");
+  }
+  if (!t.client_ca_file.empty() && t.cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "server.tls.client_ca_file: mutual TLS needs server.tls.cert_file and key_file");
+  }
+  return absl::OkStatus();
+}
+
 // Checks that relate several fields, or a field's syntax beyond its type.
 absl::Status CheckCrossFields(const ServerConfig& c) {
   if (absl::Status s = CheckHostPort("metrics.listen", c.metrics.listen); !s.ok()) return s;
@@ -228,7 +249,7 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat("storage.", t.message()));
   }
   if (c.data_dir.empty()) return absl::InvalidArgumentError("data_dir: must not be empty");
-  return absl::OkStatus();
+  return CheckTls(c.server.tls);
 }
 
 absl::StatusOr<ServerConfig> ReadTree(const YAML::Node& root) {
@@ -241,6 +262,23 @@ absl::StatusOr<ServerConfig> ReadTree(const YAML::Node& root) {
 }
 
 }  // namespace
+
+bool IsLoopbackHostPort(absl::string_view host_port) {
+  absl::string_view host = host_port.substr(0, host_port.rfind(':'));
+  host = absl::StripSuffix(absl::StripPrefix(host, "["), "]");
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+absl::Status CheckUcxTrust(const UcxConfig& ucx, bool auth_required) {
+  if (!auth_required || !ucx.enabled || ucx.trusted_network || IsLoopbackHostPort(ucx.listen)) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "ucx.listen: \"", ucx.listen,
+      "\" is not a loopback address, and UCX has no TLS (tokens and chunks would cross the "
+      "network unencrypted); set ucx.trusted_network: true if only trusted hosts reach this "
+      "network, listen on loopback, or set ucx.enabled: false"));
+}
 
 storage::ChunkStoreOptions ServerConfig::ToChunkStoreOptions() const {
   storage::ChunkStoreOptions o;

@@ -24,6 +24,27 @@
 
 namespace kvstash::server {
 
+// The `server.tls:` section: TLS on the gRPC listener (docs/security.md, "TLS"). Off while
+// cert_file is empty; the files are PEM and are checked at start (a missing, unreadable or
+// mismatched file fails the start), then watched, so a renewed certificate is served
+// without a restart.
+struct TlsConfig {
+  // The daemon's certificate chain (leaf first). Set: gRPC serves TLS only; plaintext
+  // clients fail their handshake. Requires key_file.
+  std::string cert_file;
+  // The private key of cert_file's leaf certificate. Keep it 0600, owned by the daemon.
+  std::string key_file;
+  // CA bundle that signs client certificates. Set: mutual TLS, every client must present
+  // a certificate this CA signed. Requires cert_file.
+  std::string client_ca_file;
+  // How often the three files are checked for a new certificate (rounded up to whole
+  // seconds, gRPC's granularity). Renew by renaming the new key, then the new
+  // certificate, into place; new connections get them after the next check.
+  int64_t reload_interval_ms = 10000;
+
+  bool enabled() const { return !cert_file.empty(); }
+};
+
 // The `server:` section: the gRPC listener and its limits.
 struct GrpcConfig {
   // HOST:PORT to listen on ("[::]:7070" for every interface, port 0 picks a free port), or
@@ -43,6 +64,7 @@ struct GrpcConfig {
   int64_t max_ttl_ms = 86400000;
   // On SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled.
   int64_t shutdown_grace_ms = 10000;
+  TlsConfig tls;
 };
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
@@ -101,6 +123,11 @@ struct MetricsConfig {
   // With namespace_labels, export at most this many namespaces (the largest by bytes);
   // kvstash_namespaces_omitted counts the rest.
   uint32_t max_namespaces = 64;
+  // File holding the bearer token /metrics requires (`Authorization: Bearer <token>`;
+  // surrounding whitespace ignored); others get 401. /healthz and /readyz stay open for
+  // probes. The file is checked on every scrape and re-read when it changes. Empty: /metrics
+  // is open to whoever reaches `listen` (keep that on loopback).
+  std::string bearer_token_file;
 };
 
 // The `ucx:` section: the UCX data-plane listener (docs/protocol.md, "UCX data plane").
@@ -135,6 +162,10 @@ struct UcxConfig {
   // to open the daemon's files in /proc, as for CMA). Needs /dev/shm to hold the DRAM
   // budget; the daemon falls back to a private arena (logged) when it cannot.
   bool direct_access = true;
+  // UCX has no TLS: tokens and chunks cross the network in the clear. With authentication
+  // required, a non-loopback `listen` is refused at start unless this says the network is
+  // private to trusted hosts (an RDMA fabric, a host-only or isolated cluster network).
+  bool trusted_network = false;
 };
 
 struct ServerConfig {
@@ -173,6 +204,12 @@ absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
 
 // The effective configuration as YAML; ParseConfig(EmitConfig(c), {}) yields `c` again.
 std::string EmitConfig(const ServerConfig& config);
+
+// With `auth_required`, an enabled UCX listener on a non-loopback address needs
+// ucx.trusted_network (UCX carries tokens unencrypted). FAILED_PRECONDITION saying so.
+absl::Status CheckUcxTrust(const UcxConfig& ucx, bool auth_required);
+// Whether HOST of "HOST:PORT" is a loopback address (127.0.0.0/8, ::1, localhost).
+bool IsLoopbackHostPort(absl::string_view host_port);
 
 absl::string_view LogLevelName(LogLevel level);
 absl::string_view LogFormatName(LogFormat format);

@@ -81,6 +81,12 @@ void VisitServer(GrpcConfig& c, V& v) {
   v.Int("max_keys_per_request", &c.max_keys_per_request, {1, 1 << 24});
   v.Int("max_ttl_ms", &c.max_ttl_ms, {0, 30 * kDayMs});
   v.Int("shutdown_grace_ms", &c.shutdown_grace_ms, {0, kDayMs});
+  v.Begin("tls");
+  v.String("cert_file", &c.tls.cert_file);
+  v.String("key_file", &c.tls.key_file);
+  v.String("client_ca_file", &c.tls.client_ca_file);
+  v.Int("reload_interval_ms", &c.tls.reload_interval_ms, {1000, kDayMs});
+  v.End();
   v.End();
 }
 
@@ -164,6 +170,7 @@ void VisitMetrics(MetricsConfig& c, V& v) {
   v.String("listen", &c.listen);
   v.Bool("namespace_labels", &c.namespace_labels);
   v.Int("max_namespaces", &c.max_namespaces, {1, 100000});
+  v.String("bearer_token_file", &c.bearer_token_file);
   v.End();
 }
 
@@ -178,6 +185,7 @@ void VisitUcx(UcxConfig& c, V& v) {
          {ucx_setup::kMinTcpSegmentBytes, ucx_setup::kMaxTcpSegmentBytes});
   v.Int("worker_threads", &c.worker_threads, {1, kMaxThreads});
   v.Bool("direct_access", &c.direct_access);
+  v.Bool("trusted_network", &c.trusted_network);
   v.End();
 }
 

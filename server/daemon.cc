@@ -181,7 +181,8 @@ int RunDaemon(int argc, char** argv) {
   }
   if (absl::Status s = (*server)->Start(); !s.ok()) {
     log.Error("cannot start", {{"status", s}});
-    return kExitFailure;
+    // A TLS or token file the daemon cannot use is a bad configuration too.
+    return s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   SignalWaiter signals(&log);
   // Liveness for the systemd watchdog: the store answers (its locks are not wedged).

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "common/byte_size.h"
 #include "server/store_metrics.h"
+#include "server/tls_credentials.h"
 #include "storage/rocksdb_crc32c.h"
 
 #ifndef KVSTASH_VERSION
@@ -55,6 +56,12 @@ std::string HugePageUsage() {
   if (!in.eof()) return "unknown";
   return absl::StrCat("hugetlb=", FormatByteSize(hugetlb_kb << 10),
                       ",thp=", FormatByteSize(thp_kb << 10));
+}
+
+// How gRPC is protected, for the start-up line: "off", "tls" or "mutual".
+const char* TlsMode(const TlsConfig& tls) {
+  if (!tls.enabled()) return "off";
+  return tls.client_ca_file.empty() ? "tls" : "mutual";
 }
 
 ucx::UcxServerOptions UcxOptionsOf(const UcxConfig& c) {
@@ -125,8 +132,11 @@ absl::Status Server::Start() {
   // for window updates; BDP probing would otherwise keep resizing it (measured: +5-10%).
   const int window = static_cast<int>(
       std::min<uint64_t>(1u << 30, std::max<uint64_t>(8u << 20, 2 * c.max_frame_bytes)));
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(c.tls);
+  if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(c.grpc_listen, grpc::InsecureServerCredentials(), &selected_port_);
+  builder.AddListeningPort(c.grpc_listen, *credentials, &selected_port_);
   builder.RegisterService(&service_);
   builder.SetMaxReceiveMessageSize(message_limit);
   builder.SetMaxSendMessageSize(message_limit);
@@ -193,9 +203,11 @@ absl::Status Server::StartMetrics() {
   handlers.ready = [this] { return ready(); };
   metrics::HttpEndpointOptions options;
   options.listen = config_.metrics.listen;
+  options.bearer_token_file = config_.metrics.bearer_token_file;
   absl::StatusOr<std::unique_ptr<metrics::HttpEndpoint>> http =
       metrics::HttpEndpoint::Start(options, std::move(handlers));
   if (!http.ok()) {
+    if (!absl::IsUnavailable(http.status())) return http.status();  // names its setting
     return absl::Status(http.status().code(),
                         absl::StrCat("metrics.listen: ", http.status().message()));
   }
@@ -216,6 +228,8 @@ void Server::LogStartup() const {
                                   {"metrics", metrics_address()},
                                   {"ucx", ucx_address()},
                                   {"listen", config_.server.grpc_listen},
+                                  {"tls", TlsMode(config_.server.tls)},
+                                  {"metrics_token", !config_.metrics.bearer_token_file.empty()},
                                   {"dram_capacity", FormatByteSize(d.capacity_bytes)},
                                   {"page", FormatByteSize(d.page_bytes)},
                                   {"max_chunk", FormatByteSize(config_.storage.max_chunk_bytes)},
@@ -224,6 +238,25 @@ void Server::LogStartup() const {
                                   {"huge_page_use", HugePageUsage()},
                                   {"eviction", d.eviction}});
   LogNvmeStartup();
+  LogExposure();
+}
+
+void Server::LogExposure() const {
+  const std::string& listen = config_.server.grpc_listen;
+  if (!config_.server.tls.enabled() && !absl::StartsWith(listen, "unix:") &&
+      !IsLoopbackHostPort(listen)) {
+    log_->Warn(
+        "gRPC serves plaintext on a non-loopback address; set server.tls.* "
+        "(docs/security.md)",
+        {{"listen", listen}});
+  }
+  const MetricsConfig& m = config_.metrics;
+  if (m.enabled && m.bearer_token_file.empty() && !IsLoopbackHostPort(m.listen)) {
+    log_->Warn(
+        "/metrics is open on a non-loopback address; set metrics.bearer_token_file "
+        "(docs/security.md)",
+        {{"listen", m.listen}});
+  }
 }
 
 void Server::LogNvmeStartup() const {

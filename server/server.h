@@ -80,6 +80,8 @@ class Server {
   void CloseIdleConnections(absl::Time deadline, absl::Notification* stopped);
   // Logs the NVMe tier's directory, budget and what start-up recovered from it.
   void LogNvmeStartup() const;
+  // Warns about a listener other hosts reach without protection (docs/security.md).
+  void LogExposure() const;
 
   const ServerConfig config_;
   Logger* const log_;

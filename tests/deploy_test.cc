@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/http_get.h"
@@ -113,6 +114,57 @@ TEST(DeployFilesTest, DefaultConfigFileMatchesTheEmbeddedDefault) {
   auto embedded = server::ParseConfig(server::kDefaultConfigYaml, {});
   ASSERT_TRUE(embedded.ok()) << embedded.status();
   EXPECT_EQ(server::EmitConfig(*file), server::EmitConfig(*embedded));
+}
+
+TEST(DeployFilesTest, HardenedConfigProtectsEveryListener) {
+  auto c = server::LoadConfigFile(kDeploy + "kvstashd-hardened.yaml", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->server.tls.enabled());
+  EXPECT_FALSE(c->server.tls.client_ca_file.empty());
+  EXPECT_FALSE(c->metrics.bearer_token_file.empty());
+  EXPECT_FALSE(c->ucx.direct_access);
+  EXPECT_TRUE(server::CheckUcxTrust(c->ucx, /*auth_required=*/true).ok());
+  // The unit runs it, with every file it names handed over by LoadCredential=.
+  const std::string unit = ReadFile(kDeploy + "kvstashd.service");
+  EXPECT_NE(unit.find("--config /etc/kvstash/kvstashd-hardened.yaml"), std::string::npos);
+  for (const std::string* file : {&c->server.tls.cert_file, &c->server.tls.key_file,
+                                  &c->server.tls.client_ca_file, &c->metrics.bearer_token_file}) {
+    const std::string name = file->substr(file->rfind('/') + 1);
+    EXPECT_EQ(*file, "/run/credentials/kvstashd.service/" + name);
+    EXPECT_NE(unit.find("LoadCredential=" + name + ":/etc/kvstash/secrets/" + name),
+              std::string::npos)
+        << name;
+  }
+}
+
+TEST(DeployFilesTest, KubernetesMountsSecretsAndPrometheusSendsTheToken) {
+  std::set<std::string> secret_paths;
+  for (const YAML::Node& doc : YAML::LoadAll(ReadFile(kDeploy + "k8s/kvstash.yaml"))) {
+    const std::string kind = doc["kind"].as<std::string>();
+    EXPECT_NE(kind, "Secret") << "secrets are created apart from the manifest";
+    if (kind == "DaemonSet") {
+      for (const YAML::Node& m : doc["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]) {
+        if (absl::StartsWith(m["mountPath"].as<std::string>(), "/run/secrets/")) {
+          secret_paths.insert(m["mountPath"].as<std::string>() + "/");
+        }
+      }
+    } else if (kind == "ConfigMap") {
+      auto c = server::ParseConfig(doc["data"]["kvstashd.yaml"].as<std::string>(), {});
+      ASSERT_TRUE(c.ok()) << c.status();
+      EXPECT_TRUE(c->server.tls.enabled());
+      EXPECT_FALSE(c->metrics.bearer_token_file.empty());
+      EXPECT_TRUE(server::CheckUcxTrust(c->ucx, /*auth_required=*/true).ok());
+    } else if (kind == "ServiceMonitor") {
+      const YAML::Node auth = doc["spec"]["endpoints"][0]["authorization"];
+      EXPECT_EQ(auth["type"].as<std::string>(""), "Bearer");
+      EXPECT_EQ(auth["credentials"]["key"].as<std::string>(""), "metrics-token");
+    }
+  }
+  EXPECT_EQ(secret_paths.size(), 2u);
+  const YAML::Node prometheus = YAML::LoadFile(kDeploy + "prometheus.yml");
+  const YAML::Node auth = prometheus["scrape_configs"][0]["authorization"];
+  EXPECT_EQ(auth["type"].as<std::string>(""), "Bearer");
+  EXPECT_FALSE(auth["credentials_file"].as<std::string>("").empty());
 }
 
 TEST(DeployFilesTest, SystemdUnitVerifies) {

@@ -22,6 +22,10 @@ ABSL_FLAG(std::string, server, "", "daemon address");
 ABSL_FLAG(std::string, deadline_ms, "", "per-call deadline");
 ABSL_FLAG(std::string, connect_timeout_ms, "", "how long to wait for the daemon");
 ABSL_FLAG(std::string, frame_bytes, "", "payload bytes per wire frame");
+ABSL_FLAG(std::string, tls_ca, "", "CA of the daemon's certificate");
+ABSL_FLAG(std::string, tls_cert, "", "client certificate (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "client key (mutual TLS)");
+ABSL_FLAG(std::string, tls_server_name, "", "name the daemon's certificate carries");
 ABSL_FLAG(std::string, tenant, "", "namespace tenant");
 ABSL_FLAG(std::string, model, "", "namespace model");
 ABSL_FLAG(std::string, revision, "", "namespace revision");
@@ -141,6 +145,12 @@ absl::Status ParseHash(absl::string_view v, CliArgs* a) {
   return absl::OkStatus();
 }
 
+template <std::string ClientOptions::*kField>
+absl::Status SetOption(absl::string_view v, CliArgs* a) {
+  a->options.*kField = std::string(v);
+  return absl::OkStatus();
+}
+
 absl::Status ParseFrameBytes(absl::string_view v, CliArgs* a) {
   uint64_t n = 0;
   absl::Status s = ParseSize(v, &n);
@@ -196,6 +206,10 @@ const FlagDef kFlags[] = {
        return ParseNumber(v, &a->options.connect_timeout_ms);
      }},
     {"frame-bytes", kGlobal, ParseFrameBytes},
+    {"tls-ca", kGlobal, SetOption<&ClientOptions::tls_ca_file>},
+    {"tls-cert", kGlobal, SetOption<&ClientOptions::tls_cert_file>},
+    {"tls-key", kGlobal, SetOption<&ClientOptions::tls_key_file>},
+    {"tls-server-name", kGlobal, SetOption<&ClientOptions::tls_server_name>},
     {"tenant", kNamespaced, SetNsString<&Namespace::tenant>},
     {"model", kNamespaced, SetNsString<&Namespace::model_id>},
     {"revision", kNamespaced, SetNsString<&Namespace::revision>},
@@ -418,6 +432,12 @@ Global flags:
   --deadline-ms N           per-call deadline, retries included (default 30000)
   --connect-timeout-ms N    how long to wait for the daemon (default 5000)
   --frame-bytes BYTES       payload bytes per wire frame (default 1MiB)
+  --tls-ca FILE             PEM CA of the daemon's certificate: gRPC over TLS (also with
+                            a grpcs:// URI; default $KVSTASH_TLS_CA)
+  --tls-cert FILE --tls-key FILE
+                            client certificate and key for mutual TLS
+                            (default $KVSTASH_TLS_CERT, $KVSTASH_TLS_KEY)
+  --tls-server-name NAME    name the daemon's certificate carries, if not the URI's host
 
 Namespace flags (what the chunk bytes mean; must match the writer's):
   --tenant S (default "default")   --model S (default "demo-model")   --revision S

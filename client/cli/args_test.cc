@@ -96,6 +96,16 @@ TEST(ArgsTest, FlagNamesWithDashesOrUnderscores) {
   EXPECT_EQ(a->options.deadline_ms, ClientOptions().deadline_ms);
 }
 
+TEST(ArgsTest, TlsFlagsFillTheClientOptions) {
+  auto a = Parse({"--tls-ca", "ca.crt", "--tls-cert=engine.crt", "--tls_key", "engine.key",
+                  "--tls-server-name", "cache-1", "health"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->options.tls_ca_file, "ca.crt");
+  EXPECT_EQ(a->options.tls_cert_file, "engine.crt");
+  EXPECT_EQ(a->options.tls_key_file, "engine.key");
+  EXPECT_EQ(a->options.tls_server_name, "cache-1");
+}
+
 TEST(ArgsTest, ExistsTakesSeveralKeysOrAllChunks) {
   const std::string k1(32, '1'), k2(32, '2');
   auto a = Parse({"exists", "--key", k1 + "," + k2});

@@ -101,12 +101,14 @@ class _Dispatcher:
 
 
 class Client:
-    """A connection to kvstashd, over ``grpc://host:port`` or ``ucx://host:port``.
+    """A connection to kvstashd, over ``grpc://host:port``, ``grpcs://host:port`` (TLS) or
+    ``ucx://host:port``.
 
     ``options`` are the C++ ``ClientOptions`` fields by name (``deadline_ms``,
     ``connect_timeout_ms``, ``max_retries``, ``initial_backoff_ms``, ``max_backoff_ms``,
     ``frame_bytes``, ``connections``, ``async_threads``, ``verify_checksums``,
-    ``checksum_puts``, ``ucx_tls``, ``ucx_direct``, ``ucx_copy_threads``,
+    ``checksum_puts``, ``tls_ca_file``, ``tls_cert_file``, ``tls_key_file``,
+    ``tls_server_name``, ``ucx_tls``, ``ucx_direct``, ``ucx_copy_threads``,
     ``ucx_idle_progress_ms``, ``ucx_tcp_segment_bytes``); :func:`default_options` lists
     their defaults. Raises :class:`Unavailable` when the daemon does not answer within
     ``connect_timeout_ms`` and :class:`InvalidArgument` for a bad URI or option.

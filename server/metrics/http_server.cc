@@ -17,12 +17,26 @@ void InitLibraryOnce() {
   std::call_once(once, [] { mg_init_library(0); });
 }
 
-int Send(mg_connection* conn, int code, const char* content_type, const std::string& body) {
-  const char* reason = code == 200 ? "OK" : code == 503 ? "Service Unavailable" : "Error";
+const char* Reason(int code) {
+  switch (code) {
+    case 200:
+      return "OK";
+    case 401:
+      return "Unauthorized";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
+  }
+}
+
+// `extra_headers`: further header lines, each ending in CRLF.
+int Send(mg_connection* conn, int code, const char* content_type, const std::string& body,
+         const char* extra_headers = "") {
   mg_printf(conn,
             "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-            "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-            code, reason, content_type, body.size());
+            "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n",
+            code, Reason(code), content_type, body.size(), extra_headers);
   if (strcmp(mg_get_request_info(conn)->request_method, "HEAD") != 0) {
     mg_write(conn, body.data(), body.size());
   }
@@ -34,6 +48,11 @@ const HttpHandlers& HandlersOf(void* cbdata) {
 }
 
 int ServeMetrics(mg_connection* conn, void* cbdata) {
+  BearerTokenFile* bearer = static_cast<const HttpEndpoint*>(cbdata)->bearer();
+  if (bearer != nullptr && !bearer->Accepts(mg_get_header(conn, "Authorization"))) {
+    return Send(conn, 401, "text/plain", "a valid bearer token is required\n",
+                "WWW-Authenticate: Bearer realm=\"kvstash metrics\"\r\n");
+  }
   return Send(conn, 200, kTextContentType, HandlersOf(cbdata).metrics());
 }
 
@@ -50,6 +69,12 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const HttpEndpointOptions& options, HttpHandlers handlers) {
   InitLibraryOnce();
   std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint(options.listen, std::move(handlers)));
+  if (!options.bearer_token_file.empty()) {
+    absl::StatusOr<std::unique_ptr<BearerTokenFile>> bearer =
+        BearerTokenFile::Open(options.bearer_token_file);
+    if (!bearer.ok()) return bearer.status();
+    endpoint->bearer_ = std::move(*bearer);
+  }
   const std::string threads = absl::StrCat(options.threads);
   const std::string timeout = absl::StrCat(options.request_timeout_ms);
   const char* config[] = {"listening_ports",

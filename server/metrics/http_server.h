@@ -1,5 +1,6 @@
 // HttpEndpoint: the daemon's small HTTP listener (civetweb) for operators and probes:
-//   GET /metrics  Prometheus text exposition (Handlers::metrics)
+//   GET /metrics  Prometheus text exposition (Handlers::metrics); with a bearer token
+//                 file, only for requests carrying `Authorization: Bearer <token>` (401)
 //   GET /healthz  200 "ok" while the process runs
 //   GET /readyz   200 "ready" when Handlers::ready() is true, else 503 "not ready"
 // It serves no files and runs on its own few threads, apart from the data path.
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/metrics/bearer_token_file.h"
 
 struct mg_context;
 
@@ -29,6 +31,9 @@ struct HttpEndpointOptions {
   int threads = 2;
   // A request (headers and body) must arrive within this long.
   int request_timeout_ms = 10000;
+  // File holding the token /metrics requires (BearerTokenFile); empty: /metrics is open.
+  // The probes never require it.
+  std::string bearer_token_file;
 };
 
 struct HttpHandlers {
@@ -39,7 +44,7 @@ struct HttpHandlers {
 class HttpEndpoint {
  public:
   // Binds and starts serving. UNAVAILABLE (with civetweb's reason) when the address cannot
-  // be bound.
+  // be bound; INVALID_ARGUMENT when the bearer token file cannot be read.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(const HttpEndpointOptions& options,
                                                              HttpHandlers handlers);
   // Stops accepting and waits for in-flight requests.
@@ -54,6 +59,8 @@ class HttpEndpoint {
   std::string connect_address() const;
 
   const HttpHandlers& handlers() const { return handlers_; }
+  // Null when /metrics is open.
+  BearerTokenFile* bearer() const { return bearer_.get(); }
 
  private:
   HttpEndpoint(std::string listen, HttpHandlers handlers)
@@ -61,6 +68,7 @@ class HttpEndpoint {
 
   const std::string listen_;
   const HttpHandlers handlers_;
+  std::unique_ptr<BearerTokenFile> bearer_;
   mg_context* ctx_ = nullptr;
   int port_ = 0;
 };

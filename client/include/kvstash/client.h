@@ -6,9 +6,10 @@
 //   auto hits = (*client)->Lookup(*ns, keys);            // leading chunks present
 //   (*client)->Get(*ns, absl::MakeSpan(items));          // into caller buffers
 //
-// The URI scheme picks the transport: "grpc://host:port" (the daemon's gRPC port) or
-// "ucx://host:port" (its UCX port, config `ucx.listen`: RDMA, shared memory or TCP as
-// UCX chooses; see client/README.md). Both serve every call below.
+// The URI scheme picks the transport: "grpc://host:port" (the daemon's gRPC port),
+// "grpcs://host:port" (the same over TLS; ClientOptions::tls_*) or "ucx://host:port" (its
+// UCX port, config `ucx.listen`: RDMA, shared memory or TCP as UCX chooses; see
+// client/README.md). All serve every call below.
 //
 // Thread-safety: Client is thread-safe; calls from many threads run concurrently. Caller
 // buffers must stay valid until the call (or the async call's future) completes.
@@ -56,6 +57,21 @@ struct ClientOptions {
   // computes the checksum while it copies the payload (nearly free) and Get reports it
   // all the same; only in-flight corruption goes unnoticed (TCP checksums still apply).
   bool checksum_puts = false;
+  // gRPC over TLS (docs/security.md, "TLS"); UCX has no TLS, so with ucx:// setting any
+  // tls_* field fails Connect (INVALID_ARGUMENT) and the KVSTASH_TLS_* variables are
+  // ignored. Each field, when empty, falls back to the environment variable named on it.
+  // TLS is on with grpcs://, or with grpc:// when a CA or client certificate is given.
+  //
+  // PEM file of the CA that signed the daemon's certificate (KVSTASH_TLS_CA). Empty with
+  // TLS on: the system's CA store.
+  std::string tls_ca_file;
+  // Mutual TLS: this client's PEM certificate chain and private key, for a daemon with
+  // server.tls.client_ca_file (KVSTASH_TLS_CERT, KVSTASH_TLS_KEY). Both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // The name the daemon's certificate must carry when it is not the URI's host, e.g. a
+  // DNS name while connecting by IP address (KVSTASH_TLS_SERVER_NAME). Empty: the host.
+  std::string tls_server_name;
   // ucx:// only: the UCX transports this client may use, as UCX_TLS takes them ("tcp",
   // "sm,self", "rc,sm,self"). Empty: the UCX_TLS environment variable, or UCX's own choice.
   // Must leave a transport in common with the daemon's ucx.tls. A name UCX cannot use on
@@ -188,8 +204,9 @@ struct NamespaceUsage {
 
 class Client {
  public:
-  // uri: "grpc://host:port" or "ucx://host:port". Fails with UNAVAILABLE when the daemon does not
-  // answer within connect_timeout_ms, INVALID_ARGUMENT for a malformed URI or options.
+  // uri: "grpc://host:port", "grpcs://host:port" or "ucx://host:port". Fails with UNAVAILABLE when
+  // the daemon does not answer within connect_timeout_ms, INVALID_ARGUMENT for a malformed URI or
+  // options.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(absl::string_view uri,
                                                          const ClientOptions& options = {});
   virtual ~Client() = default;

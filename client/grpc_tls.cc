@@ -1,0 +1,73 @@
+#include "client/grpc_tls.h"
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "common/tls_files.h"
+
+namespace kvstash::client_internal {
+namespace {
+
+// An option's value, or its environment variable's; `source` says which, for messages.
+struct Setting {
+  std::string value;
+  std::string source;
+};
+
+Setting Resolve(const std::string& field, const char* field_name, const char* env_var) {
+  if (!field.empty()) return {field, absl::StrCat("ClientOptions.", field_name)};
+  const char* env = std::getenv(env_var);
+  return {env == nullptr ? "" : env, env_var};
+}
+
+}  // namespace
+
+absl::Status CheckNoTlsOptions(const ClientOptions& options) {
+  for (const auto* field : {&options.tls_ca_file, &options.tls_cert_file, &options.tls_key_file,
+                            &options.tls_server_name}) {
+    if (!field->empty()) {
+      return absl::InvalidArgumentError(
+          "ClientOptions.tls_*: ucx:// has no TLS; use grpc:// or grpcs:// for TLS, or leave "
+          "the tls_* options empty on a trusted network (docs/security.md)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ChannelSecurity> MakeChannelSecurity(const ClientOptions& options, bool tls_scheme) {
+  const Setting ca = Resolve(options.tls_ca_file, "tls_ca_file", kTlsCaEnvVar);
+  const Setting cert = Resolve(options.tls_cert_file, "tls_cert_file", kTlsCertEnvVar);
+  const Setting key = Resolve(options.tls_key_file, "tls_key_file", kTlsKeyEnvVar);
+  const Setting name = Resolve(options.tls_server_name, "tls_server_name", kTlsServerNameEnvVar);
+  ChannelSecurity out;
+  out.tls = tls_scheme || !ca.value.empty() || !cert.value.empty();
+  if (!out.tls) {
+    out.credentials = grpc::InsecureChannelCredentials();
+    return out;
+  }
+  if (cert.value.empty() != key.value.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(cert.value.empty() ? key.source : cert.source,
+                     ": mutual TLS needs both a client certificate and its key"));
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!ca.value.empty()) {
+    absl::StatusOr<std::string> pem = ReadCertificates(ca.source, ca.value);
+    if (!pem.ok()) return pem.status();
+    ssl.pem_root_certs = *std::move(pem);
+  }
+  if (!cert.value.empty()) {
+    absl::StatusOr<std::string> pem = ReadCertificates(cert.source, cert.value);
+    if (!pem.ok()) return pem.status();
+    absl::StatusOr<std::string> key_pem =
+        ReadMatchingKey(cert.source, cert.value, key.source, key.value);
+    if (!key_pem.ok()) return key_pem.status();
+    ssl.pem_cert_chain = *std::move(pem);
+    ssl.pem_private_key = *std::move(key_pem);
+  }
+  out.credentials = grpc::SslCredentials(ssl);
+  out.server_name = name.value;
+  return out;
+}
+
+}  // namespace kvstash::client_internal

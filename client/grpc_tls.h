@@ -1,0 +1,40 @@
+// The channel credentials of a grpc:// or grpcs:// connection: ClientOptions' tls_* fields,
+// each falling back to its KVSTASH_TLS_* environment variable, turned into gRPC's TLS
+// credentials with the files checked up front (docs/security.md, "TLS").
+//
+// Thread-safety: functions of their arguments (and of the environment).
+#pragma once
+
+#include <grpcpp/security/credentials.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kvstash/client.h"
+
+namespace kvstash::client_internal {
+
+// Environment variables read when the matching ClientOptions field is empty.
+inline constexpr char kTlsCaEnvVar[] = "KVSTASH_TLS_CA";
+inline constexpr char kTlsCertEnvVar[] = "KVSTASH_TLS_CERT";
+inline constexpr char kTlsKeyEnvVar[] = "KVSTASH_TLS_KEY";
+inline constexpr char kTlsServerNameEnvVar[] = "KVSTASH_TLS_SERVER_NAME";
+
+struct ChannelSecurity {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The name the daemon's certificate is checked against instead of the URI's host; empty:
+  // the host.
+  std::string server_name;
+  bool tls = false;
+};
+
+// Plaintext unless `tls_scheme` (grpcs://) or a CA or client certificate is configured.
+// INVALID_ARGUMENT naming the option (or variable) and file at fault.
+absl::StatusOr<ChannelSecurity> MakeChannelSecurity(const ClientOptions& options, bool tls_scheme);
+
+// ucx:// has no TLS: INVALID_ARGUMENT when a tls_* field is set.
+absl::Status CheckNoTlsOptions(const ClientOptions& options);
+
+}  // namespace kvstash::client_internal

@@ -133,7 +133,10 @@ absl::Status DecodeFrame(const grpc::ByteBuffer& frame, google::protobuf::Messag
   bool seen_data = false;
   while (!reader.done()) {
     uint64_t tag;
-    if (!reader.ReadVarint(&tag) || (tag >> 3) == 0) return Malformed("bad tag");
+    // Protobuf keeps a tag's low 32 bits: a wider one would name another field there.
+    if (!reader.ReadVarint(&tag) || (tag >> 3) == 0 || tag > UINT32_MAX) {
+      return Malformed("bad tag");
+    }
     uint32_t wire_type = tag & 7;
     if ((tag >> 3) == kDataField && wire_type == kWireLen) {
       if (seen_data) return Malformed("repeated data field");

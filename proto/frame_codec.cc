@@ -32,9 +32,10 @@ class SliceReader {
     return true;
   }
 
-  bool ReadVarint(uint64_t* v) {
+  // Reads a varint of at most `max_bytes` bytes (10 hold 64 bits).
+  bool ReadVarint(uint64_t* v, int max_bytes = 10) {
     *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
+    for (int i = 0, shift = 0; i < max_bytes; ++i, shift += 7) {
       uint8_t b;
       if (!ReadByte(&b)) return false;
       *v |= static_cast<uint64_t>(b & 0x7f) << shift;
@@ -133,8 +134,9 @@ absl::Status DecodeFrame(const grpc::ByteBuffer& frame, google::protobuf::Messag
   bool seen_data = false;
   while (!reader.done()) {
     uint64_t tag;
-    // Protobuf keeps a tag's low 32 bits: a wider one would name another field there.
-    if (!reader.ReadVarint(&tag) || (tag >> 3) == 0 || tag > UINT32_MAX) {
+    // A tag is a varint of at most 5 bytes holding 32 bits, as protobuf reads it; protobuf
+    // keeps a wider tag's low 32 bits, which would name another field there.
+    if (!reader.ReadVarint(&tag, 5) || (tag >> 3) == 0 || tag > UINT32_MAX) {
       return Malformed("bad tag");
     }
     uint32_t wire_type = tag & 7;

@@ -114,5 +114,15 @@ TEST(FrameCodecTest, RefusesTagsWiderThan32Bits) {
   EXPECT_TRUE(head.data().empty());
 }
 
+// Protobuf refuses a tag encoded in more than 5 bytes, even when its value is small.
+TEST(FrameCodecTest, RefusesTagsLongerThan5Bytes) {
+  const std::string bytes("\x90\x80\x80\x80\x80\x00\x05", 7);  // field 2 (in 6 bytes) = 5
+  v1::GetFrame head;
+  FramePayload payload;
+  const absl::Status s = DecodeFrame(Split(bytes, bytes.size()), &head, &payload);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_FALSE(head.ParseFromString(bytes));  // as protobuf itself
+}
+
 }  // namespace
 }  // namespace kvstash::wire

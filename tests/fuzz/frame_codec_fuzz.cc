@@ -41,6 +41,7 @@ void Check(absl::string_view bytes, size_t pieces) {
 }  // namespace kvstash::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  kvstash::fuzz::QuietProtobuf();
   if (size == 0) return 0;
   const absl::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   const size_t pieces = (data[0] & 0x0f) + 1;

@@ -5,6 +5,7 @@
 // Thread-safety: plain functions; each target runs single-threaded.
 #pragma once
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
@@ -28,6 +29,16 @@
   } while (0)
 
 namespace kvstash::fuzz {
+
+// Silences protobuf's log lines (e.g. on invalid UTF-8 in a string field): a refused input
+// is expected, and logging each one slows the fuzzer down.
+inline void QuietProtobuf() {
+  static const bool quiet = [] {
+    google::protobuf::SetLogHandler(nullptr);
+    return true;
+  }();
+  (void)quiet;
+}
 
 // `bytes` as a buffer of `pieces` slices (at least one) of about equal size, as gRPC may
 // hand a message over in pieces.

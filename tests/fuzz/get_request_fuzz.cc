@@ -13,6 +13,7 @@
 #include "server/request_rules.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  kvstash::fuzz::QuietProtobuf();
   using namespace kvstash;
   static server::NamespaceRegistry* registry = [] {
     auto* r = new server::NamespaceRegistry;

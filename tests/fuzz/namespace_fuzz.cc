@@ -71,6 +71,7 @@ void Hex(absl::string_view text) {
 }  // namespace kvstash::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  kvstash::fuzz::QuietProtobuf();
   if (size == 0) return 0;
   const absl::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 4) {

@@ -67,6 +67,7 @@ class CheckingSink final : public server::PutStreamSink {
 }  // namespace kvstash::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  kvstash::fuzz::QuietProtobuf();
   using namespace kvstash;
   static server::NamespaceRegistry* registry = [] {
     auto* r = new server::NamespaceRegistry;

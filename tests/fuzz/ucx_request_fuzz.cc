@@ -160,6 +160,7 @@ void CheckReply(absl::string_view header, absl::string_view body) {
 }  // namespace kvstash::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  kvstash::fuzz::QuietProtobuf();
   if (size == 0) return 0;
   const absl::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   const size_t header_length = std::min<size_t>(data[0], in.size());

@@ -32,9 +32,10 @@ class SliceReader {
     return true;
   }
 
-  bool ReadVarint(uint64_t* v) {
+  // Reads a varint of at most `max_bytes` bytes (10 hold 64 bits).
+  bool ReadVarint(uint64_t* v, int max_bytes = 10) {
     *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
+    for (int i = 0, shift = 0; i < max_bytes; ++i, shift += 7) {
       uint8_t b;
       if (!ReadByte(&b)) return false;
       *v |= static_cast<uint64_t>(b & 0x7f) << shift;
@@ -133,7 +134,11 @@ absl::Status DecodeFrame(const grpc::ByteBuffer& frame, google::protobuf::Messag
   bool seen_data = false;
   while (!reader.done()) {
     uint64_t tag;
-    if (!reader.ReadVarint(&tag) || (tag >> 3) == 0) return Malformed("bad tag");
+    // A tag is a varint of at most 5 bytes holding 32 bits, as protobuf reads it; protobuf
+    // keeps a wider tag's low 32 bits, which would name another field there.
+    if (!reader.ReadVarint(&tag, 5) || (tag >> 3) == 0 || tag > UINT32_MAX) {
+      return Malformed("bad tag");
+    }
     uint32_t wire_type = tag & 7;
     if ((tag >> 3) == kDataField && wire_type == kWireLen) {
       if (seen_data) return Malformed("repeated data field");
@@ -151,6 +156,24 @@ absl::Status DecodeFrame(const grpc::ByteBuffer& frame, google::protobuf::Messag
   }
   if (!head->ParseFromString(head_bytes)) return Malformed("bad message fields");
   return absl::OkStatus();
+}
+
+absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* msg) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Valid() || !buffer.Dump(&slices).ok()) {
+    return absl::InvalidArgumentError("unreadable request");
+  }
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  if (!msg->ParseFromString(bytes)) return absl::InvalidArgumentError("malformed request");
+  return absl::OkStatus();
+}
+
+grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& msg) {
+  grpc::Slice slice(msg.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 }  // namespace kvstash::wire

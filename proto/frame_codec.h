@@ -39,4 +39,10 @@ struct FramePayload {
 absl::Status DecodeFrame(const grpc::ByteBuffer& frame, google::protobuf::MessageLite* head,
                          FramePayload* payload);
 
+// Parses a whole serialized message held in `buffer` (raw methods receive bytes).
+// INVALID_ARGUMENT for an unreadable buffer or malformed message.
+absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* msg);
+// Serializes `msg` into a buffer for a raw method's response.
+grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& msg);
+
 }  // namespace kvstash::wire

@@ -100,5 +100,29 @@ TEST(FrameCodecTest, RejectsTruncatedAndRepeatedPayload) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A tag whose varint holds more than 32 bits is malformed (protobuf keeps only the low 32
+// bits of a tag, so it would read such a tag as another field, here the payload's).
+TEST(FrameCodecTest, RefusesTagsWiderThan32Bits) {
+  std::string bytes = "\xfa\x80\x80\x80\x10";  // (1 << 32) | field 15, length-delimited
+  bytes +=
+      "\x03"
+      "abc";
+  v1::PutFrame head;
+  FramePayload payload;
+  const absl::Status s = DecodeFrame(Split(bytes, bytes.size()), &head, &payload);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(head.data().empty());
+}
+
+// Protobuf refuses a tag encoded in more than 5 bytes, even when its value is small.
+TEST(FrameCodecTest, RefusesTagsLongerThan5Bytes) {
+  const std::string bytes("\x90\x80\x80\x80\x80\x00\x05", 7);  // field 2 (in 6 bytes) = 5
+  v1::GetFrame head;
+  FramePayload payload;
+  const absl::Status s = DecodeFrame(Split(bytes, bytes.size()), &head, &payload);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_FALSE(head.ParseFromString(bytes));  // as protobuf itself
+}
+
 }  // namespace
 }  // namespace kvstash::wire

@@ -102,4 +102,38 @@ absl::Status ParseReplyHeader(const void* header, size_t length, ReplyHeader* ou
   return absl::OkStatus();
 }
 
+absl::Status ReadPutHints(const void* header, uint16_t flags, PutHintsFields* out) {
+  *out = PutHintsFields{};
+  if ((flags & kFlagPutHints) == 0) return absl::OkStatus();
+  *out = ReadFields<PutHintsFields>(header, sizeof(PutFields));
+  constexpr uint8_t kKnown = kHintHasParent | kHintPin;
+  if ((out->hint_flags & ~kKnown) != 0 || out->reserved != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Put hints: unknown hint_flags 0x",
+                                                   absl::Hex(out->hint_flags & ~kKnown),
+                                                   " or non-zero reserved bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGetBody(const GetFields& fields, size_t length) {
+  if (fields.count == 0) return absl::InvalidArgumentError("Get names no keys");
+  if (length != uint64_t{fields.count} * sizeof(GetItemRecord)) {
+    return absl::InvalidArgumentError(absl::StrCat("Get body of ", length, " bytes for ",
+                                                   fields.count, " keys; expected ",
+                                                   fields.count * sizeof(GetItemRecord)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseAttachBody(absl::string_view body, uint64_t* token,
+                             absl::string_view* worker_address) {
+  if (body.size() <= sizeof(*token)) {
+    return absl::InvalidArgumentError(absl::StrCat("UCX Attach body of ", body.size(),
+                                                   " bytes; a token and an address expected"));
+  }
+  std::memcpy(token, body.data(), sizeof(*token));
+  *worker_address = body.substr(sizeof(*token));
+  return absl::OkStatus();
+}
+
 }  // namespace kvstash::wire::ucx

@@ -206,4 +206,16 @@ T ReadFields(const void* header, size_t offset = 0) {
   return out;
 }
 
+// The hints block of a Put whose RequestHeader.flags are `flags`, in an AM header that
+// ParseRequestHeader accepted: zeroes without kFlagPutHints (as older clients send);
+// INVALID_ARGUMENT for unknown hint_flags or non-zero reserved bytes.
+absl::Status ReadPutHints(const void* header, uint16_t flags, PutHintsFields* out);
+// The body of a Get with `fields`: INVALID_ARGUMENT when it names no keys or its length is
+// not `fields.count` GetItemRecords.
+absl::Status CheckGetBody(const GetFields& fields, size_t length);
+// Splits an Attach body into the Hello token and the client worker's UCP address (which
+// points into `body`). INVALID_ARGUMENT when no address follows the token.
+absl::Status ParseAttachBody(absl::string_view body, uint64_t* token,
+                             absl::string_view* worker_address);
+
 }  // namespace kvstash::wire::ucx

@@ -118,15 +118,11 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
 absl::Status GetReactor::Parse(const grpc::ByteBuffer& request) {
   if (absl::Status s = requests_->Admit(); !s.ok()) return s;
-  v1::GetRequest req;
-  if (absl::Status s = ParseMessage(request, &req); !s.ok()) return s;
-  absl::StatusOr<Key128> ns = requests_->ResolveNamespace(req.namespace_id());
-  if (!ns.ok()) return ns.status();
-  absl::StatusOr<std::vector<Key128>> keys = requests_->ParseKeys(req.keys());
-  if (!keys.ok()) return keys.status();
-  ns_ = *ns;
-  keys_ = std::move(*keys);
-  lease_id_ = req.lease_id();
+  absl::StatusOr<GetCall> call = DecodeGetRequest(request, *env_->registry, env_->limits);
+  if (!call.ok()) return call.status();
+  ns_ = call->ns;
+  keys_ = std::move(call->keys);
+  lease_id_ = call->lease_id;
   return absl::OkStatus();
 }
 

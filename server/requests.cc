@@ -43,25 +43,7 @@ std::string TenantOf(const v1::NamespaceSpec& spec) {
   return spec.tenant().empty() ? std::string(kDefaultTenant) : spec.tenant();
 }
 
-absl::Status CheckHints(const PutChunkHints& h, uint32_t index, uint32_t max_ttl_ms) {
-  if (!h.parent_key.empty() && h.parent_key.size() != sizeof(Key128)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "chunk ", index, ": hints.parent_key must be 16 bytes, got ", h.parent_key.size()));
-  }
-  if (h.priority < 0 || h.priority > static_cast<int64_t>(Priority::kHigh)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk ", index, ": hints.priority ", h.priority,
-                     " is not a known priority (0 normal, 1 low, 2 high)"));
-  }
-  if (h.ttl_ms > max_ttl_ms) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk ", index, ": hints.ttl_ms ", h.ttl_ms,
-                                                   " exceeds server.max_ttl_ms (", max_ttl_ms,
-                                                   ")"));
-  }
-  return absl::OkStatus();
-}
-
-// REQUIRES: CheckHints(h) is OK.
+// REQUIRES: CheckPutChunk validated the hints.
 PutHints ToPutHints(const PutChunkHints& h) {
   PutHints out;
   out.has_parent = !h.parent_key.empty();
@@ -102,41 +84,15 @@ absl::StatusOr<Key128> Requests::ResolveNamespace(absl::string_view id) const {
 }
 
 absl::Status Requests::CheckKeyCount(size_t n) const {
-  const uint32_t max_keys = env_->limits.max_keys_per_request;
-  if (n > max_keys) {
-    return absl::InvalidArgumentError(absl::StrCat(n, " keys exceed server.max_keys_per_request (",
-                                                   max_keys, "); split the request"));
-  }
-  return absl::OkStatus();
+  return server::CheckKeyCount(n, env_->limits);
 }
 
 absl::StatusOr<std::vector<Key128>> Requests::ParseKeys(absl::string_view bytes) const {
-  constexpr size_t kKeyBytes = sizeof(Key128);
-  if (bytes.size() % kKeyBytes != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("keys must be a multiple of 16 bytes, got ", bytes.size()));
-  }
-  const size_t n = bytes.size() / kKeyBytes;
-  if (absl::Status s = CheckKeyCount(n); !s.ok()) return s;
-  std::vector<Key128> keys(n);
-  if (n > 0) std::memcpy(keys.data(), bytes.data(), bytes.size());
-  return keys;
+  return server::ParseKeys(bytes, env_->limits);
 }
 
 absl::Status Requests::CheckPutChunk(const PutChunkHeader& h) const {
-  const uint32_t max_keys = env_->limits.max_keys_per_request;
-  if (h.key.size() != sizeof(Key128)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk ", h.index, ": key must be 16 bytes, got ", h.key.size()));
-  }
-  if (h.meta.size_bytes == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk ", h.index, ": size_bytes is 0"));
-  }
-  if (h.index >= max_keys || h.count > max_keys) {
-    return absl::InvalidArgumentError(absl::StrCat("more than server.max_keys_per_request (",
-                                                   max_keys, ") chunks in one Put call"));
-  }
-  return CheckHints(h.hints, h.index, env_->limits.max_ttl_ms);
+  return server::CheckPutChunk(h, env_->limits);
 }
 
 PutChunk Requests::BeginPut(const Key128& ns, const PutChunkHeader& h) const {

@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "kvstash/keys.h"
 #include "kvstash/v1/kvstash.pb.h"
+#include "server/request_rules.h"
 #include "server/service_env.h"
 #include "server/transport_metrics.h"
 #include "storage/chunk.h"
@@ -26,25 +27,6 @@
 namespace kvstash::server {
 
 class Requests;
-
-// A Put chunk's hints as the wire carried them (docs/protocol.md, "Hints"), before
-// CheckPutChunk validated them.
-struct PutChunkHints {
-  absl::string_view parent_key;  // empty: none; else must be 16 bytes
-  uint64_t session_id = 0;
-  uint32_t ttl_ms = 0;   // at most server.max_ttl_ms
-  int64_t priority = 0;  // a kvstash::Priority value
-  bool pin = false;
-};
-
-// What a Put names about one chunk before its bytes.
-struct PutChunkHeader {
-  uint32_t index = 0;     // position of the chunk in the Put call
-  uint32_t count = 0;     // chunks in the call when the transport says up front; else 0
-  absl::string_view key;  // must be 16 bytes
-  storage::ChunkMeta meta;
-  PutChunkHints hints;
-};
 
 // One chunk of a Put, from BeginPut to its result. Finish() counts the result (stored,
 // already_present or failed) exactly once; destroying an unfinished PutChunk drops the

@@ -19,20 +19,15 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kvstash/keys.h"
+#include "proto/frame_codec.h"
 #include "server/delivery_gate.h"
 #include "server/log.h"
 #include "server/namespace_registry.h"
+#include "server/request_rules.h"
 #include "server/transport_metrics.h"
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
-
-struct ServiceLimits {
-  uint64_t max_frame_bytes = 4ull << 20;   // largest Put frame payload accepted
-  uint64_t send_frame_bytes = 1ull << 20;  // payload per Get frame
-  uint32_t max_keys_per_request = 65536;   // keys per request, chunks per Put call
-  uint32_t max_ttl_ms = 86400000;          // longest Put TTL hint accepted
-};
 
 struct ServiceEnv {
   storage::ChunkStore* store = nullptr;   // not owned
@@ -55,9 +50,8 @@ struct ServiceEnv {
   absl::Status Admit() const;
 };
 
-// Parses a whole serialized message held in `buffer` (raw methods receive bytes).
-absl::Status ParseMessage(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* msg);
-// Serializes `msg` into a buffer for a raw method's response.
-grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& msg);
+// The gRPC message helpers of the raw methods (proto/frame_codec.h).
+using wire::ParseMessage;
+using wire::SerializeMessage;
 
 }  // namespace kvstash::server

@@ -105,14 +105,9 @@ void ServeGet(const Request& req, const Key128& ns, const GetFields& g, absl::st
 
 // The layer's key-count rule, plus what only this wire format can get wrong.
 absl::Status CheckGet(const Request& req, const GetFields& g, size_t length) {
-  if (g.count == 0) return absl::InvalidArgumentError("Get names no keys");
+  if (g.count == 0) return wire::ucx::CheckGetBody(g, length);
   if (absl::Status s = req.requests().CheckKeyCount(g.count); !s.ok()) return s;
-  if (length != uint64_t{g.count} * sizeof(GetItemRecord)) {
-    return absl::InvalidArgumentError(absl::StrCat("Get body of ", length, " bytes for ", g.count,
-                                                   " keys; expected ",
-                                                   g.count * sizeof(GetItemRecord)));
-  }
-  return absl::OkStatus();
+  return wire::ucx::CheckGetBody(g, length);
 }
 
 }  // namespace

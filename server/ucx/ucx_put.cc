@@ -21,12 +21,8 @@ using wire::ucx::ReplyHeader;
 absl::Status ReadHints(const Request& req, const void* header, PutHintsFields* fields,
                        PutChunkHints* out) {
   if ((req.header.flags & wire::ucx::kFlagPutHints) == 0) return absl::OkStatus();
-  *fields = wire::ucx::ReadFields<PutHintsFields>(header, sizeof(PutFields));
-  constexpr uint8_t kKnown = wire::ucx::kHintHasParent | wire::ucx::kHintPin;
-  if ((fields->hint_flags & ~kKnown) != 0 || fields->reserved != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("Put hints: unknown hint_flags 0x",
-                                                   absl::Hex(fields->hint_flags & ~kKnown),
-                                                   " or non-zero reserved bytes"));
+  if (absl::Status s = wire::ucx::ReadPutHints(header, req.header.flags, fields); !s.ok()) {
+    return s;
   }
   if ((fields->hint_flags & wire::ucx::kHintHasParent) != 0) {
     out->parent_key = absl::string_view(reinterpret_cast<const char*>(fields->parent_key),

@@ -154,11 +154,14 @@ ucs_status_t HandleUnattached(UcxWorker* worker, ucp_ep_h ep, const void* header
                               size_t header_length, const void* data, size_t length) {
   RequestHeader h;
   uint64_t token = 0;
+  absl::string_view address;
   if (!wire::ucx::ParseRequestHeader(header, header_length, &h).ok() ||
-      h.op != static_cast<uint8_t>(WireOp::kAttach) || length <= sizeof(token)) {
+      h.op != static_cast<uint8_t>(WireOp::kAttach) ||
+      !wire::ucx::ParseAttachBody(absl::string_view(static_cast<const char*>(data), length), &token,
+                                  &address)
+           .ok()) {
     return UCS_OK;  // nothing to answer on: the client never attached this endpoint
   }
-  std::memcpy(&token, data, sizeof(token));
   if ((h.flags & wire::ucx::kFlagPeerErrorHandling) == 0) {
     // Answered on the connection's socket-address endpoint, which handles peer failures.
     if (ConnectionPtr conn = worker->Unattached(token)) {
@@ -170,8 +173,6 @@ ucs_status_t HandleUnattached(UcxWorker* worker, ucp_ep_h ep, const void* header
     }
     return UCS_OK;
   }
-  const absl::string_view address(static_cast<const char*>(data) + sizeof(token),
-                                  length - sizeof(token));
   ConnectionPtr conn = worker->Attach(token, ep, address);
   if (conn == nullptr) return UCS_OK;
   worker->Send(conn, wire::ucx::MakeReplyHeader(h.op, h.request_id), nullptr, 0,

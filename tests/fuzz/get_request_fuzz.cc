@@ -1,0 +1,42 @@
+// Fuzzes the decoding of a gRPC Get request (server/request_rules.h DecodeGetRequest): the
+// serialized v1.GetRequest, its namespace id and its concatenated keys. Input: one byte
+// giving the number of slices, then the request bytes. Checks: an accepted request names
+// the registered namespace, its keys are the request's key bytes in order, and never more
+// than max_keys_per_request.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "fuzz_util.h"
+#include "server/namespace_registry.h"
+#include "server/request_rules.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  kvstash::fuzz::QuietProtobuf();
+  using namespace kvstash;
+  static server::NamespaceRegistry* registry = [] {
+    auto* r = new server::NamespaceRegistry;
+    FUZZ_CHECK(r->Register(fuzz::CorpusNamespace()).ok());
+    return r;
+  }();
+  if (size == 0) return 0;
+  server::ServiceLimits limits;
+  limits.max_keys_per_request = 16;
+  const absl::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  absl::StatusOr<server::GetCall> call =
+      server::DecodeGetRequest(fuzz::ToBuffer(bytes, data[0] % 8), *registry, limits);
+  if (!call.ok()) return 0;
+  v1::GetRequest reference;
+  FUZZ_CHECK(reference.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
+  FUZZ_CHECK(registry->Check(call->ns).ok());
+  FUZZ_CHECK(KeyToBytes(call->ns) == reference.namespace_id());
+  FUZZ_CHECK(call->keys.size() <= limits.max_keys_per_request);
+  FUZZ_CHECK(call->keys.size() * sizeof(Key128) == reference.keys().size());
+  for (size_t i = 0; i < call->keys.size(); ++i) {
+    FUZZ_CHECK(std::memcmp(call->keys[i].data(), reference.keys().data() + i * sizeof(Key128),
+                           sizeof(Key128)) == 0);
+  }
+  FUZZ_CHECK(call->lease_id == reference.lease_id());
+  return 0;
+}

@@ -83,6 +83,10 @@ ucx:                              # UCX data plane (docs/protocol.md, "UCX data 
   tcp_segment_bytes: 256KiB       # UCX TCP fragment size; clients must use the same
   worker_threads: 1               # threads progressing UCX workers
   direct_access: true             # same-host clients map the DRAM arena (trusted clients)
+auth:                             # bearer tokens and tenant rights (docs/security.md)
+  token_file: ""                  # hashed tokens -> principals; "" = no authentication
+  required: false                 # refuse calls without a token (UNAUTHENTICATED)
+  reload_interval_ms: 1000        # how often the token file is checked for changes; 0 = SIGHUP only
 )yaml";
 
 namespace {

@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/ucx_setup.h"
+#include "server/auth/authenticator.h"
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
@@ -137,6 +138,10 @@ struct UcxConfig {
   bool direct_access = true;
 };
 
+// The `auth:` section: bearer tokens and per-tenant rights (docs/security.md). Its fields
+// are the authenticator's options, documented there (auth::AuthOptions).
+struct AuthConfig : auth::AuthOptions {};
+
 struct ServerConfig {
   GrpcConfig server;
   // Directory for persistent state (the NVMe tier under `<data_dir>/nvme` unless
@@ -146,6 +151,7 @@ struct ServerConfig {
   StorageConfig storage;
   MetricsConfig metrics;
   UcxConfig ucx;
+  AuthConfig auth;
 
   // The store's options; nvme.path is resolved (empty when the NVMe tier is disabled).
   storage::ChunkStoreOptions ToChunkStoreOptions() const;

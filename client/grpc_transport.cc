@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "client/grpc_auth.h"
 #include "client/grpc_call.h"
 #include "client/grpc_streams.h"
 
@@ -68,7 +69,9 @@ grpc::ChannelArguments MakeChannelArguments(const ClientOptions& options, int in
 }
 
 GrpcTransport::GrpcTransport(const std::string& target, const ClientOptions& options)
-    : target_(target), frame_bytes_(options.frame_bytes) {
+    : target_(target),
+      frame_bytes_(options.frame_bytes),
+      authorization_(BearerMetadata(options.EffectiveToken())) {
   connections_.resize(options.connections);
   for (int i = 0; i < options.connections; ++i) {
     Connection& c = connections_[i];
@@ -92,19 +95,26 @@ absl::Status GrpcTransport::WaitConnected(absl::Time deadline) {
   return absl::OkStatus();
 }
 
+CallContext GrpcTransport::WithAuthorization(const CallContext& ctx) const {
+  CallContext out = ctx;
+  out.authorization = authorization_;
+  return out;
+}
+
 absl::StatusOr<std::string> GrpcTransport::CallUnary(const CallContext& ctx,
                                                      const UnaryRequest& req) {
-  return RunUnaryCall(Next().stub.get(), ctx, MethodName(req.method), req.body);
+  return RunUnaryCall(Next().stub.get(), WithAuthorization(ctx), MethodName(req.method), req.body);
 }
 
 absl::Status GrpcTransport::Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                                 absl::Span<const uint64_t> checksums) {
-  return RunPutStream(Next().stub.get(), ctx, ns, items, checksums, frame_bytes_);
+  return RunPutStream(Next().stub.get(), WithAuthorization(ctx), ns, items, checksums,
+                      frame_bytes_);
 }
 
 absl::Status GrpcTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                                 uint64_t lease_id) {
-  return RunGetStream(Next().stub.get(), ctx, ns, items, lease_id);
+  return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, items, lease_id);
 }
 
 }  // namespace kvstash::client_internal

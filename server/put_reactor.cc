@@ -8,6 +8,7 @@
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
+#include "server/grpc_service.h"
 
 namespace kvstash::server {
 namespace {
@@ -24,7 +25,14 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
         context_(context),
         response_(response) {
     metrics_->CallStarted();
-    if (absl::Status s = requests_->Admit(); !s.ok()) {
+    absl::Status s = requests_->Admit();
+    if (s.ok()) {
+      absl::StatusOr<CallAuth> caller = AuthenticateCall(*requests_, Op::kPut, *context);
+      if (caller.ok()) caller_ = *std::move(caller);
+      s = caller.status();
+    }
+    if (!s.ok()) {
+      requests_->LogRefused(Op::kPut, s, context_->peer());
       End(wire::ToGrpcStatus(s));
       return;
     }
@@ -72,6 +80,7 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   grpc::ByteBuffer* const response_;
   const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
   int code_ = 0;
+  CallAuth caller_;  // its call slot is held until the reactor is deleted
 
   grpc::ByteBuffer frame_;
   v1::PutFrame head_;
@@ -108,7 +117,7 @@ absl::Status PutReactor::CheckNamespace(const std::string& id_bytes) {
     }
     return absl::OkStatus();
   }
-  absl::StatusOr<Key128> id = requests_->ResolveNamespace(id_bytes);
+  absl::StatusOr<Key128> id = requests_->ResolveNamespace(caller_, id_bytes, auth::Access::kWrite);
   if (!id.ok()) {
     if (id_bytes.empty()) {
       return absl::InvalidArgumentError("the first Put frame must carry namespace_id");
@@ -142,7 +151,7 @@ absl::Status PutReactor::StartChunk(const v1::ChunkHeader& header) {
   if (absl::Status s = requests_->CheckPutChunk(h); !s.ok()) return s;
   active_ = true;
   remaining_ = h.meta.size_bytes;
-  chunk_ = requests_->BeginPut(*ns_, h);
+  chunk_ = requests_->BeginPut(caller_, *ns_, h);
   return absl::OkStatus();
 }
 

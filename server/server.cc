@@ -79,6 +79,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
           absl::StrCat("storage.nvme.path: cannot create ", nvme, ": ", ec.message()));
     }
   }
+  // Before the store: a bad token file is a bad configuration, refused before the arena.
+  absl::StatusOr<std::unique_ptr<auth::Authenticator>> auth =
+      auth::Authenticator::Create(config.auth, log);
+  if (!auth.ok()) {
+    return absl::Status(auth.status().code(),
+                        absl::StrCat("auth.token_file: ", auth.status().message()));
+  }
   const absl::Time begin = absl::Now();
   storage::ChunkStoreOptions store_options = config.ToChunkStoreOptions();
   std::shared_ptr<ucx::UcxContext> ucx_context;
@@ -100,16 +107,23 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   absl::StatusOr<std::unique_ptr<storage::ChunkStore>> store =
       storage::ChunkStore::Create(store_options);
   if (!store.ok()) return store.status();
-  std::unique_ptr<Server> server(new Server(config, log, std::move(*store)));
+  std::unique_ptr<Server> server(new Server(config, log, std::move(*store), *std::move(auth)));
   server->store_open_time_ = absl::Now() - begin;
   server->ucx_context_ = std::move(ucx_context);
   server->shared_arena_ = shared_arena;
   return server;
 }
 
-Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store)
-    : config_(config), log_(log), store_(std::move(store)), service_(&env_, KVSTASH_VERSION) {
+Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store,
+               std::unique_ptr<auth::Authenticator> auth)
+    : config_(config),
+      log_(log),
+      store_(std::move(store)),
+      auth_(std::move(auth)),
+      service_(&env_, KVSTASH_VERSION) {
   env_.store = store_.get();
+  env_.auth = auth_.get();
+  env_.limiter = &limiter_;
   env_.registry = &registry_;
   env_.log = log_;
   env_.limits = LimitsOf(config_.server);
@@ -179,6 +193,9 @@ absl::Status Server::StartMetrics() {
                     {{{}, static_cast<double>(start_unix_s), {}}}});
   });
   metrics_.Add([this](std::vector<metrics::Family>* out) { env_.metrics.Collect(out); });
+  metrics_.Add([this](std::vector<metrics::Family>* out) {
+    env_.auth_metrics.Collect(auth_.get(), &limiter_, out);
+  });
   if (ucx_ != nullptr) {
     metrics_.Add([this](std::vector<metrics::Family>* out) { ucx_metrics_.Collect(out); });
   }
@@ -224,6 +241,21 @@ void Server::LogStartup() const {
                                   {"huge_page_use", HugePageUsage()},
                                   {"eviction", d.eviction}});
   LogNvmeStartup();
+  LogAuthStartup();
+}
+
+void Server::LogAuthStartup() const {
+  const AuthConfig& a = config_.auth;
+  if (!auth_->enabled()) {
+    log_->Warn(
+        "authentication is off: any client that reaches a port can read and write every tenant",
+        {{"fix", "set auth.token_file (docs/security.md)"}});
+    return;
+  }
+  log_->Info("authentication on", {{"token_file", a.token_file},
+                                   {"required", a.required},
+                                   {"principals", auth_->stats().principals},
+                                   {"reload_interval_ms", a.reload_interval_ms}});
 }
 
 void Server::LogNvmeStartup() const {

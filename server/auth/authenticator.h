@@ -4,8 +4,9 @@
 // SIGHUP and when the file changes (polled every reload_interval_ms). A reload that fails
 // keeps the previous table and logs why, so a typo never locks everyone out or in.
 //
-// Thread-safety: thread-safe. Authenticate is lock-free for readers of the current table
-// (an atomic shared_ptr swap on reload).
+// Thread-safety: thread-safe. Authenticate hashes the token outside any lock and holds a
+// shared reader lock only for one hash-map lookup; Reload builds the new table outside it
+// and swaps a pointer under it.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,10 @@
 #include "absl/strings/string_view.h"
 #include "common/bearer_token.h"
 #include "server/auth/principal.h"
+
+namespace kvstash::server {
+class Logger;
+}  // namespace kvstash::server
 
 namespace kvstash::server::auth {
 
@@ -31,10 +36,22 @@ struct AuthOptions {
   int64_t reload_interval_ms = 1000;
 };
 
+// Counts for metrics: how reloads went and what the current table holds.
+struct AuthStats {
+  uint64_t reloads_ok = 0;      // successful reads after the first (SIGHUP, change, Reload)
+  uint64_t reloads_failed = 0;  // reads refused; the previous table stayed in force
+  uint64_t principals = 0;      // principals of the current table (anonymous not counted)
+};
+
 class Authenticator {
  public:
   // Reads the token file (if any). INVALID_ARGUMENT / NOT_FOUND naming the file and line.
-  static absl::StatusOr<std::unique_ptr<Authenticator>> Create(const AuthOptions& options);
+  // With a token file and reload_interval_ms > 0, a thread polls the file until the
+  // Authenticator is destroyed and reloads it on change. Every reload, whoever asks for
+  // it, is logged to `log` (when not null; it must outlive the Authenticator), so callers
+  // of Reload need not log its result.
+  static absl::StatusOr<std::unique_ptr<Authenticator>> Create(const AuthOptions& options,
+                                                               Logger* log = nullptr);
   virtual ~Authenticator() = default;
 
   // The principal presenting `token` (empty: no token presented). UNAUTHENTICATED with
@@ -45,6 +62,7 @@ class Authenticator {
   // True when a token file is configured (calls are authenticated).
   virtual bool enabled() const = 0;
   virtual const AuthOptions& options() const = 0;
+  virtual AuthStats stats() const { return {}; }
 };
 
 }  // namespace kvstash::server::auth

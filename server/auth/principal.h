@@ -25,6 +25,10 @@ enum class Access : uint8_t {
 inline constexpr absl::string_view kAnyTenant = "*";
 // Tenant of a namespace registered with an empty tenant field.
 inline constexpr absl::string_view kDefaultTenant = "default";
+// Principal names the token file may not use: callers without a token, and every caller
+// when no token file is configured (OpenPrincipal()).
+inline constexpr absl::string_view kAnonymousPrincipal = "anonymous";
+inline constexpr absl::string_view kOpenPrincipal = "open";
 
 // Per-principal limits; 0 means unlimited.
 struct PrincipalLimits {
@@ -38,7 +42,7 @@ struct Principal {
   absl::flat_hash_set<std::string> read;   // tenants; kAnyTenant = all
   absl::flat_hash_set<std::string> write;  // tenants; kAnyTenant = all
   absl::flat_hash_set<std::string> admin;  // tenants; kAnyTenant = all
-  bool trusted = false;  // may use direct access (map the daemon's DRAM arena)
+  bool trusted = false;                    // may use direct access (map the daemon's DRAM arena)
   PrincipalLimits limits;
 
   // True when this principal holds `access` on `tenant` (empty tenant = kDefaultTenant).

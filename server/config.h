@@ -131,7 +131,8 @@ struct UcxConfig {
   // Keep the DRAM arena in UCX shared memory and let clients on this host map it, so they
   // read and write chunks in place: one copy per byte instead of two through UCX's
   // shared-memory queue (docs/protocol.md, "Direct access"). Such clients can read and
-  // write the whole arena, i.e. every namespace: turn this off unless the daemon's
+  // write the whole arena, i.e. every namespace: with auth.token_file only principals
+  // marked trusted get it; without one, turn this off unless the daemon's
   // same-host UCX clients are trusted (the mapping also needs their user to be allowed
   // to open the daemon's files in /proc, as for CMA). Needs /dev/shm to hold the DRAM
   // budget; the daemon falls back to a private arena (logged) when it cannot.

@@ -118,8 +118,8 @@ Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage:
                std::unique_ptr<auth::Authenticator> auth)
     : config_(config),
       log_(log),
-      store_(std::move(store)),
       auth_(std::move(auth)),
+      store_(std::move(store)),
       service_(&env_, KVSTASH_VERSION) {
   env_.store = store_.get();
   env_.auth = auth_.get();

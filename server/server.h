@@ -91,14 +91,15 @@ class Server {
 
   const ServerConfig config_;
   Logger* const log_;
+  // Who may call and how often. Declared before everything that serves calls (the store
+  // included: its reads still in flight at the end hold call slots), whose call slots
+  // must be gone before the limiter.
+  const std::unique_ptr<auth::Authenticator> auth_;
+  auth::CallLimiter limiter_;
   // Declared before the gRPC server so it is destroyed after it: sent slices may still
   // reference stored chunks until the gRPC server is gone.
   std::unique_ptr<storage::ChunkStore> store_;
   NamespaceRegistry registry_;
-  // Who may call and how often; declared before everything that serves calls, whose
-  // call slots must be gone before the limiter.
-  const std::unique_ptr<auth::Authenticator> auth_;
-  auth::CallLimiter limiter_;
   ServiceEnv env_;
   // Outlives the gRPC server: reactors hand it their last step until the server is gone.
   DeliveryGate delivery_gate_;

@@ -21,6 +21,7 @@ ABSL_FLAG(std::string, server, "", "daemon address");
 ABSL_FLAG(std::string, deadline_ms, "", "per-call deadline");
 ABSL_FLAG(std::string, connect_timeout_ms, "", "how long to wait for the daemon");
 ABSL_FLAG(std::string, frame_bytes, "", "payload bytes per wire frame");
+ABSL_FLAG(std::string, token_file, "", "file holding the bearer token");
 ABSL_FLAG(std::string, tenant, "", "namespace tenant");
 ABSL_FLAG(std::string, model, "", "namespace model");
 ABSL_FLAG(std::string, revision, "", "namespace revision");
@@ -176,6 +177,7 @@ const FlagDef kFlags[] = {
        return ParseNumber(v, &a->options.connect_timeout_ms);
      }},
     {"frame-bytes", kGlobal, ParseFrameBytes},
+    {"token-file", kGlobal, SetString<&CliArgs::token_file>},
     {"tenant", kNamespaced, SetNsString<&Namespace::tenant>},
     {"model", kNamespaced, SetNsString<&Namespace::model_id>},
     {"revision", kNamespaced, SetNsString<&Namespace::revision>},
@@ -374,6 +376,7 @@ Global flags:
   --deadline-ms N           per-call deadline, retries included (default 30000)
   --connect-timeout-ms N    how long to wait for the daemon (default 5000)
   --frame-bytes BYTES       payload bytes per wire frame (default 1MiB)
+  --token-file PATH         file holding the bearer token (default: $KVSTASH_TOKEN)
 
 Namespace flags (what the chunk bytes mean; must match the writer's):
   --tenant S (default "default")   --model S (default "demo-model")   --revision S

@@ -107,8 +107,9 @@ class Client:
     ``connect_timeout_ms``, ``max_retries``, ``initial_backoff_ms``, ``max_backoff_ms``,
     ``frame_bytes``, ``connections``, ``async_threads``, ``verify_checksums``,
     ``checksum_puts``, ``ucx_tls``, ``ucx_direct``, ``ucx_copy_threads``,
-    ``ucx_idle_progress_ms``, ``ucx_tcp_segment_bytes``); :func:`default_options` lists
-    their defaults. Raises :class:`Unavailable` when the daemon does not answer within
+    ``ucx_idle_progress_ms``, ``ucx_tcp_segment_bytes``, ``token``); :func:`default_options`
+    lists their defaults. ``token`` (str) is the bearer token every call presents; empty:
+    the ``KVSTASH_TOKEN`` environment variable, else none. It is never read from the URI. Raises :class:`Unavailable` when the daemon does not answer within
     ``connect_timeout_ms`` and :class:`InvalidArgument` for a bad URI or option.
 
     Buffers are anything with the buffer protocol (bytes, bytearray, memoryview, numpy

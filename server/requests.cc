@@ -126,7 +126,8 @@ absl::StatusOr<CallAuth> Requests::Authenticate(Op op, absl::string_view token,
   absl::StatusOr<auth::PrincipalPtr> principal = Principal(token);
   if (!principal.ok()) return principal.status();
   caller.principal = *std::move(principal);
-  if (!begins_call) return caller;
+  // Health is a probe (clients send it at connect): authenticated, never limited.
+  if (!begins_call || op == Op::kHealth) return caller;
   if (env_->limiter != nullptr) {
     absl::StatusOr<auth::CallLimiter::Slot> slot = env_->limiter->BeginCall(*caller.principal);
     if (!slot.ok()) return slot.status();  // the limiter counts its refusals

@@ -99,7 +99,8 @@ class Requests {
   // use. The principal presenting `token` (empty: none) for a call of `op`, admitted under
   // its limits: UNAUTHENTICATED for a missing (auth.required) or unknown token,
   // RESOURCE_EXHAUSTED past the principal's call rate or concurrency. Counted in the
-  // metrics. Health without a token needs nothing (probes carry none): no principal.
+  // metrics. Health without a token needs nothing (probes carry none): no principal; with
+  // one, the token must be valid, and Health is never counted against the limits.
   // `begins_call` false: a later message of a call already admitted (a UCX Put's further
   // chunks), authenticated but not counted against the limits again.
   absl::StatusOr<CallAuth> Authenticate(Op op, absl::string_view token,

@@ -346,8 +346,14 @@ TEST_P(AuthTest, CallRateLimitRefusesOnlyThatPrincipal) {
   ExpectStillServing();
 }
 
-TEST_P(AuthTest, DirectAccessOnlyForTrustedPrincipals) {
-  if (transport() != Transport::kUcxShm) GTEST_SKIP() << "direct access needs shared memory";
+INSTANTIATE_TEST_SUITE_P(Transports, AuthTest, ::testing::ValuesIn(AllTransports()),
+                         TransportTestName);
+
+// What only the UCX data plane has: the Hello's token and direct access.
+class UcxAuthTest : public AuthTest {};
+
+TEST_P(UcxAuthTest, DirectAccessOnlyForTrustedPrincipals) {
+  if (GetParam() != Transport::kUcxShm) GTEST_SKIP() << "direct access needs shared memory";
   ASSERT_NO_FATAL_FAILURE(StartWithAuth(/*required=*/true));
   const std::string in = "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"in\"}";
   const std::string out =
@@ -374,8 +380,7 @@ TEST_P(AuthTest, DirectAccessOnlyForTrustedPrincipals) {
   EXPECT_GT(Metric(out), 0);
 }
 
-TEST_P(AuthTest, UcxHelloWithABadTokenIsRefused) {
-  if (transport() == Transport::kGrpc) GTEST_SKIP() << "the Hello is UCX's";
+TEST_P(UcxAuthTest, HelloWithABadTokenIsRefused) {
   ASSERT_NO_FATAL_FAILURE(StartWithAuth(/*required=*/false));
   absl::StatusOr<std::unique_ptr<RawUcxClient>> raw =
       RawUcxClient::Connect(daemon_->ucx_address(), UcxTls(transport()));
@@ -399,7 +404,7 @@ TEST_P(AuthTest, UcxHelloWithABadTokenIsRefused) {
   ExpectStillServing();
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, AuthTest, ::testing::ValuesIn(AllTransports()),
+INSTANTIATE_TEST_SUITE_P(Transports, UcxAuthTest, ::testing::ValuesIn(UcxTransports()),
                          TransportTestName);
 
 }  // namespace

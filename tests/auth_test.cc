@@ -20,6 +20,7 @@
 #include "proto/ucx_wire.h"
 #include "tests/daemon_fixture.h"
 #include "tests/metrics_test_util.h"
+#include "tests/subprocess.h"
 #include "tests/test_util.h"
 #include "tests/ucx_raw_client.h"
 
@@ -370,10 +371,32 @@ TEST(AuthStartTest, NoTokenFileIsLoggedLoudly) {
   absl::StatusOr<std::unique_ptr<DaemonProcess>> daemon = DaemonProcess::Start(options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   EXPECT_TRUE(PollUntil(
-      [&] {
-        return (*daemon)->LogTail(100).find("authentication is off") != std::string::npos;
-      },
+      [&] { return (*daemon)->LogTail(100).find("authentication is off") != std::string::npos; },
       absl::Seconds(10)));
+}
+
+TEST(AuthStartTest, TheCliReadsItsTokenFile) {
+  absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("kvstash-auth");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string tokens = (*dir)->path() + "/tokens.yaml";
+  std::ofstream(tokens) << TokenFileText(DefaultEntries());
+  const std::string mine = (*dir)->path() + "/my-token";
+  std::ofstream(mine) << kOpsToken << "\n";  // as `echo` writes it
+  DaemonOptions options;
+  options.set = {"storage.dram.capacity_bytes=64MiB", "ucx.enabled=false",
+                 "auth.token_file=" + tokens, "auth.required=true"};
+  absl::StatusOr<std::unique_ptr<DaemonProcess>> daemon = DaemonProcess::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  unsetenv(kTokenEnvVar);
+  absl::StatusOr<CommandResult> refused =
+      RunCommand({KVSTASH_CLI_PATH, "--server", (*daemon)->uri(), "stats"});
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->exit.code, 1) << refused->output;
+  EXPECT_NE(refused->output.find("UNAUTHENTICATED"), std::string::npos) << refused->output;
+  absl::StatusOr<CommandResult> served =
+      RunCommand({KVSTASH_CLI_PATH, "--server", (*daemon)->uri(), "--token-file", mine, "stats"});
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_TRUE(served->exit.exited && served->exit.code == 0) << served->output;
 }
 
 // What only the UCX data plane has: the Hello's token and direct access.

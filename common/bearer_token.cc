@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
@@ -23,6 +24,11 @@ constexpr absl::string_view kTokenPrefix = "kvs_";
 [[noreturn]] void Die(const char* what) {
   std::fprintf(stderr, "kvstash/bearer_token: fatal: %s\n", what);
   std::abort();
+}
+
+bool IsNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+         c == '@' || c == ':';
 }
 
 }  // namespace
@@ -51,6 +57,20 @@ std::string NewToken() {
   }
   return absl::StrCat(kTokenPrefix,
                       absl::WebSafeBase64Escape(absl::string_view(bytes, sizeof(bytes))));
+}
+
+absl::Status CheckPrincipalName(absl::string_view name) {
+  if (name == kAnonymousPrincipalName || name == kOpenPrincipalName) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", name, "\" is reserved"));
+  }
+  bool valid = !name.empty() && name.size() <= kMaxPrincipalNameChars;
+  for (char c : name) valid = valid && IsNameChar(c);
+  if (!valid) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected 1 to ", kMaxPrincipalNameChars,
+                     " letters, digits or . _ - @ : (it names the caller in logs and metrics)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kvstash

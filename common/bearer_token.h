@@ -4,8 +4,10 @@
 // Thread-safety: stateless functions.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace kvstash {
@@ -17,5 +19,16 @@ inline constexpr char kTokenEnvVar[] = "KVSTASH_TOKEN";
 std::string HashToken(absl::string_view token);
 // A new random token: "kvs_" + 43 base64url characters (256 bits from the OS's CSPRNG).
 std::string NewToken();
+
+// Principal names the token file reserves: callers without a token, and every caller when
+// the daemon has no token file.
+inline constexpr absl::string_view kAnonymousPrincipalName = "anonymous";
+inline constexpr absl::string_view kOpenPrincipalName = "open";
+inline constexpr size_t kMaxPrincipalNameChars = 128;
+
+// OK when `name` may name a principal in the token file: 1 to kMaxPrincipalNameChars
+// letters, digits or . _ - @ : (it names the caller in logs and metrics), and not a
+// reserved name. INVALID_ARGUMENT saying which rule failed.
+absl::Status CheckPrincipalName(absl::string_view name);
 
 }  // namespace kvstash

@@ -33,5 +33,16 @@ TEST(BearerTokenTest, NewTokensDiffer) {
   for (int i = 0; i < 1000; ++i) EXPECT_TRUE(seen.insert(NewToken()).second);
 }
 
+TEST(BearerTokenTest, PrincipalNames) {
+  EXPECT_TRUE(CheckPrincipalName("team-a_engine.1@host:7").ok());
+  EXPECT_TRUE(CheckPrincipalName(std::string(kMaxPrincipalNameChars, 'x')).ok());
+  for (absl::string_view bad : {"", "has space", "caf\xc3\xa9", "a/b", "quote\""}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(CheckPrincipalName(bad))) << bad;
+  }
+  EXPECT_FALSE(CheckPrincipalName(std::string(kMaxPrincipalNameChars + 1, 'x')).ok());
+  EXPECT_EQ(CheckPrincipalName("anonymous").message(), "\"anonymous\" is reserved");
+  EXPECT_FALSE(CheckPrincipalName("open").ok());
+}
+
 }  // namespace
 }  // namespace kvstash

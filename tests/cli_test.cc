@@ -7,9 +7,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/bearer_token.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/keys.h"
+#include "server/auth/token_file.h"
 #include "tests/daemon_fixture.h"
 #include "tests/daemon_process.h"
 #include "tests/subprocess.h"
@@ -243,6 +246,41 @@ TEST(DaemonCommandLineTest, PortInUseFailsToStart) {
   const CommandResult second = RunDaemon({"--listen", (*first)->address()});
   EXPECT_FALSE(second.exit.exited && second.exit.code == 0) << second.output;
   EXPECT_TRUE((*first)->Running());
+}
+
+// `kvstash token new` prints a token and an entry the daemon's token file parser accepts,
+// mapping that token to the principal asked for; `token hash` agrees with the entry.
+TEST(TokenCommandLineTest, NewTokenEntryAdmitsTheToken) {
+  const CommandResult made = RunTool({KVSTASH_CLI_PATH, "token", "new", "--name", "team-a",
+                                      "--tenants", "team-a,shared", "--trusted"});
+  EXPECT_EXIT_CODE(made, 0);
+  std::string token;
+  std::string entry;
+  for (absl::string_view line : absl::StrSplit(made.output, '\n')) {
+    if (absl::StartsWith(line, "kvs_")) token = std::string(line);
+    if (absl::StartsWith(line, "  ")) absl::StrAppend(&entry, line, "\n");
+  }
+  ASSERT_FALSE(token.empty()) << made.output;
+  auto table = server::auth::ParseTokenFile(absl::StrCat("principals:\n", entry));
+  ASSERT_TRUE(table.ok()) << table.status() << "\n" << made.output;
+  ASSERT_EQ(table->by_digest.count(HashToken(token)), 1u) << made.output;
+  const server::auth::Principal& p = *table->by_digest.at(HashToken(token));
+  EXPECT_EQ(p.name, "team-a");
+  EXPECT_TRUE(p.May(server::auth::Access::kWrite, "shared"));
+  EXPECT_FALSE(p.May(server::auth::Access::kAdmin, "team-a"));
+  EXPECT_FALSE(p.May(server::auth::Access::kRead, "team-b"));
+  EXPECT_TRUE(p.trusted);
+
+  const CommandResult hashed =
+      RunTool({"/bin/sh", "-c",
+               absl::StrCat("printf '%s\\n' '", token, "' | ", KVSTASH_CLI_PATH, " token hash")});
+  EXPECT_EXIT_CODE(hashed, 0);
+  EXPECT_EQ(hashed.output, HashToken(token) + "\n");
+
+  const CommandResult empty =
+      RunTool({"/bin/sh", "-c", absl::StrCat(KVSTASH_CLI_PATH, " token hash < /dev/null")});
+  EXPECT_EXIT_CODE(empty, 2);
+  EXPECT_TRUE(absl::StrContains(empty.output, "no token on stdin")) << empty.output;
 }
 
 }  // namespace

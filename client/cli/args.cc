@@ -11,6 +11,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/token_spec.h"
+#include "common/bearer_token.h"
 #include "common/byte_size.h"
 #include "common/flags.h"
 
@@ -47,6 +48,10 @@ ABSL_FLAG(std::string, session, "", "session id");
 ABSL_FLAG(std::string, ttl_ms, "", "put TTL hint");
 ABSL_FLAG(std::string, priority, "", "put priority hint");
 ABSL_FLAG(bool, pin, false, "pin the put chunks");
+ABSL_FLAG(std::string, name, "", "principal name");
+ABSL_FLAG(std::string, tenants, "", "tenants a new token may use");
+ABSL_FLAG(bool, admin, false, "a new token administers its tenants");
+ABSL_FLAG(bool, trusted, false, "a new token may use direct access");
 
 namespace kvstash::cli {
 namespace {
@@ -156,6 +161,21 @@ absl::Status ParseNamespaceId(absl::string_view v, CliArgs* a) {
   return absl::OkStatus();
 }
 
+absl::Status ParseTenants(absl::string_view v, CliArgs* a) {
+  a->tenants.clear();
+  for (absl::string_view tenant : absl::StrSplit(v, ',')) {
+    tenant = absl::StripAsciiWhitespace(tenant);
+    if (tenant.empty()) return Usage(absl::StrCat("empty tenant name in \"", v, "\""));
+    for (char c : tenant) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        return Usage("tenant names hold no control characters");
+      }
+    }
+    a->tenants.emplace_back(tenant);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParsePriority(absl::string_view v, CliArgs* a) {
   static constexpr std::pair<const char*, Priority> kNames[] = {
       {"low", Priority::kLow}, {"normal", Priority::kNormal}, {"high", Priority::kHigh}};
@@ -220,6 +240,14 @@ const FlagDef kFlags[] = {
          return Usage(absl::StrCat("not a bool: \"", v, "\""));
        return absl::OkStatus();
      }},
+    {"name", Bit(Command::kTokenNew),
+     [](absl::string_view v, CliArgs* a) {
+       a->principal_name = std::string(v);
+       return CheckPrincipalName(v);
+     }},
+    {"tenants", Bit(Command::kTokenNew), ParseTenants},
+    {"admin", Bit(Command::kTokenNew), SetBool<&CliArgs::admin>},
+    {"trusted", Bit(Command::kTokenNew), SetBool<&CliArgs::trusted>},
 };
 
 // The definition of an absl flag name ("deadline_ms").
@@ -230,7 +258,8 @@ const FlagDef* FindFlag(absl::string_view absl_name) {
   return nullptr;
 }
 
-absl::StatusOr<Command> ParseCommand(absl::string_view word) {
+// The command named by the positional words: one word, or two for `token new|hash`.
+absl::StatusOr<Command> ParseCommand(const std::vector<std::string>& words) {
   static constexpr std::pair<const char*, Command> kCommands[] = {
       {"put", Command::kPut},       {"get", Command::kGet},
       {"lookup", Command::kLookup}, {"exists", Command::kExists},
@@ -238,6 +267,15 @@ absl::StatusOr<Command> ParseCommand(absl::string_view word) {
       {"health", Command::kHealth}, {"namespaces", Command::kNamespaces},
       {"clear", Command::kClear},   {"pin", Command::kPin},
       {"unpin", Command::kUnpin},   {"end-session", Command::kEndSession}};
+  const std::string& word = words[0];
+  if (word == "token") {
+    const std::string sub = words.size() > 1 ? words[1] : "";
+    if (words.size() > 2) return Usage(absl::StrCat("unexpected argument \"", words[2], "\""));
+    if (sub == "new") return Command::kTokenNew;
+    if (sub == "hash") return Command::kTokenHash;
+    return Usage("token: expected `token new` or `token hash` (see --help)");
+  }
+  if (words.size() > 1) return Usage(absl::StrCat("unexpected argument \"", words[1], "\""));
   for (const auto& [name, cmd] : kCommands) {
     if (word == name) return cmd;
   }
@@ -245,9 +283,9 @@ absl::StatusOr<Command> ParseCommand(absl::string_view word) {
 }
 
 const char* CommandName(Command c) {
-  static constexpr const char* kNames[] = {"",       "put",   "get",        "lookup",     "exists",
-                                           "delete", "stats", "health",     "namespaces", "clear",
-                                           "pin",    "unpin", "end-session"};
+  static constexpr const char* kNames[] = {
+      "",           "put",   "get", "lookup", "exists",      "delete",    "stats",     "health",
+      "namespaces", "clear", "pin", "unpin",  "end-session", "token new", "token hash"};
   return kNames[static_cast<int>(c)];
 }
 
@@ -315,14 +353,11 @@ absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
     }
     return parsed.status();
   }
-  if (parsed->positional.size() > 1) {
-    return Usage(absl::StrCat("unexpected argument \"", parsed->positional[1], "\""));
-  }
   if (parsed->positional.empty()) return Usage("no command given (see --help)");
-  const std::string& command = parsed->positional[0];
-  absl::StatusOr<Command> cmd = ParseCommand(command);
+  absl::StatusOr<Command> cmd = ParseCommand(parsed->positional);
   if (!cmd.ok()) return cmd.status();
   args.command = *cmd;
+  const std::string command = CommandName(args.command);
   for (const auto& [name, value] : parsed->uses) {
     const FlagDef* def = FindFlag(name);
     if ((def->commands & Bit(args.command)) == 0) {
@@ -370,6 +405,15 @@ Admin commands; each names a namespace by the namespace flags or --namespace-id 
                Pins (unpins) the leading stored chunks of the keys (with --tokens: of
                every full chunk of the tokens), up to the first absent one.
   end-session  --session N   ends a session: its chunks become ordinary chunks
+
+Token commands (local; no daemon is contacted):
+  token new   [--name NAME] [--tenants T1,T2] [--admin] [--trusted]
+              Prints a new bearer token on stdout (shown once: store it as the client's
+              secret), and on stderr the principal entry for the daemon's token file,
+              which holds only the token's SHA-256. --tenants: the tenants it may read
+              and write (default "default"; "*" = every tenant); --admin: administer
+              them too; --trusted: may use direct access to the daemon's memory.
+  token hash  Reads a token on stdin and prints its SHA-256, as the token file stores it.
 
 Global flags:
   --server URI              daemon address (default grpc://127.0.0.1:7070)

@@ -31,7 +31,14 @@ enum class Command {
   kPin,
   kUnpin,
   kEndSession,
+  kTokenNew,   // `token new`: local, no daemon
+  kTokenHash,  // `token hash`: local, no daemon
 };
+
+// True for the commands that run without a daemon (client/cli/token_commands.h).
+inline bool IsLocalCommand(Command c) {
+  return c == Command::kTokenNew || c == Command::kTokenHash;
+}
 
 struct CliArgs {
   bool help = false;
@@ -61,6 +68,12 @@ struct CliArgs {
   bool namespace_stats = false;                   // --namespace
   uint64_t session_id = 0;                        // --session N (put, lookup, end-session)
   PutHints hints;                                 // put: --ttl-ms, --priority, --pin, --session
+
+  // token new: the principal entry printed for the token file.
+  std::string principal_name;        // --name (default: derived from the token's digest)
+  std::vector<std::string> tenants;  // --tenants T1,T2 (default: "default")
+  bool admin = false;                // --admin: also administer those tenants
+  bool trusted = false;              // --trusted: may use direct access
 };
 
 // Parses argv (without the program name). INVALID_ARGUMENT carries a one-line message

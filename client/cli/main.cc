@@ -1,11 +1,13 @@
 // kvstash: command-line access to a kvstashd daemon (put, get, lookup, exists, delete,
-// stats, health). See UsageText() in args.cc or run `kvstash --help`.
+// stats, health), and bearer tokens for it (token new, token hash). See UsageText() in
+// args.cc or run `kvstash --help`.
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "client/cli/args.h"
 #include "client/cli/commands.h"
+#include "client/cli/token_commands.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> argv_list(argv + 1, argv + argc);
@@ -17,6 +19,9 @@ int main(int argc, char** argv) {
   if (args->help) {
     std::cout << kvstash::cli::UsageText();
     return kvstash::cli::kExitOk;
+  }
+  if (kvstash::cli::IsLocalCommand(args->command)) {
+    return kvstash::cli::RunLocalCommand(*args, std::cin, std::cout, std::cerr);
   }
   return kvstash::cli::RunCommand(*args, std::cout, std::cerr);
 }

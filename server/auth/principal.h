@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "common/bearer_token.h"
 
 namespace kvstash::server::auth {
 
@@ -25,10 +26,10 @@ enum class Access : uint8_t {
 inline constexpr absl::string_view kAnyTenant = "*";
 // Tenant of a namespace registered with an empty tenant field.
 inline constexpr absl::string_view kDefaultTenant = "default";
-// Principal names the token file may not use: callers without a token, and every caller
-// when no token file is configured (OpenPrincipal()).
-inline constexpr absl::string_view kAnonymousPrincipal = "anonymous";
-inline constexpr absl::string_view kOpenPrincipal = "open";
+// Principal names the token file may not use (common/bearer_token.h): callers without a
+// token, and every caller when no token file is configured (OpenPrincipal()).
+inline constexpr absl::string_view kAnonymousPrincipal = kAnonymousPrincipalName;
+inline constexpr absl::string_view kOpenPrincipal = kOpenPrincipalName;
 
 // Per-principal limits; 0 means unlimited.
 struct PrincipalLimits {

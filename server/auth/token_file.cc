@@ -1,11 +1,15 @@
 #include "server/auth/token_file.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -15,13 +19,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "common/bearer_token.h"
 #include "server/config_reader.h"
 
 namespace kvstash::server::auth {
 namespace {
 
-constexpr size_t kMaxNameChars = 128;
-constexpr size_t kMaxTenantChars = 256;  // as long as a namespace's tenant may be
 constexpr size_t kDigestHexChars = 64;
 constexpr int64_t kMaxCallsPerS = 1'000'000'000;
 
@@ -96,11 +99,11 @@ absl::Status ReadTenants(const YAML::Node& map, const std::string& path, const c
   if (!items.ok()) return items.status();
   for (const YAML::Node& item : *items) {
     const std::string& tenant = item.Scalar();
-    if (tenant.empty() || tenant.size() > kMaxTenantChars) {
+    if (tenant.empty()) {
       return ErrorAt(item, field,
-                     absl::StrCat("tenant names are 1 to ", kMaxTenantChars, " characters (\"",
-                                  kAnyTenant, "\": every tenant, \"", kDefaultTenant,
-                                  "\": namespaces registered without one)"));
+                     absl::StrCat("empty tenant name (\"", kDefaultTenant,
+                                  "\" is the tenant of namespaces registered without one, \"",
+                                  kAnyTenant, "\" every tenant)"));
     }
     out->insert(tenant);
   }
@@ -177,27 +180,13 @@ absl::Status ReadGrants(const YAML::Node& map, const std::string& path, Principa
   return ReadLimits(map, path, &p->limits);
 }
 
-bool IsNameChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
-         c == '@' || c == ':';
-}
-
 absl::Status ReadName(const YAML::Node& entry, const std::string& path, std::string* name) {
   const std::string field = FieldName(path, "name");
   const YAML::Node node = Child(entry, "name");
   if (!node.IsDefined() || node.IsNull()) return ErrorAt(entry, field, "required");
   if (!node.IsScalar()) return ErrorAt(node, field, "expected a name");
   *name = node.Scalar();
-  if (name->empty() || name->size() > kMaxNameChars ||
-      !std::all_of(name->begin(), name->end(), IsNameChar)) {
-    return ErrorAt(node, field,
-                   absl::StrCat("expected 1 to ", kMaxNameChars,
-                                " letters, digits or . _ - @ : (it names the caller in logs and "
-                                "metrics)"));
-  }
-  if (*name == kAnonymousPrincipal || *name == kOpenPrincipal) {
-    return ErrorAt(node, field, absl::StrCat("\"", *name, "\" is reserved"));
-  }
+  if (absl::Status s = CheckPrincipalName(*name); !s.ok()) return ErrorAt(node, field, s.message());
   return absl::OkStatus();
 }
 
@@ -276,16 +265,47 @@ absl::StatusOr<TokenTable> ReadTable(const YAML::Node& root) {
   return table;
 }
 
+// Notes where each document starts; builds nothing.
+class DocumentMarks final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> starts;
+};
+
+// Where a second document starts, if the text has one: files concatenated by mistake would
+// otherwise lose every principal after the first document. Reads at most two documents,
+// since yaml-cpp's LoadAll never ends on some malformed input.
+std::optional<YAML::Mark> SecondDocument(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentMarks marks;
+  if (!parser.HandleNextDocument(marks) || !parser.HandleNextDocument(marks)) return std::nullopt;
+  if (marks.starts.size() < 2) return YAML::Mark();
+  return marks.starts[1];
+}
+
 }  // namespace
 
 absl::StatusOr<TokenTable> ParseTokenFile(absl::string_view yaml_text) {
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
-    // A second document (files concatenated by mistake) would otherwise be ignored.
-    if (documents.size() > 1) {
-      return ErrorAt(documents[1], "top level", "expected one YAML document, found a second");
+    const std::string text(yaml_text);
+    if (std::optional<YAML::Mark> second = SecondDocument(text)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", second->line + 1, ": top level: expected one YAML document, found a second"));
     }
-    return ReadTable(documents.empty() ? YAML::Node() : documents[0]);
+    return ReadTable(YAML::Load(text));
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return absl::InvalidArgumentError(e.msg);
     return absl::InvalidArgumentError(

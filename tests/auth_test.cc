@@ -3,6 +3,7 @@
 // tenant reaching another's chunks, namespaces and admin calls, Stats and ListNamespaces
 // filtered by rights, per-principal call limits, and direct access only for trusted
 // principals. After every refusal the daemon still serves a good client.
+#include <grpcpp/client_context.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -10,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +19,7 @@
 #include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
+#include "kvstash/v1/kvstash.grpc.pb.h"
 #include "proto/ucx_wire.h"
 #include "tests/daemon_fixture.h"
 #include "tests/metrics_test_util.h"
@@ -347,7 +350,30 @@ TEST_P(AuthTest, CallRateLimitRefusesOnlyThatPrincipal) {
   ExpectStillServing();
 }
 
+// What only gRPC has: the authorization metadata.
+class GrpcAuthTest : public AuthTest {};
+
+TEST_P(GrpcAuthTest, AuthorizationMetadataMustBeABearerToken) {
+  ASSERT_NO_FATAL_FAILURE(StartWithAuth(/*required=*/true));
+  std::unique_ptr<v1::KvStash::Stub> stub = RawStub(daemon_->address());
+  v1::StatsRequest req;
+  v1::StatsResponse resp;
+  // Another scheme is refused; the scheme's case does not matter.
+  for (const auto& [value, code] : std::vector<std::pair<std::string, grpc::StatusCode>>{
+           {std::string("Basic ") + kOpsToken, grpc::StatusCode::UNAUTHENTICATED},
+           {"Bearer", grpc::StatusCode::UNAUTHENTICATED},
+           {std::string("bearer ") + kOpsToken, grpc::StatusCode::OK},
+           {std::string("Bearer ") + kOpsToken, grpc::StatusCode::OK}}) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", value);
+    EXPECT_EQ(stub->Stats(&ctx, req, &resp).error_code(), code) << value;
+  }
+  ExpectStillServing();
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, AuthTest, ::testing::ValuesIn(AllTransports()),
+                         TransportTestName);
+INSTANTIATE_TEST_SUITE_P(Transports, GrpcAuthTest, ::testing::Values(Transport::kGrpc),
                          TransportTestName);
 
 TEST(AuthStartTest, ABadTokenFileFailsTheStartNamingIt) {

@@ -28,6 +28,7 @@ ClientOptions BenchClientOptions(const KvstashOptions& options) {
   if (options.frame_bytes > 0) c.frame_bytes = options.frame_bytes;
   c.ucx_tls = options.ucx_tls;
   c.tls_ca_file = options.tls_ca_file;
+  c.token = options.token;
   return c;
 }
 

@@ -33,6 +33,8 @@ struct KvstashOptions {
   // Non-empty: the daemon serves gRPC over TLS (set server.tls.* in extra_sets) and the
   // clients trust this CA file (ClientOptions::tls_ca_file).
   std::string tls_ca_file;
+  // Non-empty: the bearer token the clients present (ClientOptions::token).
+  std::string token;
   int64_t ready_timeout_ms = 30000;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "bench/kvstash_system.h"
 #include "bench/process.h"
 #include "bench/system_cells.h"
+#include "common/bearer_token.h"
 #include "common/procfs.h"
 
 namespace kvstash::bench {
@@ -53,15 +55,17 @@ absl::Status MakeCertificates(const std::string& dir) {
   return absl::OkStatus();
 }
 
-// Gives the daemon of `o` a token file with one principal allowed everything, requires
-// tokens, and hands the clients that principal's token. UNIMPLEMENTED while the daemon
-// reads no auth: section and ClientOptions carries no token; the token variants are then
-// skipped with this note.
+// A token file in `dir` admitting one principal with every right, a daemon that requires
+// tokens, and clients that present that principal's token.
 absl::Status ApplyToken(const std::string& dir, KvstashOptions* o) {
-  (void)dir;
-  (void)o;
-  return absl::UnimplementedError(
-      "tokens are not wired into this build (auth.token_file, ClientOptions::token)");
+  o->token = NewToken();
+  const std::string path = dir + "/tokens";
+  std::ofstream(path) << "principals:\n  - name: bench\n    token_sha256: " << HashToken(o->token)
+                      << "\n    read: [\"*\"]\n    write: [\"*\"]\n";
+  if (!std::filesystem::exists(path)) return absl::InternalError("cannot write " + path);
+  o->extra_sets.push_back("auth.token_file=" + path);
+  o->extra_sets.push_back("auth.required=true");
+  return absl::OkStatus();
 }
 
 struct Daemons {

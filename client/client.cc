@@ -30,7 +30,10 @@ absl::Status CheckServing(client_internal::Transport* transport, absl::string_vi
     health = transport->Health(ctx);
     s = health.status();
   }
-  if (absl::IsFailedPrecondition(s)) return s;  // a setting must change; waiting cannot help
+  // A setting (or the token) must change; waiting cannot help.
+  if (absl::IsFailedPrecondition(s) || absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s)) {
+    return s;
+  }
   if (!s.ok()) {
     return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " did not answer within ",
                                                options.connect_timeout_ms, " ms: ", s.message()));

@@ -1,8 +1,11 @@
 // ClientOptions::Validate: reject settings that would make every call fail in a confusing
 // way later (a zero deadline, frames larger than gRPC will carry) at Connect instead.
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/bearer_token.h"
 #include "common/ucx_setup.h"
 #include "kvstash/client.h"
 #include "proto/ucx_wire.h"
@@ -26,7 +29,34 @@ absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int6
       absl::StrCat("ClientOptions.", field, " = ", value, " is out of range [", lo, ", ", hi, "]"));
 }
 
+// A token travels in an HTTP/2 header and a length-prefixed UCX field; whitespace or a
+// control character is a copy-and-paste accident (a trailing newline), never part of one.
+// The message names where the token came from, never the token.
+absl::Status CheckToken(const std::string& token, bool from_env) {
+  const std::string source = from_env ? std::string("$") + kTokenEnvVar : "ClientOptions.token";
+  if (token.size() > wire::ucx::kMaxTokenBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, " is longer than ", wire::ucx::kMaxTokenBytes, " bytes"));
+  }
+  for (const char c : token) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source,
+                       " contains whitespace or a control character (a trailing "
+                       "newline from the token file?)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string ClientOptions::EffectiveToken() const {
+  if (!token.empty()) return token;
+  const char* env = std::getenv(kTokenEnvVar);
+  return env == nullptr ? std::string() : std::string(env);
+}
 
 absl::Status ClientOptions::Validate() const {
   constexpr int64_t kMax = INT64_MAX;
@@ -44,6 +74,7 @@ absl::Status ClientOptions::Validate() const {
     s = CheckRange("ucx_tcp_segment_bytes", ucx_tcp_segment_bytes, kMinTcpSegmentBytes,
                    kMaxTcpSegmentBytes);
   }
+  if (s.ok()) s = CheckToken(EffectiveToken(), token.empty());
   return s;
 }
 

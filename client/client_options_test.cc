@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <string>
+
+#include "common/bearer_token.h"
 #include "common/ucx_setup.h"
 #include "kvstash/client.h"
 #include "proto/ucx_wire.h"
@@ -59,6 +63,33 @@ TEST(ClientOptionsTest, AcceptsBoundaries) {
   EXPECT_TRUE(o.Validate().ok());
   o.ucx_idle_progress_ms = 10000;
   EXPECT_TRUE(o.Validate().ok());
+}
+
+TEST(ClientOptionsTest, TokenComesFromTheOptionsElseTheEnvironmentAndIsChecked) {
+  unsetenv(kTokenEnvVar);
+  ClientOptions o;
+  EXPECT_EQ(o.EffectiveToken(), "");
+  EXPECT_TRUE(o.Validate().ok());
+  setenv(kTokenEnvVar, "kvs_from-env", 1);
+  EXPECT_EQ(o.EffectiveToken(), "kvs_from-env");
+  o.token = "kvs_from-options";
+  EXPECT_EQ(o.EffectiveToken(), "kvs_from-options");
+  EXPECT_TRUE(o.Validate().ok());
+  for (const char* bad : {"kvs_a b", "kvs_ab\n", "kvs_\tab", "kvs_\x01"}) {
+    o.token = bad;
+    const absl::Status s = o.Validate();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad;
+    EXPECT_NE(s.message().find("ClientOptions.token"), absl::string_view::npos) << s;
+    EXPECT_EQ(s.message().find("kvs_"), absl::string_view::npos) << "token echoed: " << s;
+  }
+  o.token.clear();
+  setenv(kTokenEnvVar, "kvs_env\n", 1);
+  const absl::Status s = o.Validate();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find(kTokenEnvVar), absl::string_view::npos) << s;
+  o.token = std::string(5000, 'a');
+  EXPECT_TRUE(absl::IsInvalidArgument(o.Validate()));
+  unsetenv(kTokenEnvVar);
 }
 
 TEST(ClientConnectTest, RejectsBadUriAndOptionsBeforeConnecting) {

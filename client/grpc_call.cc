@@ -9,8 +9,11 @@
 
 namespace kvstash::client_internal {
 
-void ApplyDeadline(const CallContext& ctx, grpc::ClientContext* cc) {
+void ApplyCallContext(const CallContext& ctx, grpc::ClientContext* cc) {
   if (ctx.deadline != absl::InfiniteFuture()) cc->set_deadline(absl::ToChronoTime(ctx.deadline));
+  if (!ctx.authorization.empty()) {
+    cc->AddMetadata("authorization", std::string(ctx.authorization));
+  }
 }
 
 grpc::CompletionQueue* ThreadQueue() {
@@ -31,7 +34,7 @@ grpc::CompletionQueue* ThreadQueue() {
 absl::StatusOr<std::string> RunUnaryCall(grpc::GenericStub* stub, const CallContext& ctx,
                                          const char* method, const std::string& request) {
   grpc::ClientContext cc;
-  ApplyDeadline(ctx, &cc);
+  ApplyCallContext(ctx, &cc);
   grpc::Slice slice(request);
   grpc::ByteBuffer request_buffer(&slice, 1);
   grpc::CompletionQueue* cq = ThreadQueue();

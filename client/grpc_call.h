@@ -20,8 +20,8 @@
 
 namespace kvstash::client_internal {
 
-// Sets the attempt's deadline on a call.
-void ApplyDeadline(const CallContext& ctx, grpc::ClientContext* cc);
+// Sets the attempt's deadline, and the authorization metadata when `ctx` has one, on a call.
+void ApplyCallContext(const CallContext& ctx, grpc::ClientContext* cc);
 
 // The calling thread's completion queue. Every call drains all of its operations before it
 // returns, so the queue is idle between calls and the thread's next call reuses it.

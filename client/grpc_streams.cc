@@ -81,7 +81,7 @@ class PutStream final : private PumpedCall {
 
   absl::Status Run(grpc::GenericStub* stub, const CallContext& ctx) {
     auto context = std::make_unique<grpc::ClientContext>();
-    ApplyDeadline(ctx, context.get());
+    ApplyCallContext(ctx, context.get());
     std::unique_ptr<AsyncStream> call = Open(stub, context.get(), kPutMethod);
     Drive(call.get());
     // The context holds the last reference to the core call, and a call cut short keeps
@@ -233,7 +233,7 @@ class GetStream final : private PumpedCall {
     bool own = false;
     grpc::Status s = grpc::SerializationTraits<v1::GetRequest>::Serialize(req, &request_, &own);
     if (!s.ok()) return wire::FromGrpcStatus(s);
-    ApplyDeadline(ctx, &context_);
+    ApplyCallContext(ctx, &context_);
     std::unique_ptr<AsyncStream> call = Open(stub, &context_, kGetMethod);
     Drive(call.get());
     return Finish();

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "client/grpc_auth.h"
 #include "client/grpc_call.h"
 #include "client/grpc_streams.h"
 
@@ -69,13 +70,19 @@ grpc::ChannelArguments MakeChannelArguments(const ClientOptions& options, int in
 
 GrpcTransport::GrpcTransport(const std::string& target, const ClientOptions& options,
                              const ChannelSecurity& security)
-    : target_(target), frame_bytes_(options.frame_bytes) {
+    : target_(target),
+      frame_bytes_(options.frame_bytes),
+      authorization_(security.tls ? "" : BearerMetadata(options.EffectiveToken())) {
+  // Over TLS the token rides as call credentials; plaintext calls carry authorization_.
+  const std::shared_ptr<grpc::ChannelCredentials> credentials =
+      security.tls ? WithBearerToken(security.credentials, options.EffectiveToken())
+                   : security.credentials;
   connections_.resize(options.connections);
   for (int i = 0; i < options.connections; ++i) {
     Connection& c = connections_[i];
     grpc::ChannelArguments args = MakeChannelArguments(options, i);
     if (!security.server_name.empty()) args.SetSslTargetNameOverride(security.server_name);
-    c.channel = grpc::CreateCustomChannel(target, security.credentials, args);
+    c.channel = grpc::CreateCustomChannel(target, credentials, args);
     c.stub = std::make_unique<grpc::GenericStub>(c.channel);
   }
 }
@@ -100,19 +107,26 @@ absl::Status GrpcTransport::WaitConnected(absl::Time deadline) {
   return absl::OkStatus();
 }
 
+CallContext GrpcTransport::WithAuthorization(const CallContext& ctx) const {
+  CallContext out = ctx;
+  out.authorization = authorization_;
+  return out;
+}
+
 absl::StatusOr<std::string> GrpcTransport::CallUnary(const CallContext& ctx,
                                                      const UnaryRequest& req) {
-  return RunUnaryCall(Next().stub.get(), ctx, MethodName(req.method), req.body);
+  return RunUnaryCall(Next().stub.get(), WithAuthorization(ctx), MethodName(req.method), req.body);
 }
 
 absl::Status GrpcTransport::Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                                 absl::Span<const uint64_t> checksums) {
-  return RunPutStream(Next().stub.get(), ctx, ns, items, checksums, frame_bytes_);
+  return RunPutStream(Next().stub.get(), WithAuthorization(ctx), ns, items, checksums,
+                      frame_bytes_);
 }
 
 absl::Status GrpcTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                                 uint64_t lease_id) {
-  return RunGetStream(Next().stub.get(), ctx, ns, items, lease_id);
+  return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, items, lease_id);
 }
 
 }  // namespace kvstash::client_internal

@@ -56,8 +56,13 @@ class GrpcTransport final : public MessageTransport {
   };
   Connection& Next();
 
+  // `ctx` with the token as each call presents it on a plaintext channel: metadata (gRPC
+  // drops call credentials there).
+  CallContext WithAuthorization(const CallContext& ctx) const;
+
   const std::string target_;
   const uint32_t frame_bytes_;
+  const std::string authorization_;      // "Bearer <token>"; "" without a token (or over TLS)
   std::vector<Connection> connections_;  // fixed after construction
   std::atomic<uint64_t> next_{0};
 };

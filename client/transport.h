@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "kvstash/client.h"
@@ -23,6 +24,10 @@ namespace kvstash::client_internal {
 struct CallContext {
   // The attempt fails with DEADLINE_EXCEEDED once this passes.
   absl::Time deadline = absl::InfiniteFuture();
+  // gRPC on a plaintext channel: the `authorization` metadata of the call ("Bearer
+  // <token>"), set by GrpcTransport; empty: none. (TLS channels carry the token as call
+  // credentials instead.) Points into the transport, which outlives its calls.
+  absl::string_view authorization;
 };
 
 class Transport {

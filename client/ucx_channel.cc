@@ -36,7 +36,8 @@ struct RecvOp {
 
 absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(
     ucp_context_h context, const sockaddr* addr, socklen_t addr_len, bool direct,
-    uint64_t tcp_segment_bytes, ParallelCopier* copier, absl::Time deadline) {
+    uint64_t tcp_segment_bytes, const std::string& token, ParallelCopier* copier,
+    absl::Time deadline) {
   ucp_worker_h worker = nullptr;  // one caller at a time, any thread
   int efd = -1;
   if (absl::Status s = ucx_setup::CreateWorker(context, &worker, &efd); !s.ok()) return s;
@@ -60,12 +61,16 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxChannel::Connect(
     return absl::UnavailableError(absl::StrCat("ucp_ep_create: ", ucs_status_string(s)));
   }
   ch->ep_ = ch->control_ep_;
-  if (absl::Status st = ch->Handshake(direct, tcp_segment_bytes, deadline); !st.ok()) return st;
+  if (absl::Status st = ch->Handshake(direct, tcp_segment_bytes, token, deadline); !st.ok()) {
+    return st;
+  }
   return ch;
 }
 
-absl::Status UcxChannel::Handshake(bool direct, uint64_t tcp_segment_bytes, absl::Time deadline) {
-  absl::StatusOr<std::string> reply = Unary(WireOp::kHello, nullptr, "", deadline);
+absl::Status UcxChannel::Handshake(bool direct, uint64_t tcp_segment_bytes,
+                                   const std::string& bearer_token, absl::Time deadline) {
+  absl::StatusOr<std::string> reply =
+      Unary(WireOp::kHello, nullptr, wire::ucx::EncodeHello(bearer_token), deadline);
   if (!reply.ok()) return reply.status();
   wire::ucx::HelloReply hello;
   absl::string_view address;

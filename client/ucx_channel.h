@@ -45,10 +45,14 @@ class UcxChannel {
   // UNAVAILABLE when the daemon is unreachable, DEADLINE_EXCEEDED past `deadline`.
   // With `direct`, asks for direct access to the daemon's arena; `copier` (not owned,
   // outlives the channel) then does the copies in and out of it. FAILED_PRECONDITION when
-  // the daemon's UCX TCP segment differs from `tcp_segment_bytes` (this context's).
+  // the daemon's UCX TCP segment differs from `tcp_segment_bytes` (this context's). The
+  // Hello presents `token` ("" for none); UNAUTHENTICATED when the daemon refuses it.
+  // A daemon that grants no direct access (an untrusted principal) leaves the channel
+  // copying through UCX.
   static absl::StatusOr<std::unique_ptr<UcxChannel>> Connect(
       ucp_context_h context, const sockaddr* addr, socklen_t addr_len, bool direct,
-      uint64_t tcp_segment_bytes, ParallelCopier* copier, absl::Time deadline);
+      uint64_t tcp_segment_bytes, const std::string& token, ParallelCopier* copier,
+      absl::Time deadline);
   // Smallest put that goes through the arena: below it the extra round trip costs more
   // than the copy it saves.
   static constexpr uint64_t kDirectPutMin = 256 << 10;
@@ -80,7 +84,8 @@ class UcxChannel {
   struct Call;  // the state of the call in progress
   UcxChannel(ucp_worker_h worker, int efd, ParallelCopier* copier);
   // Hello on the sockaddr endpoint, then the data endpoint and Attach on it.
-  absl::Status Handshake(bool direct, uint64_t tcp_segment_bytes, absl::Time deadline);
+  absl::Status Handshake(bool direct, uint64_t tcp_segment_bytes, const std::string& bearer_token,
+                         absl::Time deadline);
   // Maps the arena an Attach reply `body` describes; leaves arena_ null when it cannot.
   void MapArena(absl::string_view body);
   // The arena bytes `body` (ArenaRun records) names for a chunk of `size` bytes, or an

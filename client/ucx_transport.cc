@@ -92,6 +92,7 @@ UcxTransport::UcxTransport(const std::string& address, ucp_context_h context,
     : address_(address),
       context_(context),
       direct_(options.ucx_direct),
+      token_(options.EffectiveToken()),
       tcp_segment_bytes_(tcp_segment_bytes),
       idle_progress_(absl::Milliseconds(options.ucx_idle_progress_ms)),
       copier_(CopierOptions(options)),
@@ -123,7 +124,7 @@ absl::StatusOr<std::unique_ptr<UcxChannel>> UcxTransport::Acquire(absl::Time dea
   }
   absl::StatusOr<std::unique_ptr<UcxChannel>> ch =
       UcxChannel::Connect(context_, reinterpret_cast<const sockaddr*>(&addr_), addr_len_, direct_,
-                          tcp_segment_bytes_, &copier_, deadline);
+                          tcp_segment_bytes_, token_, &copier_, deadline);
   if (!ch.ok()) {
     return absl::Status(ch.status().code(),
                         absl::StrCat("kvstashd at ucx://", address_, ": ", ch.status().message()));

@@ -76,6 +76,7 @@ class UcxTransport final : public MessageTransport {
   const std::string address_;  // "host:port", for messages
   ucp_context_h context_;
   const bool direct_;                   // ClientOptions::ucx_direct
+  const std::string token_;             // ClientOptions::EffectiveToken(), for each Hello
   const uint64_t tcp_segment_bytes_;    // as ucx_setup::ConfigureUcx returned it
   const absl::Duration idle_progress_;  // ClientOptions::ucx_idle_progress_ms
   ParallelCopier copier_;               // direct-access copies of every channel

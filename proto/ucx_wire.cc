@@ -33,6 +33,32 @@ ReplyHeader MakeReplyHeader(uint8_t op, uint64_t request_id) {
   return h;
 }
 
+std::string EncodeHello(absl::string_view token) {
+  if (token.empty()) return {};
+  const HelloBody head{static_cast<uint32_t>(token.size())};
+  std::string body(reinterpret_cast<const char*>(&head), sizeof(head));
+  body.append(token.data(), token.size());
+  return body;
+}
+
+absl::Status ParseHello(absl::string_view body, absl::string_view* token) {
+  *token = {};
+  if (body.empty()) return absl::OkStatus();
+  HelloBody head;
+  if (body.size() < sizeof(head)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Hello body of ", body.size(), " bytes is shorter than its length field"));
+  }
+  std::memcpy(&head, body.data(), sizeof(head));
+  if (head.token_length > kMaxTokenBytes || head.token_length != body.size() - sizeof(head)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Hello token_length ", head.token_length, " does not match the body's ",
+                     body.size() - sizeof(head), " bytes (at most ", kMaxTokenBytes, ")"));
+  }
+  *token = body.substr(sizeof(head));
+  return absl::OkStatus();
+}
+
 std::string EncodeHelloReply(const HelloReply& reply, absl::string_view worker_address) {
   std::string body(reinterpret_cast<const char*>(&reply), sizeof(reply));
   body.append(worker_address.data(), worker_address.size());

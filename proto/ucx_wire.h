@@ -40,8 +40,8 @@ enum class Op : uint8_t {
   kStats = 6,              // body: v1.StatsRequest             reply: v1.StatsResponse
   kPut = 7,                // one chunk; header + PutFields, body: the payload
   kGet = 8,                // body: GetItemRecord x count; replies: one or more per item
-  kHello = 9,              // on the sockaddr endpoint, no body; reply body: HelloReply + the daemon
-                           // worker's UCP address
+  kHello = 9,              // on the sockaddr endpoint, body: empty or a HelloBody (the bearer
+                           // token); reply body: HelloReply + the daemon worker's UCP address
   kAttach = 10,            // on the endpoint created from that address; body: the token (8 bytes
                            // LE) + the client worker's UCP address, for the daemon's reply endpoint
   kCommit = 11,            // header + CommitFields, no body: the client wrote a reserved chunk;
@@ -128,6 +128,12 @@ struct ArenaInfo {
   uint64_t address;  // the arena's address in the daemon (for RMA)
   uint64_t size;     // bytes
 };
+// Body of a Hello, followed by `token_length` bytes of bearer token (docs/security.md).
+// An empty Hello body (clients from before authentication) presents no token. 4 bytes.
+struct HelloBody {
+  uint32_t token_length;
+};
+inline constexpr uint32_t kMaxTokenBytes = 4096;
 // Body of the Hello reply, followed by the daemon worker's UCP address. 16 bytes.
 struct HelloReply {
   uint64_t token;              // names this connection in Attach
@@ -168,6 +174,7 @@ static_assert(sizeof(GetFields) == 16);
 static_assert(sizeof(GetItemRecord) == 24);
 static_assert(sizeof(CommitFields) == 16);
 static_assert(sizeof(ArenaInfo) == 16);
+static_assert(sizeof(HelloBody) == 4);
 static_assert(sizeof(HelloReply) == 16);
 static_assert(sizeof(ArenaRun) == 16);
 static_assert(sizeof(ReplyHeader) == 64);
@@ -184,6 +191,12 @@ ReplyHeader MakeReplyHeader(uint8_t op, uint64_t request_id);
 absl::Status ParseRequestHeader(const void* header, size_t length, RequestHeader* out);
 // Reads the reply header. INVALID_ARGUMENT for a short header, bad magic or version.
 absl::Status ParseReplyHeader(const void* header, size_t length, ReplyHeader* out);
+
+// A Hello body presenting `token` ("" for an empty token: no HelloBody at all).
+std::string EncodeHello(absl::string_view token);
+// The token a Hello body presents ("" for an empty body). INVALID_ARGUMENT when the length
+// field disagrees with the body or exceeds kMaxTokenBytes. `*token` points into `body`.
+absl::Status ParseHello(absl::string_view body, absl::string_view* token);
 
 // The Hello reply body: `reply` then the worker address.
 std::string EncodeHelloReply(const HelloReply& reply, absl::string_view worker_address);

@@ -91,6 +91,10 @@ ucx:                              # UCX data plane (docs/protocol.md, "UCX data 
   worker_threads: 1               # threads progressing UCX workers
   direct_access: true             # same-host clients map the DRAM arena (trusted clients)
   trusted_network: false          # UCX has no TLS: non-loopback listen with auth needs true
+auth:                             # bearer tokens and tenant rights (docs/security.md)
+  token_file: ""                  # hashed tokens -> principals; "" = no authentication
+  required: false                 # refuse calls without a token (UNAUTHENTICATED)
+  reload_interval_ms: 1000        # how often the token file is checked for changes; 0 = SIGHUP only
 )yaml";
 
 namespace {
@@ -249,6 +253,7 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat("storage.", t.message()));
   }
   if (c.data_dir.empty()) return absl::InvalidArgumentError("data_dir: must not be empty");
+  if (absl::Status u = CheckUcxTrust(c.ucx, c.auth.required); !u.ok()) return u;
   return CheckTls(c.server.tls);
 }
 

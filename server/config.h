@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/ucx_setup.h"
+#include "server/auth/authenticator.h"
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
@@ -157,7 +158,8 @@ struct UcxConfig {
   // Keep the DRAM arena in UCX shared memory and let clients on this host map it, so they
   // read and write chunks in place: one copy per byte instead of two through UCX's
   // shared-memory queue (docs/protocol.md, "Direct access"). Such clients can read and
-  // write the whole arena, i.e. every namespace: turn this off unless the daemon's
+  // write the whole arena, i.e. every namespace: with auth.token_file only principals
+  // marked trusted get it; without one, turn this off unless the daemon's
   // same-host UCX clients are trusted (the mapping also needs their user to be allowed
   // to open the daemon's files in /proc, as for CMA). Needs /dev/shm to hold the DRAM
   // budget; the daemon falls back to a private arena (logged) when it cannot.
@@ -168,6 +170,10 @@ struct UcxConfig {
   bool trusted_network = false;
 };
 
+// The `auth:` section: bearer tokens and per-tenant rights (docs/security.md). Its fields
+// are the authenticator's options, documented there (auth::AuthOptions).
+struct AuthConfig : auth::AuthOptions {};
+
 struct ServerConfig {
   GrpcConfig server;
   // Directory for persistent state (the NVMe tier under `<data_dir>/nvme` unless
@@ -177,6 +183,7 @@ struct ServerConfig {
   StorageConfig storage;
   MetricsConfig metrics;
   UcxConfig ucx;
+  AuthConfig auth;
 
   // The store's options; nvme.path is resolved (empty when the NVMe tier is disabled).
   storage::ChunkStoreOptions ToChunkStoreOptions() const;

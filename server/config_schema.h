@@ -189,6 +189,15 @@ void VisitUcx(UcxConfig& c, V& v) {
   v.End();
 }
 
+template <typename V>
+void VisitAuth(AuthConfig& c, V& v) {
+  v.Begin("auth");
+  v.String("token_file", &c.token_file);
+  v.Bool("required", &c.required);
+  v.Int("reload_interval_ms", &c.reload_interval_ms, {0, kHourMs});
+  v.End();
+}
+
 }  // namespace config_schema
 
 // Every section and field of `c`, in the order of kDefaultConfigYaml.
@@ -200,6 +209,7 @@ void VisitConfig(ServerConfig& c, V& v) {
   config_schema::VisitStorage(c.storage, v);
   config_schema::VisitMetrics(c.metrics, v);
   config_schema::VisitUcx(c.ucx, v);
+  config_schema::VisitAuth(c.auth, v);
 }
 
 // One key of the config with a field's value as EmitConfig writes it (strings unquoted).

@@ -10,11 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/ready_file.h"
 #include "server/flags.h"
@@ -28,21 +31,25 @@
 namespace kvstash::server {
 namespace {
 
-sigset_t ShutdownSignals() {
+// SIGTERM and SIGINT shut down; SIGHUP reloads the token file.
+sigset_t HandledSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   return set;
 }
 
-// Waits for SIGTERM/SIGINT on its own thread, so no work happens in a signal handler.
-// The first signal requests shutdown; a second one, while draining, exits at once.
-// REQUIRES: the signals are blocked in every thread (BlockShutdownSignals before any
+// Waits for signals on its own thread, so no work happens in a signal handler. The first
+// SIGTERM/SIGINT requests shutdown; a second one, while draining, exits at once. SIGHUP
+// runs `on_hangup` (reloading the token file) and never shuts down.
+// REQUIRES: the signals are blocked in every thread (BlockHandledSignals before any
 // thread starts), so sigwait is their only receiver.
 class SignalWaiter {
  public:
-  explicit SignalWaiter(Logger* log) : log_(log), thread_([this] { Loop(); }) {}
+  SignalWaiter(Logger* log, std::function<void()> on_hangup)
+      : log_(log), on_hangup_(std::move(on_hangup)), thread_([this] { Loop(); }) {}
   ~SignalWaiter() {
     done_.store(true);
     pthread_kill(thread_.native_handle(), SIGTERM);  // wakes sigwait
@@ -57,12 +64,17 @@ class SignalWaiter {
 
  private:
   void Loop() {
-    const sigset_t set = ShutdownSignals();
-    for (int n = 0;; ++n) {
+    const sigset_t set = HandledSignals();
+    for (int n = 0;;) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
       if (done_.load()) return;
-      if (n == 0) {
+      if (sig == SIGHUP) {
+        log_->Info("SIGHUP: reloading the token file", {});
+        on_hangup_();
+        continue;
+      }
+      if (n++ == 0) {
         signal_ = sig;
         stop_.Notify();
       } else {
@@ -73,14 +85,15 @@ class SignalWaiter {
   }
 
   Logger* const log_;
+  const std::function<void()> on_hangup_;
   std::atomic<bool> done_{false};
   int signal_ = 0;  // written before stop_ is notified, read after
   absl::Notification stop_;
   std::thread thread_;  // last: starts once the members above exist
 };
 
-void BlockShutdownSignals() {
-  sigset_t set = ShutdownSignals();
+void BlockHandledSignals() {
+  sigset_t set = HandledSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   // Writes to a closed connection must fail with EPIPE, not kill the daemon.
   signal(SIGPIPE, SIG_IGN);
@@ -161,7 +174,7 @@ int RunDaemon(int argc, char** argv) {
   CommandLine cl;
   ServerConfig config;
   if (int code = HandleCommandLine(argc, argv, &cl, &config); code >= 0) return code;
-  BlockShutdownSignals();
+  BlockHandledSignals();
   EnableGrpcTcpExperiments();
   ConfigureUcxEnvironment();
   KeepLargeBuffersOnHeap();
@@ -184,7 +197,14 @@ int RunDaemon(int argc, char** argv) {
     // A TLS or token file the daemon cannot use is a bad configuration too.
     return s.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
-  SignalWaiter signals(&log);
+  // The server a SIGHUP reloads the tokens of; null once it is going away.
+  absl::Mutex reload_mu;
+  Server* reloadable = server->get();
+  // The authenticator logs how the reload went (and keeps the old tokens on error).
+  SignalWaiter signals(&log, [&] {
+    absl::MutexLock lock(&reload_mu);
+    if (reloadable != nullptr) reloadable->ReloadAuth().IgnoreError();
+  });
   // Liveness for the systemd watchdog: the store answers (its locks are not wedged).
   // Stopped (reset) before the server and its store are destroyed.
   auto notifier = std::make_unique<SystemdNotifier>([store = (*server)->store()] {
@@ -206,6 +226,10 @@ int RunDaemon(int argc, char** argv) {
   (*server)->Shutdown(absl::Milliseconds(config.server.shutdown_grace_ms));
   if (!cl.ready_file.empty()) std::remove(cl.ready_file.c_str());
   notifier.reset();
+  {
+    absl::MutexLock lock(&reload_mu);
+    reloadable = nullptr;
+  }
   server->reset();
   return kExitOk;
 }

@@ -10,6 +10,7 @@
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
+#include "server/grpc_service.h"
 
 namespace kvstash::server {
 namespace {
@@ -37,7 +38,7 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         context_(context) {
     metrics_->CallStarted();
     metrics_->AddReceivedBytes(request->Length());
-    absl::Status s = Parse(*request);
+    absl::Status s = Parse(*context, *request);
     if (!s.ok()) {
       requests_->LogRefused(Op::kGet, s, context_->peer());
       End(wire::ToGrpcStatus(s));
@@ -74,7 +75,7 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     code_ = static_cast<int>(status.error_code());
     Finish(status);
   }
-  absl::Status Parse(const grpc::ByteBuffer& request);
+  absl::Status Parse(const grpc::CallbackServerContext& context, const grpc::ByteBuffer& request);
   void WriteNext();
   // Starts fetching keys_[next_fetch_] when there is one (an NVMe read runs on the store's
   // read threads). Called with no write waiting on the fetch.
@@ -92,6 +93,7 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::CallbackServerContext* const context_;
   const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
   int code_ = 0;
+  CallAuth caller_;  // its call slot is held until the reactor is deleted
 
   Key128 ns_;
   std::vector<Key128> keys_;
@@ -116,10 +118,17 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   std::optional<Fetched> ahead_ ABSL_GUARDED_BY(mu_);  // fetched, not yet sent
 };
 
-absl::Status GetReactor::Parse(const grpc::ByteBuffer& request) {
+absl::Status GetReactor::Parse(const grpc::CallbackServerContext& context,
+                               const grpc::ByteBuffer& request) {
   if (absl::Status s = requests_->Admit(); !s.ok()) return s;
+  absl::StatusOr<CallAuth> caller = AuthenticateCall(*requests_, Op::kGet, context);
+  if (!caller.ok()) return caller.status();
+  caller_ = *std::move(caller);
   absl::StatusOr<GetCall> call = DecodeGetRequest(request, *env_->registry, env_->limits);
   if (!call.ok()) return call.status();
+  if (absl::Status s = requests_->Authorize(caller_, auth::Access::kRead, call->tenant); !s.ok()) {
+    return s;
+  }
   ns_ = call->ns;
   keys_ = std::move(call->keys);
   lease_id_ = call->lease_id;
@@ -210,6 +219,12 @@ void GetReactor::BuildHeadFrame(uint32_t index, Fetched ref) {
   head.set_index(index);
   v1::ChunkHeader* header = head.mutable_header();
   header->set_key(KeyToBytes(keys_[index]));
+  if (ref.ok()) {
+    // Past the caller's byte rate this chunk fails; the rest of the call goes on.
+    if (absl::Status s = requests_->ChargeBytes(caller_, (*ref)->meta().size_bytes); !s.ok()) {
+      ref = s;
+    }
+  }
   if (!ref.ok()) {
     head.set_code(static_cast<int>(ref.status().code()));
     out_ = wire::EncodeFrame(head, {});

@@ -5,6 +5,16 @@
 #include "server/put_reactor.h"
 
 namespace kvstash::server {
+absl::StatusOr<CallAuth> AuthenticateCall(const Requests& requests, Op op,
+                                          const grpc::ServerContextBase& context) {
+  absl::StatusOr<std::string> token = BearerTokenOf(context);
+  if (!token.ok()) {
+    requests.metrics().AddAuthFailure(AuthFailure::kUnauthenticated);
+    return token.status();
+  }
+  return requests.Authenticate(op, *token);
+}
+
 namespace {
 
 // Answers one unary call through the request layer, measured: request and response
@@ -18,7 +28,9 @@ grpc::ServerUnaryReactor* AnswerUnary(const Requests& requests, Op op,
   const ServiceEnv& env = requests.env();
   env.unary_in_handler.fetch_add(1);
   requests.metrics().AddReceivedBytes(request.ByteSizeLong());
-  const absl::Status status = requests.Unary(request, response);
+  absl::StatusOr<CallAuth> caller = AuthenticateCall(requests, op, *context);
+  const absl::Status status =
+      caller.ok() ? requests.Unary(*caller, request, response) : caller.status();
   if (status.ok()) requests.metrics().AddSentBytes(response->ByteSizeLong());
   requests.RecordCall(op, status.code(), start);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

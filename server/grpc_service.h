@@ -29,6 +29,10 @@ using KvStashCallbackBase = KvStash::WithCallbackMethod_RegisterNamespace<
                 KvStash::WithCallbackMethod_Health<KvStashAdminBase>>>>>>>>;
 }  // namespace internal
 
+// The caller of a gRPC call of `op`, from its authorization metadata (Requests::Authenticate).
+absl::StatusOr<CallAuth> AuthenticateCall(const Requests& requests, Op op,
+                                          const grpc::ServerContextBase& context);
+
 class KvStashService final : public internal::KvStashCallbackBase {
  public:
   // `env` must outlive the service and every call it serves.

@@ -8,6 +8,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstash/stats_counters.h"
+#include "server/auth/call_limiter.h"
+#include "server/auth_metrics.h"
 #include "server/metrics/exposition.h"
 #include "server/metrics/http_server.h"
 #include "server/namespace_registry.h"
@@ -71,6 +73,35 @@ TEST(TransportMetricsTest, RendersOpsErrorsAndBytes) {
   EXPECT_THAT(text,
               HasSubstr("kvstash_put_chunks_total{transport=\"grpc\",result=\"stored\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("kvstash_lookup_hit_tokens_total{transport=\"grpc\"} 768\n"));
+}
+
+TEST(AuthMetricsTest, CountsFailuresCallsThrottlesAndReloads) {
+  TransportMetrics t("ucx");
+  t.AddAuthFailure(AuthFailure::kPermissionDenied);
+  std::vector<metrics::Family> families;
+  t.Collect(&families);
+  AuthMetrics m;
+  m.AddCall("alice");
+  m.AddCall("alice");
+  m.AddCall("bob");
+  auth::CallLimiter limiter([] { return absl::FromUnixSeconds(1); });
+  auth::Principal slow;
+  slow.name = "slow";
+  slow.limits.max_concurrent_calls = 1;
+  absl::StatusOr<auth::CallLimiter::Slot> held = limiter.BeginCall(slow);
+  ASSERT_TRUE(held.ok());
+  EXPECT_FALSE(limiter.BeginCall(slow).ok());
+  m.Collect(/*auth=*/nullptr, &limiter, &families);
+  const std::string text = metrics::RenderText(families);
+  EXPECT_THAT(text, HasSubstr("kvstash_auth_failures_total{transport=\"ucx\",reason="
+                              "\"permission_denied\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_auth_failures_total{transport=\"ucx\",reason="
+                              "\"unauthenticated\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_principal_calls_total{principal=\"alice\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_principal_calls_total{principal=\"bob\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_principal_throttled_total{principal=\"slow\",kind="
+                              "\"concurrency\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_auth_reloads_total{result=\"error\"} 0\n"));
 }
 
 TEST(StoreMetricsTest, TiersAndGetsComeFromStats) {

@@ -43,6 +43,13 @@ absl::StatusOr<Key128> NamespaceRegistry::Resolve(absl::string_view id_bytes) co
 
 absl::StatusOr<Key128> NamespaceRegistry::Resolve(absl::string_view id_bytes,
                                                   uint32_t* chunk_tokens) const {
+  std::string tenant;
+  return Resolve(id_bytes, chunk_tokens, &tenant);
+}
+
+absl::StatusOr<Key128> NamespaceRegistry::Resolve(absl::string_view id_bytes,
+                                                  uint32_t* chunk_tokens,
+                                                  std::string* tenant) const {
   absl::StatusOr<Key128> id = ParseNamespaceId(id_bytes);
   if (!id.ok()) return id;
   absl::ReaderMutexLock lock(&mu_);
@@ -52,6 +59,7 @@ absl::StatusOr<Key128> NamespaceRegistry::Resolve(absl::string_view id_bytes,
         absl::StrCat("unknown namespace ", KeyToHex(*id), "; call RegisterNamespace first"));
   }
   *chunk_tokens = it->second.chunk_tokens();
+  *tenant = it->second.tenant();
   return id;
 }
 

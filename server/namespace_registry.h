@@ -41,6 +41,10 @@ class NamespaceRegistry {
   // As above, and sets `*chunk_tokens` to the namespace's chunk_tokens (one lock, as above).
   absl::StatusOr<Key128> Resolve(absl::string_view id_bytes, uint32_t* chunk_tokens) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // As above, and sets `*tenant` to the spec's tenant (empty when it names none), which
+  // the caller's rights are checked against.
+  absl::StatusOr<Key128> Resolve(absl::string_view id_bytes, uint32_t* chunk_tokens,
+                                 std::string* tenant) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // The registered spec of `id`, or NOT_FOUND.
   absl::StatusOr<v1::NamespaceSpec> Find(const Key128& id) const ABSL_LOCKS_EXCLUDED(mu_);

@@ -6,6 +6,7 @@
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
+#include "server/grpc_service.h"
 #include "server/put_stream.h"
 
 namespace kvstash::server {
@@ -24,7 +25,14 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>, PutSt
         response_(response),
         parser_(requests->env().limits, this) {
     metrics_->CallStarted();
-    if (absl::Status s = requests_->Admit(); !s.ok()) {
+    absl::Status s = requests_->Admit();
+    if (s.ok()) {
+      absl::StatusOr<CallAuth> caller = AuthenticateCall(*requests_, Op::kPut, *context);
+      if (caller.ok()) caller_ = *std::move(caller);
+      s = caller.status();
+    }
+    if (!s.ok()) {
+      requests_->LogRefused(Op::kPut, s, context_->peer());
       End(wire::ToGrpcStatus(s));
       return;
     }
@@ -74,6 +82,7 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>, PutSt
   grpc::ByteBuffer* const response_;
   const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
   int code_ = 0;
+  CallAuth caller_;  // its call slot is held until the reactor is deleted
 
   grpc::ByteBuffer frame_;
   PutStreamParser parser_;
@@ -84,14 +93,14 @@ class PutReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer>, PutSt
 };
 
 absl::Status PutReactor::OnNamespace(absl::string_view id) {
-  absl::StatusOr<Key128> ns = requests_->ResolveNamespace(id);
+  absl::StatusOr<Key128> ns = requests_->ResolveNamespace(caller_, id, auth::Access::kWrite);
   if (!ns.ok()) return ns.status();
   ns_ = *ns;
   return absl::OkStatus();
 }
 
 void PutReactor::OnChunkStart(const PutChunkHeader& header) {
-  chunk_ = requests_->BeginPut(ns_, header);
+  chunk_ = requests_->BeginPut(caller_, ns_, header);
 }
 
 void PutReactor::OnChunkPayload(absl::Span<const grpc::Slice> slices) {

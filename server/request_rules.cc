@@ -75,7 +75,8 @@ absl::StatusOr<GetCall> DecodeGetRequest(const grpc::ByteBuffer& request,
   v1::GetRequest req;
   if (absl::Status s = wire::ParseMessage(request, &req); !s.ok()) return s;
   GetCall call;
-  absl::StatusOr<Key128> ns = registry.Resolve(req.namespace_id());
+  uint32_t chunk_tokens = 0;
+  absl::StatusOr<Key128> ns = registry.Resolve(req.namespace_id(), &chunk_tokens, &call.tenant);
   if (!ns.ok()) return ns.status();
   absl::StatusOr<std::vector<Key128>> keys = ParseKeys(req.keys(), limits);
   if (!keys.ok()) return keys.status();

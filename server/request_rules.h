@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,6 +62,7 @@ struct GetCall {
   Key128 ns{};
   std::vector<Key128> keys;
   uint64_t lease_id = 0;
+  std::string tenant;  // the namespace's, as registered (empty: the default tenant)
 };
 // Decodes a serialized v1.GetRequest: INVALID_ARGUMENT for malformed bytes, a bad
 // namespace id or key list; FAILED_PRECONDITION for a namespace `registry` does not know.

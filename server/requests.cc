@@ -6,6 +6,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "server/auth/authenticator.h"
+#include "server/auth/call_limiter.h"
 #include "server/stats_reply.h"
 
 namespace kvstash::server {
@@ -26,13 +28,14 @@ constexpr const char* kRefused[kOpCount] = {"register_namespace refused",
 
 // Parses `bytes` as a Req, answers it with `requests.Unary`, serializes the Resp.
 template <typename Req, typename Resp>
-absl::Status UnarySerialized(const Requests& requests, absl::string_view bytes, std::string* out) {
+absl::Status UnarySerialized(const Requests& requests, const CallAuth& caller,
+                             absl::string_view bytes, std::string* out) {
   Req req;
   if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError("request body is not a valid kvstash.v1 message");
   }
   Resp resp;
-  if (absl::Status s = requests.Unary(req, &resp); !s.ok()) return s;
+  if (absl::Status s = requests.Unary(caller, req, &resp); !s.ok()) return s;
   resp.SerializeToString(out);
   return absl::OkStatus();
 }
@@ -41,6 +44,18 @@ absl::Status UnarySerialized(const Requests& requests, absl::string_view bytes, 
 // names none (as the store counts unbound namespaces).
 std::string TenantOf(const v1::NamespaceSpec& spec) {
   return spec.tenant().empty() ? std::string(kDefaultTenant) : spec.tenant();
+}
+
+const char* AccessName(auth::Access access) {
+  switch (access) {
+    case auth::Access::kRead:
+      return "read";
+    case auth::Access::kWrite:
+      return "write";
+    case auth::Access::kAdmin:
+      return "admin";
+  }
+  return "";
 }
 
 // REQUIRES: CheckPutChunk validated the hints.
@@ -79,8 +94,67 @@ absl::Status PutChunk::Finish() {
   return status_;
 }
 
-absl::StatusOr<Key128> Requests::ResolveNamespace(absl::string_view id) const {
-  return env_->registry->Resolve(id);
+absl::StatusOr<auth::PrincipalPtr> Requests::Principal(absl::string_view token) const {
+  if (env_->auth == nullptr) return auth::OpenPrincipal();
+  absl::StatusOr<auth::PrincipalPtr> principal = env_->auth->Authenticate(token);
+  if (!principal.ok()) metrics_->AddAuthFailure(AuthFailure::kUnauthenticated);
+  return principal;
+}
+
+absl::StatusOr<CallAuth> Requests::Authenticate(Op op, absl::string_view token,
+                                                bool begins_call) const {
+  CallAuth caller;
+  if (op == Op::kHealth && token.empty()) return caller;
+  absl::StatusOr<auth::PrincipalPtr> principal = Principal(token);
+  if (!principal.ok()) return principal.status();
+  caller.principal = *std::move(principal);
+  // Health is a probe (clients send it at connect): authenticated, never limited.
+  if (!begins_call || op == Op::kHealth) return caller;
+  if (env_->limiter != nullptr) {
+    absl::StatusOr<auth::CallLimiter::Slot> slot = env_->limiter->BeginCall(*caller.principal);
+    if (!slot.ok()) return slot.status();  // the limiter counts its refusals
+    caller.slot = std::make_shared<auth::CallLimiter::Slot>(*std::move(slot));
+  }
+  env_->auth_metrics.AddCall(caller.principal->name);
+  return caller;
+}
+
+absl::Status Requests::Deny(const CallAuth& caller, auth::Access access,
+                            absl::string_view tenant) const {
+  metrics_->AddAuthFailure(AuthFailure::kPermissionDenied);
+  const std::string who =
+      caller.principal == nullptr ? "an unauthenticated caller" : caller.principal->name;
+  return absl::PermissionDeniedError(absl::StrCat(
+      "principal \"", who, "\" has no ", AccessName(access), " right on tenant \"", tenant, "\""));
+}
+
+absl::Status Requests::Authorize(const CallAuth& caller, auth::Access access,
+                                 absl::string_view tenant) const {
+  if (tenant.empty()) tenant = kDefaultTenant;
+  // No principal: a transport that did not authenticate the call; refuse, never assume.
+  if (caller.principal == nullptr || !caller.principal->May(access, tenant)) {
+    return Deny(caller, access, tenant);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Requests::ChargeBytes(const CallAuth& caller, uint64_t bytes) const {
+  if (env_->limiter == nullptr || caller.principal == nullptr) return absl::OkStatus();
+  return env_->limiter->ChargeBytes(*caller.principal, bytes);
+}
+
+bool Requests::MayMapArena(const CallAuth& caller) {
+  return caller.principal != nullptr && caller.principal->trusted;
+}
+
+absl::StatusOr<Key128> Requests::ResolveNamespace(const CallAuth& caller, absl::string_view id,
+                                                  auth::Access access) const {
+  uint32_t chunk_tokens = 0;
+  std::string tenant;
+  absl::StatusOr<Key128> ns = env_->registry->Resolve(id, &chunk_tokens, &tenant);
+  if (!ns.ok()) return ns;
+  if (absl::Status s = Authorize(caller, access, tenant); !s.ok()) return s;
+  return ns;
 }
 
 absl::Status Requests::CheckKeyCount(size_t n) const {
@@ -95,10 +169,15 @@ absl::Status Requests::CheckPutChunk(const PutChunkHeader& h) const {
   return server::CheckPutChunk(h, env_->limits);
 }
 
-PutChunk Requests::BeginPut(const Key128& ns, const PutChunkHeader& h) const {
+PutChunk Requests::BeginPut(const CallAuth& caller, const Key128& ns,
+                            const PutChunkHeader& h) const {
   PutChunk chunk;
   chunk.metrics_ = metrics_;
   chunk.store_ = env_->store;
+  if (absl::Status s = ChargeBytes(caller, h.meta.size_bytes); !s.ok()) {
+    chunk.status_ = std::move(s);  // refused: drain the payload, fail this chunk only
+    return chunk;
+  }
   storage::ChunkId id{ns, {}};
   std::memcpy(id.key.data(), h.key.data(), id.key.size());
   absl::StatusOr<std::unique_ptr<storage::PendingChunk>> pending =
@@ -113,9 +192,12 @@ PutChunk Requests::BeginPut(const Key128& ns, const PutChunkHeader& h) const {
   return chunk;
 }
 
-absl::Status Requests::Unary(const v1::RegisterNamespaceRequest& req,
+absl::Status Requests::Unary(const CallAuth& caller, const v1::RegisterNamespaceRequest& req,
                              v1::RegisterNamespaceResponse* resp) const {
   if (absl::Status s = Admit(); !s.ok()) return s;
+  if (absl::Status s = Authorize(caller, auth::Access::kWrite, TenantOf(req.spec())); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<Key128> id = env_->registry->Register(req.spec());
   if (!id.ok()) return id.status();
   env_->store->SetNamespaceTenant(*id, TenantOf(req.spec()));
@@ -123,12 +205,16 @@ absl::Status Requests::Unary(const v1::RegisterNamespaceRequest& req,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Requests::NamespaceKeys> Requests::AdmitKeys(const std::string& namespace_id,
+absl::StatusOr<Requests::NamespaceKeys> Requests::AdmitKeys(const CallAuth& caller,
+                                                            auth::Access access,
+                                                            const std::string& namespace_id,
                                                             absl::string_view keys) const {
   if (absl::Status s = Admit(); !s.ok()) return s;
   NamespaceKeys call;
-  absl::StatusOr<Key128> ns = env_->registry->Resolve(namespace_id, &call.chunk_tokens);
+  std::string tenant;
+  absl::StatusOr<Key128> ns = env_->registry->Resolve(namespace_id, &call.chunk_tokens, &tenant);
   if (!ns.ok()) return ns.status();
+  if (absl::Status s = Authorize(caller, access, tenant); !s.ok()) return s;
   call.ns = *ns;
   absl::StatusOr<std::vector<Key128>> parsed = ParseKeys(keys);
   if (!parsed.ok()) return parsed.status();
@@ -136,24 +222,31 @@ absl::StatusOr<Requests::NamespaceKeys> Requests::AdmitKeys(const std::string& n
   return call;
 }
 
-absl::StatusOr<Key128> Requests::AdmitNamespace(const std::string& namespace_id) const {
+absl::StatusOr<Key128> Requests::AdmitNamespace(const CallAuth& caller, auth::Access access,
+                                                const std::string& namespace_id) const {
   if (absl::Status s = Admit(); !s.ok()) return s;
-  return env_->registry->Resolve(namespace_id);
+  return ResolveNamespace(caller, namespace_id, access);
 }
 
-absl::StatusOr<Key128> Requests::AdmitStoredNamespace(const std::string& namespace_id) const {
-  absl::StatusOr<Key128> ns = AdmitNamespace(namespace_id);
+absl::StatusOr<Key128> Requests::AdmitStoredNamespace(const CallAuth& caller, auth::Access access,
+                                                      const std::string& namespace_id) const {
+  absl::StatusOr<Key128> ns = AdmitNamespace(caller, access, namespace_id);
   if (!absl::IsFailedPrecondition(ns.status())) return ns;  // registered, or refused
   absl::StatusOr<Key128> id = ParseNamespaceId(namespace_id);
   if (!id.ok()) return id;
   for (const storage::NamespaceUsage& u : env_->store->NamespaceUsages()) {
-    if (u.ns == *id && u.dram_chunks + u.nvme_chunks > 0) return id;
+    if (u.ns != *id || u.dram_chunks + u.nvme_chunks == 0) continue;
+    const std::string tenant = u.tenant.empty() ? std::string(kDefaultTenant) : u.tenant;
+    if (absl::Status s = Authorize(caller, access, tenant); !s.ok()) return s;
+    return id;
   }
   return ns;
 }
 
-absl::Status Requests::Unary(const v1::LookupRequest& req, v1::LookupResponse* resp) const {
-  absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
+absl::Status Requests::Unary(const CallAuth& caller, const v1::LookupRequest& req,
+                             v1::LookupResponse* resp) const {
+  absl::StatusOr<NamespaceKeys> call =
+      AdmitKeys(caller, auth::Access::kRead, req.namespace_id(), req.keys());
   if (!call.ok()) return call.status();
   storage::LookupResult r = env_->store->Lookup(
       call->ns, call->keys, absl::Milliseconds(req.lease_ms()), req.session_id());
@@ -168,8 +261,10 @@ absl::Status Requests::Unary(const v1::LookupRequest& req, v1::LookupResponse* r
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(const v1::KeysRequest& req, v1::ExistsResponse* resp) const {
-  absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
+absl::Status Requests::Unary(const CallAuth& caller, const v1::KeysRequest& req,
+                             v1::ExistsResponse* resp) const {
+  absl::StatusOr<NamespaceKeys> call =
+      AdmitKeys(caller, auth::Access::kRead, req.namespace_id(), req.keys());
   if (!call.ok()) return call.status();
   std::string* present = resp->mutable_present();
   present->reserve(call->keys.size());
@@ -179,8 +274,10 @@ absl::Status Requests::Unary(const v1::KeysRequest& req, v1::ExistsResponse* res
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(const v1::KeysRequest& req, v1::DeleteResponse* resp) const {
-  absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
+absl::Status Requests::Unary(const CallAuth& caller, const v1::KeysRequest& req,
+                             v1::DeleteResponse* resp) const {
+  absl::StatusOr<NamespaceKeys> call =
+      AdmitKeys(caller, auth::Access::kWrite, req.namespace_id(), req.keys());
   if (!call.ok()) return call.status();
   uint32_t deleted = 0;
   for (const Key128& key : call->keys) {
@@ -190,12 +287,18 @@ absl::Status Requests::Unary(const v1::KeysRequest& req, v1::DeleteResponse* res
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(const v1::StatsRequest& req, v1::StatsResponse* resp) const {
+absl::Status Requests::Unary(const CallAuth& caller, const v1::StatsRequest& req,
+                             v1::StatsResponse* resp) const {
   if (absl::Status s = Admit(); !s.ok()) return s;
+  // Its totals and tier counters cover every tenant's chunks.
+  if (caller.principal == nullptr || !caller.principal->MayAll(auth::Access::kRead)) {
+    return Deny(caller, auth::Access::kRead, auth::kAnyTenant);
+  }
   return FillStatsResponse(*env_, req, resp);
 }
 
-absl::Status Requests::Unary(const v1::HealthRequest&, v1::HealthResponse* resp) const {
+absl::Status Requests::Unary(const CallAuth&, const v1::HealthRequest&,
+                             v1::HealthResponse* resp) const {
   resp->set_state(env_->draining.load() ? v1::HealthResponse::DRAINING
                                         : v1::HealthResponse::SERVING);
   resp->set_version(version_);
@@ -203,9 +306,12 @@ absl::Status Requests::Unary(const v1::HealthRequest&, v1::HealthResponse* resp)
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(const v1::ListNamespacesRequest&,
+absl::Status Requests::Unary(const CallAuth& caller, const v1::ListNamespacesRequest&,
                              v1::ListNamespacesResponse* resp) const {
   if (absl::Status s = Admit(); !s.ok()) return s;
+  if (caller.principal == nullptr) return Deny(caller, auth::Access::kRead, auth::kAnyTenant);
+  const auth::Principal& who = *caller.principal;
+  const bool all = who.MayAll(auth::Access::kRead);
   // Registered namespaces are listed even before their first chunk; namespaces the store
   // holds chunks of (from NVMe, before their writers registered again) without a spec.
   absl::flat_hash_map<Key128, v1::NamespaceUsage> by_id;
@@ -219,7 +325,12 @@ absl::Status Requests::Unary(const v1::ListNamespacesRequest&,
   }
   std::vector<Key128> ids;
   ids.reserve(by_id.size());
-  for (const auto& [id, u] : by_id) ids.push_back(id);
+  for (const auto& [id, u] : by_id) {
+    // Only what the caller may read; a namespace no one bound counts as the default tenant.
+    if (all || who.May(auth::Access::kRead, u.tenant().empty() ? kDefaultTenant : u.tenant())) {
+      ids.push_back(id);
+    }
+  }
   std::sort(ids.begin(), ids.end());
   for (const Key128& id : ids) {
     v1::NamespaceUsage* u = resp->add_namespaces();
@@ -229,17 +340,20 @@ absl::Status Requests::Unary(const v1::ListNamespacesRequest&,
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(const v1::ClearNamespaceRequest& req,
+absl::Status Requests::Unary(const CallAuth& caller, const v1::ClearNamespaceRequest& req,
                              v1::ClearNamespaceResponse* resp) const {
-  absl::StatusOr<Key128> ns = AdmitStoredNamespace(req.namespace_id());
+  absl::StatusOr<Key128> ns =
+      AdmitStoredNamespace(caller, auth::Access::kAdmin, req.namespace_id());
   if (!ns.ok()) return ns.status();
   resp->set_deleted(env_->store->ClearNamespace(*ns));
   env_->log->Info("namespace cleared", {{"namespace", KeyToHex(*ns)}, {"chunks", resp->deleted()}});
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(const v1::PinRequest& req, v1::PinResponse* resp) const {
-  absl::StatusOr<NamespaceKeys> call = AdmitKeys(req.namespace_id(), req.keys());
+absl::Status Requests::Unary(const CallAuth& caller, const v1::PinRequest& req,
+                             v1::PinResponse* resp) const {
+  absl::StatusOr<NamespaceKeys> call =
+      AdmitKeys(caller, auth::Access::kAdmin, req.namespace_id(), req.keys());
   if (!call.ok()) return call.status();
   absl::StatusOr<uint32_t> changed = env_->store->Pin(call->ns, call->keys, !req.unpin());
   if (!changed.ok()) return changed.status();
@@ -247,8 +361,9 @@ absl::Status Requests::Unary(const v1::PinRequest& req, v1::PinResponse* resp) c
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(const v1::EndSessionRequest& req, v1::EndSessionResponse*) const {
-  absl::StatusOr<Key128> ns = AdmitNamespace(req.namespace_id());
+absl::Status Requests::Unary(const CallAuth& caller, const v1::EndSessionRequest& req,
+                             v1::EndSessionResponse*) const {
+  absl::StatusOr<Key128> ns = AdmitNamespace(caller, auth::Access::kAdmin, req.namespace_id());
   if (!ns.ok()) return ns.status();
   if (req.session_id() == 0) {
     return absl::InvalidArgumentError("session_id: 0 names no session");
@@ -257,31 +372,34 @@ absl::Status Requests::Unary(const v1::EndSessionRequest& req, v1::EndSessionRes
   return absl::OkStatus();
 }
 
-absl::Status Requests::Unary(Op op, absl::string_view request, std::string* response) const {
+absl::Status Requests::Unary(const CallAuth& caller, Op op, absl::string_view request,
+                             std::string* response) const {
   switch (op) {
     case Op::kRegisterNamespace:
       return UnarySerialized<v1::RegisterNamespaceRequest, v1::RegisterNamespaceResponse>(
-          *this, request, response);
+          *this, caller, request, response);
     case Op::kLookup:
-      return UnarySerialized<v1::LookupRequest, v1::LookupResponse>(*this, request, response);
+      return UnarySerialized<v1::LookupRequest, v1::LookupResponse>(*this, caller, request,
+                                                                    response);
     case Op::kExists:
-      return UnarySerialized<v1::KeysRequest, v1::ExistsResponse>(*this, request, response);
+      return UnarySerialized<v1::KeysRequest, v1::ExistsResponse>(*this, caller, request, response);
     case Op::kDelete:
-      return UnarySerialized<v1::KeysRequest, v1::DeleteResponse>(*this, request, response);
+      return UnarySerialized<v1::KeysRequest, v1::DeleteResponse>(*this, caller, request, response);
     case Op::kStats:
-      return UnarySerialized<v1::StatsRequest, v1::StatsResponse>(*this, request, response);
+      return UnarySerialized<v1::StatsRequest, v1::StatsResponse>(*this, caller, request, response);
     case Op::kHealth:
-      return UnarySerialized<v1::HealthRequest, v1::HealthResponse>(*this, request, response);
+      return UnarySerialized<v1::HealthRequest, v1::HealthResponse>(*this, caller, request,
+                                                                    response);
     case Op::kListNamespaces:
-      return UnarySerialized<v1::ListNamespacesRequest, v1::ListNamespacesResponse>(*this, request,
-                                                                                    response);
+      return UnarySerialized<v1::ListNamespacesRequest, v1::ListNamespacesResponse>(
+          *this, caller, request, response);
     case Op::kClearNamespace:
-      return UnarySerialized<v1::ClearNamespaceRequest, v1::ClearNamespaceResponse>(*this, request,
-                                                                                    response);
+      return UnarySerialized<v1::ClearNamespaceRequest, v1::ClearNamespaceResponse>(
+          *this, caller, request, response);
     case Op::kPin:
-      return UnarySerialized<v1::PinRequest, v1::PinResponse>(*this, request, response);
+      return UnarySerialized<v1::PinRequest, v1::PinResponse>(*this, caller, request, response);
     case Op::kEndSession:
-      return UnarySerialized<v1::EndSessionRequest, v1::EndSessionResponse>(*this, request,
+      return UnarySerialized<v1::EndSessionRequest, v1::EndSessionResponse>(*this, caller, request,
                                                                             response);
     default:
       return absl::InvalidArgumentError("not a unary method");

@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "kvstash/keys.h"
 #include "kvstash/v1/kvstash.pb.h"
+#include "server/auth/principal.h"
 #include "server/request_rules.h"
 #include "server/service_env.h"
 #include "server/transport_metrics.h"
@@ -27,6 +28,13 @@
 namespace kvstash::server {
 
 class Requests;
+
+// Who makes a call: the principal its token names, and its place under that principal's
+// concurrency limit, held until the last copy of this value is gone (the call's end).
+struct CallAuth {
+  auth::PrincipalPtr principal;
+  std::shared_ptr<const void> slot;  // the limiter's call slot; null when unlimited
+};
 
 // One chunk of a Put, from BeginPut to its result. Finish() counts the result (stored,
 // already_present or failed) exactly once; destroying an unfinished PutChunk drops the
@@ -68,8 +76,32 @@ class Requests {
 
   // UNAVAILABLE while the daemon drains.
   absl::Status Admit() const { return env_->Admit(); }
-  // The registry's id of the 16-byte namespace id `id`.
-  absl::StatusOr<Key128> ResolveNamespace(absl::string_view id) const;
+
+  // Authentication and authorization (docs/security.md), the one place both transports
+  // use. The principal presenting `token` (empty: none) for a call of `op`, admitted under
+  // its limits: UNAUTHENTICATED for a missing (auth.required) or unknown token,
+  // RESOURCE_EXHAUSTED past the principal's call rate or concurrency. Counted in the
+  // metrics. Health without a token needs nothing (probes carry none): no principal; with
+  // one, the token must be valid, and Health is never counted against the limits.
+  // `begins_call` false: a later message of a call already admitted (a UCX Put's further
+  // chunks), authenticated but not counted against the limits again.
+  absl::StatusOr<CallAuth> Authenticate(Op op, absl::string_view token,
+                                        bool begins_call = true) const;
+  // Only the principal presenting `token`: UNAUTHENTICATED as above, counted.
+  absl::StatusOr<auth::PrincipalPtr> Principal(absl::string_view token) const;
+  // PERMISSION_DENIED (naming the principal, the right and the tenant) unless `caller`
+  // holds `access` on `tenant` (empty: the default tenant).
+  absl::Status Authorize(const CallAuth& caller, auth::Access access,
+                         absl::string_view tenant) const;
+  // RESOURCE_EXHAUSTED when `bytes` more payload exceed the caller's byte rate; the chunk
+  // they belong to fails, the call goes on.
+  absl::Status ChargeBytes(const CallAuth& caller, uint64_t bytes) const;
+  // True when `caller` may map the DRAM arena (direct access): trusted principals only.
+  static bool MayMapArena(const CallAuth& caller);
+  // The registry's id of the 16-byte namespace id `id`, once `caller` holds `access` on
+  // the namespace's tenant.
+  absl::StatusOr<Key128> ResolveNamespace(const CallAuth& caller, absl::string_view id,
+                                          auth::Access access) const;
   // INVALID_ARGUMENT when `n` keys exceed server.max_keys_per_request.
   absl::Status CheckKeyCount(size_t n) const;
   // Splits concatenated 16-byte keys; INVALID_ARGUMENT for a ragged length or too many.
@@ -79,28 +111,42 @@ class Requests {
   // chunks than server.max_keys_per_request, a parent key not of 16 bytes, an unknown
   // priority, a TTL above server.max_ttl_ms): the whole call fails.
   absl::Status CheckPutChunk(const PutChunkHeader& header) const;
-  // Reserves the chunk in namespace `ns`. REQUIRES: CheckPutChunk(header) is OK.
-  PutChunk BeginPut(const Key128& ns, const PutChunkHeader& header) const;
+  // Reserves the chunk in namespace `ns` (resolved for `caller`, who is charged its
+  // bytes). REQUIRES: CheckPutChunk(header) is OK.
+  PutChunk BeginPut(const CallAuth& caller, const Key128& ns, const PutChunkHeader& header) const;
 
-  // The unary operations. Each admits the call (Health answers while draining: that is
-  // how a client learns the daemon is going away) and fills the response.
-  absl::Status Unary(const v1::RegisterNamespaceRequest& req,
+  // The unary operations of `caller`. Each admits the call (Health answers while draining:
+  // that is how a client learns the daemon is going away), checks the caller's rights on
+  // the namespace's tenant, and fills the response. Stats needs read on every tenant
+  // (its totals are store-wide); ListNamespaces lists the namespaces whose tenant the
+  // caller may read; Health needs no right.
+  absl::Status Unary(const CallAuth& caller, const v1::RegisterNamespaceRequest& req,
                      v1::RegisterNamespaceResponse* resp) const;
-  absl::Status Unary(const v1::LookupRequest& req, v1::LookupResponse* resp) const;
-  absl::Status Unary(const v1::KeysRequest& req, v1::ExistsResponse* resp) const;
-  absl::Status Unary(const v1::KeysRequest& req, v1::DeleteResponse* resp) const;
-  absl::Status Unary(const v1::StatsRequest& req, v1::StatsResponse* resp) const;
-  absl::Status Unary(const v1::HealthRequest& req, v1::HealthResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::LookupRequest& req,
+                     v1::LookupResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::KeysRequest& req,
+                     v1::ExistsResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::KeysRequest& req,
+                     v1::DeleteResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::StatsRequest& req,
+                     v1::StatsResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::HealthRequest& req,
+                     v1::HealthResponse* resp) const;
   // Admin calls: every namespace registered or holding chunks with its usage; deleting a
   // namespace's chunks; pinning a prompt's leading chunks; ending a session.
-  absl::Status Unary(const v1::ListNamespacesRequest& req, v1::ListNamespacesResponse* resp) const;
-  absl::Status Unary(const v1::ClearNamespaceRequest& req, v1::ClearNamespaceResponse* resp) const;
-  absl::Status Unary(const v1::PinRequest& req, v1::PinResponse* resp) const;
-  absl::Status Unary(const v1::EndSessionRequest& req, v1::EndSessionResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::ListNamespacesRequest& req,
+                     v1::ListNamespacesResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::ClearNamespaceRequest& req,
+                     v1::ClearNamespaceResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::PinRequest& req,
+                     v1::PinResponse* resp) const;
+  absl::Status Unary(const CallAuth& caller, const v1::EndSessionRequest& req,
+                     v1::EndSessionResponse* resp) const;
   // The same for a transport that carries serialized messages: parses `request` as the
   // request of `op` and serializes the response into `*response`. INVALID_ARGUMENT for an
   // unparsable request or an op that is not unary.
-  absl::Status Unary(Op op, absl::string_view request, std::string* response) const;
+  absl::Status Unary(const CallAuth& caller, Op op, absl::string_view request,
+                     std::string* response) const;
 
   // One finished call of `op`: its latency since `start` and its outcome.
   void RecordCall(Op op, absl::StatusCode code, TransportMetrics::Clock::time_point start) const {
@@ -116,14 +162,19 @@ class Requests {
     uint32_t chunk_tokens = 0;  // the namespace's
     std::vector<Key128> keys;
   };
-  absl::StatusOr<NamespaceKeys> AdmitKeys(const std::string& namespace_id,
+  absl::StatusOr<NamespaceKeys> AdmitKeys(const CallAuth& caller, auth::Access access,
+                                          const std::string& namespace_id,
                                           absl::string_view keys) const;
   // A call naming one namespace, admitted: the registered namespace's id.
-  absl::StatusOr<Key128> AdmitNamespace(const std::string& namespace_id) const;
+  absl::StatusOr<Key128> AdmitNamespace(const CallAuth& caller, auth::Access access,
+                                        const std::string& namespace_id) const;
   // As AdmitNamespace, but also a namespace that is not registered while the store holds
   // chunks of it (e.g. NVMe chunks left by an earlier run, as ListNamespaces shows them):
   // admin calls that only remove data (ClearNamespace) must reach those too.
-  absl::StatusOr<Key128> AdmitStoredNamespace(const std::string& namespace_id) const;
+  absl::StatusOr<Key128> AdmitStoredNamespace(const CallAuth& caller, auth::Access access,
+                                              const std::string& namespace_id) const;
+  // PERMISSION_DENIED as Authorize says, counted.
+  absl::Status Deny(const CallAuth& caller, auth::Access access, absl::string_view tenant) const;
 
   const ServiceEnv* const env_;
   TransportMetrics* const metrics_;

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/auth/call_limiter.h"
 
 namespace kvstash::server {
 namespace {
@@ -148,7 +149,7 @@ class RequestsTest : public ::testing::Test {
     v1::RegisterNamespaceRequest req;
     *req.mutable_spec() = Spec(model, tenant);
     v1::RegisterNamespaceResponse resp;
-    EXPECT_TRUE(requests_->Unary(req, &resp).ok());
+    EXPECT_TRUE(requests_->Unary(open_, req, &resp).ok());
     Key128 id{};
     std::memcpy(id.data(), resp.namespace_id().data(), id.size());
     return id;
@@ -169,6 +170,7 @@ class RequestsTest : public ::testing::Test {
   NamespaceRegistry registry_;
   ServiceEnv env_;
   std::unique_ptr<Requests> requests_;
+  const CallAuth open_{auth::OpenPrincipal(), nullptr};  // every right
   Key128 ns_{};
   std::string key_bytes_;
 };
@@ -183,7 +185,7 @@ TEST_F(RequestsTest, PutHintsReachTheStore) {
   hints.pin = true;
   const PutChunkHeader h = Header(TestKey(2), hints);
   ASSERT_TRUE(requests_->CheckPutChunk(h).ok());
-  PutChunk chunk = requests_->BeginPut(ns_, h);
+  PutChunk chunk = requests_->BeginPut(open_, ns_, h);
   ASSERT_NE(chunk.pending(), nullptr);
   const char byte = 'x';
   ASSERT_TRUE(chunk.pending()->Append(&byte, 1).ok());
@@ -201,7 +203,7 @@ TEST_F(RequestsTest, PutHintsReachTheStore) {
 }
 
 TEST_F(RequestsTest, AChunkWithoutHintsHasNone) {
-  PutChunk chunk = requests_->BeginPut(ns_, Header(TestKey(3), {}));
+  PutChunk chunk = requests_->BeginPut(open_, ns_, Header(TestKey(3), {}));
   ASSERT_NE(chunk.pending(), nullptr);
   absl::MutexLock lock(&store_->mu);
   ASSERT_EQ(store_->put_hints.size(), 1u);
@@ -241,7 +243,7 @@ TEST_F(RequestsTest, LookupHandsItsSessionToTheStore) {
   req.set_keys(Bytes(TestKey(1)));
   req.set_session_id(123);
   v1::LookupResponse resp;
-  ASSERT_TRUE(requests_->Unary(req, &resp).ok());
+  ASSERT_TRUE(requests_->Unary(open_, req, &resp).ok());
   absl::MutexLock lock(&store_->mu);
   EXPECT_EQ(store_->lookup_sessions, std::vector<uint64_t>{123});
 }
@@ -258,26 +260,26 @@ TEST_F(RequestsTest, AdminCallsReachTheStore) {
   pin.set_namespace_id(Bytes(ns_));
   pin.set_keys(KeysBytes({TestKey(1), TestKey(2)}));
   v1::PinResponse pinned;
-  ASSERT_TRUE(requests_->Unary(pin, &pinned).ok());
+  ASSERT_TRUE(requests_->Unary(open_, pin, &pinned).ok());
   EXPECT_EQ(pinned.changed(), 2u);
   pin.set_unpin(true);
   // Over a transport that carries serialized messages (UCX).
   std::string out;
-  ASSERT_TRUE(requests_->Unary(Op::kPin, pin.SerializeAsString(), &out).ok());
+  ASSERT_TRUE(requests_->Unary(open_, Op::kPin, pin.SerializeAsString(), &out).ok());
 
   v1::ClearNamespaceRequest clear;
   clear.set_namespace_id(Bytes(ns_));
   v1::ClearNamespaceResponse cleared;
-  ASSERT_TRUE(requests_->Unary(clear, &cleared).ok());
+  ASSERT_TRUE(requests_->Unary(open_, clear, &cleared).ok());
   EXPECT_EQ(cleared.deleted(), 7u);
 
   v1::EndSessionRequest end;
   end.set_namespace_id(Bytes(ns_));
   end.set_session_id(5);
   v1::EndSessionResponse ended;
-  ASSERT_TRUE(requests_->Unary(end, &ended).ok());
+  ASSERT_TRUE(requests_->Unary(open_, end, &ended).ok());
   end.set_session_id(0);
-  const absl::Status zero = requests_->Unary(end, &ended);
+  const absl::Status zero = requests_->Unary(open_, end, &ended);
   EXPECT_TRUE(absl::IsInvalidArgument(zero)) << zero;
   EXPECT_THAT(std::string(zero.message()), HasSubstr("session_id"));
 
@@ -296,18 +298,18 @@ TEST_F(RequestsTest, AdminCallsOnAnUnknownNamespaceNeverReachTheStore) {
   pin.set_namespace_id(unknown);
   pin.set_keys(Bytes(TestKey(1)));
   v1::PinResponse pinned;
-  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(pin, &pinned)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(open_, pin, &pinned)));
   v1::ClearNamespaceRequest clear;
   clear.set_namespace_id(unknown);
   v1::ClearNamespaceResponse cleared;
-  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(clear, &cleared)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(open_, clear, &cleared)));
   v1::EndSessionRequest end;
   end.set_namespace_id(unknown);
   end.set_session_id(1);
   v1::EndSessionResponse ended;
-  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(end, &ended)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(open_, end, &ended)));
   clear.set_namespace_id("short");
-  EXPECT_TRUE(absl::IsInvalidArgument(requests_->Unary(clear, &cleared)));
+  EXPECT_TRUE(absl::IsInvalidArgument(requests_->Unary(open_, clear, &cleared)));
   absl::MutexLock lock(&store_->mu);
   EXPECT_TRUE(store_->pins.empty());
   EXPECT_TRUE(store_->cleared.empty());
@@ -325,14 +327,14 @@ TEST_F(RequestsTest, ClearReachesAStoredNamespaceNotRegisteredSinceARestart) {
   v1::ClearNamespaceRequest clear;
   clear.set_namespace_id(Bytes(TestKey(0)));
   v1::ClearNamespaceResponse cleared;
-  ASSERT_TRUE(requests_->Unary(clear, &cleared).ok());
+  ASSERT_TRUE(requests_->Unary(open_, clear, &cleared).ok());
   EXPECT_EQ(cleared.deleted(), 7u);
   // Pins still need a registered namespace.
   v1::PinRequest pin;
   pin.set_namespace_id(Bytes(TestKey(0)));
   pin.set_keys(Bytes(TestKey(1)));
   v1::PinResponse pinned;
-  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(pin, &pinned)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(requests_->Unary(open_, pin, &pinned)));
   absl::MutexLock lock(&store_->mu);
   EXPECT_EQ(store_->cleared, std::vector<Key128>{TestKey(0)});
   EXPECT_TRUE(store_->pins.empty());
@@ -356,7 +358,7 @@ TEST_F(RequestsTest, ListNamespacesJoinsRegistryAndStoreSortedById) {
   }
   const Key128 idle = Register("model-c", "team-c");  // registered, nothing stored
   v1::ListNamespacesResponse resp;
-  ASSERT_TRUE(requests_->Unary(v1::ListNamespacesRequest(), &resp).ok());
+  ASSERT_TRUE(requests_->Unary(open_, v1::ListNamespacesRequest(), &resp).ok());
   ASSERT_EQ(resp.namespaces_size(), 3);
   std::vector<Key128> ids = {ns_, TestKey(0), idle};
   std::sort(ids.begin(), ids.end());
@@ -378,6 +380,149 @@ TEST_F(RequestsTest, ListNamespacesJoinsRegistryAndStoreSortedById) {
   EXPECT_EQ(by_id[idle].spec().model_id(), "model-c");
   EXPECT_EQ(by_id[idle].tenant(), "team-c");
   EXPECT_EQ(by_id[idle].dram_chunks(), 0u);
+}
+
+// A principal with `read`, `write` and `admin` on the tenants named.
+CallAuth Caller(const std::string& name, std::vector<std::string> read,
+                std::vector<std::string> write = {}, std::vector<std::string> admin = {}) {
+  auto p = std::make_shared<auth::Principal>();
+  p->name = name;
+  p->read.insert(read.begin(), read.end());
+  p->write.insert(write.begin(), write.end());
+  p->admin.insert(admin.begin(), admin.end());
+  return CallAuth{std::move(p), nullptr};
+}
+
+TEST_F(RequestsTest, EveryCallIsCheckedAgainstTheTenantOfItsNamespace) {
+  const CallAuth bob = Caller("bob", {"team-b"}, {"team-b"}, {"team-b"});
+  const std::string a = Bytes(ns_);  // team-a's
+  v1::LookupRequest lookup;
+  lookup.set_namespace_id(a);
+  v1::LookupResponse looked;
+  const absl::Status s = requests_->Unary(bob, lookup, &looked);
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::AllOf(::testing::HasSubstr("\"bob\""), ::testing::HasSubstr("read"),
+                               ::testing::HasSubstr("\"team-a\"")));
+  v1::KeysRequest keys;
+  keys.set_namespace_id(a);
+  keys.set_keys(Bytes(TestKey(1)));
+  v1::ExistsResponse exists;
+  EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(bob, keys, &exists)));
+  v1::DeleteResponse deleted;
+  EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(bob, keys, &deleted)));
+  EXPECT_TRUE(
+      absl::IsPermissionDenied(requests_->ResolveNamespace(bob, a, auth::Access::kWrite).status()));
+  v1::RegisterNamespaceRequest reg;
+  *reg.mutable_spec() = Spec("model-x", "team-a");
+  v1::RegisterNamespaceResponse registered;
+  EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(bob, reg, &registered)));
+  // An empty tenant is the default tenant.
+  *reg.mutable_spec() = Spec("model-x", "");
+  EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(bob, reg, &registered)));
+  EXPECT_TRUE(requests_->Unary(Caller("d", {}, {"default"}), reg, &registered).ok());
+  // A call no transport authenticated has no rights at all.
+  EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(CallAuth{}, keys, &exists)));
+  EXPECT_EQ(env_.metrics.active_calls(), 0);
+}
+
+TEST_F(RequestsTest, WriteDoesNotImplyReadNorAdmin) {
+  const CallAuth writer = Caller("w", {}, {"team-a"});
+  const std::string a = Bytes(ns_);
+  EXPECT_TRUE(requests_->ResolveNamespace(writer, a, auth::Access::kWrite).ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      requests_->ResolveNamespace(writer, a, auth::Access::kRead).status()));
+  v1::PinRequest pin;
+  pin.set_namespace_id(a);
+  pin.set_keys(Bytes(TestKey(1)));
+  v1::PinResponse pinned;
+  EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(writer, pin, &pinned)));
+  v1::EndSessionRequest end;
+  end.set_namespace_id(a);
+  end.set_session_id(1);
+  v1::EndSessionResponse ended;
+  EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(writer, end, &ended)));
+  v1::ClearNamespaceRequest clear;
+  clear.set_namespace_id(a);
+  v1::ClearNamespaceResponse cleared;
+  EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(writer, clear, &cleared)));
+  const CallAuth admin = Caller("adm", {}, {}, {"team-a"});
+  EXPECT_TRUE(requests_->Unary(admin, end, &ended).ok());
+  absl::MutexLock lock(&store_->mu);
+  EXPECT_TRUE(store_->pins.empty());
+  EXPECT_TRUE(store_->cleared.empty());
+  EXPECT_EQ(store_->ended_sessions.size(), 1u);
+}
+
+TEST_F(RequestsTest, ClearOfAStoredNamespaceNeedsAdminOnItsBoundTenant) {
+  storage::NamespaceUsage recovered;
+  recovered.ns = TestKey(0);
+  recovered.tenant = "team-r";
+  recovered.nvme_chunks = 2;
+  {
+    absl::MutexLock lock(&store_->mu);
+    store_->usages = {recovered};
+  }
+  v1::ClearNamespaceRequest clear;
+  clear.set_namespace_id(Bytes(TestKey(0)));
+  v1::ClearNamespaceResponse cleared;
+  EXPECT_TRUE(
+      absl::IsPermissionDenied(requests_->Unary(Caller("a", {}, {}, {"team-a"}), clear, &cleared)));
+  EXPECT_TRUE(requests_->Unary(Caller("r", {}, {}, {"team-r"}), clear, &cleared).ok());
+}
+
+TEST_F(RequestsTest, StatsNeedReadOnEveryTenantAndListingIsFiltered) {
+  Register("model-b", "team-b");
+  v1::StatsResponse stats;
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      requests_->Unary(Caller("a", {"team-a"}), v1::StatsRequest(), &stats)));
+  EXPECT_TRUE(requests_->Unary(Caller("all", {"*"}), v1::StatsRequest(), &stats).ok());
+  v1::ListNamespacesResponse mine;
+  ASSERT_TRUE(requests_->Unary(Caller("a", {"team-a"}), v1::ListNamespacesRequest(), &mine).ok());
+  ASSERT_EQ(mine.namespaces_size(), 1);
+  EXPECT_EQ(mine.namespaces(0).tenant(), "team-a");
+  v1::ListNamespacesResponse all;
+  ASSERT_TRUE(requests_->Unary(Caller("all", {"*"}), v1::ListNamespacesRequest(), &all).ok());
+  EXPECT_EQ(all.namespaces_size(), 2);
+  // Health needs no right.
+  v1::HealthResponse health;
+  EXPECT_TRUE(requests_->Unary(CallAuth{}, v1::HealthRequest(), &health).ok());
+}
+
+TEST_F(RequestsTest, WithoutAnAuthenticatorEveryCallerIsOpen) {
+  absl::StatusOr<CallAuth> caller = requests_->Authenticate(Op::kLookup, "");
+  ASSERT_TRUE(caller.ok()) << caller.status();
+  ASSERT_NE(caller->principal, nullptr);
+  EXPECT_TRUE(caller->principal->MayAll(auth::Access::kAdmin));
+  // Health without a token is answered without a principal.
+  caller = requests_->Authenticate(Op::kHealth, "");
+  ASSERT_TRUE(caller.ok()) << caller.status();
+  EXPECT_EQ(caller->principal, nullptr);
+}
+
+TEST_F(RequestsTest, LimitsRefuseCallsAndChunksOfOnePrincipal) {
+  // A clock that never moves: no bucket refills during the test.
+  auth::CallLimiter limiter([] { return absl::FromUnixSeconds(1000); });
+  env_.limiter = &limiter;
+  auto p = std::make_shared<auth::Principal>();
+  p->name = "slow";
+  p->write.insert("team-a");
+  p->limits.calls_per_s = 1;
+  p->limits.bytes_per_s = 1;
+  const CallAuth slow{p, nullptr};
+  // Calls: the one-call burst, then RESOURCE_EXHAUSTED. (Authenticate needs a token file
+  // for a principal other than the open one; BeginCall is what it asks the limiter.)
+  EXPECT_TRUE(limiter.BeginCall(*p).ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(limiter.BeginCall(*p).status()));
+  // Bytes: the first chunk drives the bucket into debt, the next fails on its own and
+  // reserves nothing.
+  EXPECT_TRUE(requests_->BeginPut(slow, ns_, Header(TestKey(1), {})).pending() != nullptr);
+  PutChunk refused = requests_->BeginPut(slow, ns_, Header(TestKey(2), {}));
+  EXPECT_EQ(refused.pending(), nullptr);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.Finish()));
+  // Others are unaffected.
+  EXPECT_TRUE(requests_->BeginPut(open_, ns_, Header(TestKey(3), {})).pending() != nullptr);
+  env_.limiter = nullptr;
 }
 
 }  // namespace

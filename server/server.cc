@@ -86,6 +86,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
           absl::StrCat("storage.nvme.path: cannot create ", nvme, ": ", ec.message()));
     }
   }
+  // Before the store: a bad token file is a bad configuration, refused before the arena.
+  absl::StatusOr<std::unique_ptr<auth::Authenticator>> auth =
+      auth::Authenticator::Create(config.auth, log);
+  if (!auth.ok()) {  // missing or malformed alike: a setting to fix (exit 2)
+    return absl::InvalidArgumentError(absl::StrCat("auth.token_file: ", auth.status().message()));
+  }
   const absl::Time begin = absl::Now();
   storage::ChunkStoreOptions store_options = config.ToChunkStoreOptions();
   std::shared_ptr<ucx::UcxContext> ucx_context;
@@ -107,16 +113,23 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   absl::StatusOr<std::unique_ptr<storage::ChunkStore>> store =
       storage::ChunkStore::Create(store_options);
   if (!store.ok()) return store.status();
-  std::unique_ptr<Server> server(new Server(config, log, std::move(*store)));
+  std::unique_ptr<Server> server(new Server(config, log, std::move(*store), *std::move(auth)));
   server->store_open_time_ = absl::Now() - begin;
   server->ucx_context_ = std::move(ucx_context);
   server->shared_arena_ = shared_arena;
   return server;
 }
 
-Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store)
-    : config_(config), log_(log), store_(std::move(store)), service_(&env_, KVSTASH_VERSION) {
+Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store,
+               std::unique_ptr<auth::Authenticator> auth)
+    : config_(config),
+      log_(log),
+      auth_(std::move(auth)),
+      store_(std::move(store)),
+      service_(&env_, KVSTASH_VERSION) {
   env_.store = store_.get();
+  env_.auth = auth_.get();
+  env_.limiter = &limiter_;
   env_.registry = &registry_;
   env_.log = log_;
   env_.limits = LimitsOf(config_.server);
@@ -189,6 +202,9 @@ absl::Status Server::StartMetrics() {
                     {{{}, static_cast<double>(start_unix_s), {}}}});
   });
   metrics_.Add([this](std::vector<metrics::Family>* out) { env_.metrics.Collect(out); });
+  metrics_.Add([this](std::vector<metrics::Family>* out) {
+    env_.auth_metrics.Collect(auth_.get(), &limiter_, out);
+  });
   if (ucx_ != nullptr) {
     metrics_.Add([this](std::vector<metrics::Family>* out) { ucx_metrics_.Collect(out); });
   }
@@ -239,6 +255,7 @@ void Server::LogStartup() const {
                                   {"eviction", d.eviction}});
   LogNvmeStartup();
   LogExposure();
+  LogAuthStartup();
 }
 
 void Server::LogExposure() const {
@@ -257,6 +274,20 @@ void Server::LogExposure() const {
         "(docs/security.md)",
         {{"listen", m.listen}});
   }
+}
+
+void Server::LogAuthStartup() const {
+  const AuthConfig& a = config_.auth;
+  if (!auth_->enabled()) {
+    log_->Warn(
+        "authentication is off: any client that reaches a port can read and write every tenant",
+        {{"fix", "set auth.token_file (docs/security.md)"}});
+    return;
+  }
+  log_->Info("authentication on", {{"token_file", a.token_file},
+                                   {"required", a.required},
+                                   {"principals", auth_->stats().principals},
+                                   {"reload_interval_ms", a.reload_interval_ms}});
 }
 
 void Server::LogNvmeStartup() const {

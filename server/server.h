@@ -17,6 +17,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "server/auth/authenticator.h"
+#include "server/auth/call_limiter.h"
 #include "server/config.h"
 #include "server/delivery_gate.h"
 #include "server/grpc_service.h"
@@ -59,6 +61,9 @@ class Server {
   // /readyz: the tiers are open (the store exists), the gRPC listener is up and the
   // daemon is not draining. Thread-safe.
   bool ready() const;
+  // Reads the token file again (SIGHUP); on error the previous tokens stay and the error
+  // is returned. The authenticator logs the outcome. Thread-safe.
+  absl::Status ReloadAuth() { return auth_->Reload(); }
   // What /metrics serves: every collector's families as Prometheus text. Thread-safe.
   std::string ScrapeMetrics() const { return metrics_.Scrape(); }
 
@@ -67,7 +72,8 @@ class Server {
   NamespaceRegistry* registry() { return &registry_; }
 
  private:
-  Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store);
+  Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage::ChunkStore> store,
+         std::unique_ptr<auth::Authenticator> auth);
   void LogStartup() const;
   // Registers the metric collectors and starts the HTTP endpoint when enabled.
   absl::Status StartMetrics();
@@ -78,6 +84,8 @@ class Server {
   // GOAWAY, and an idle gRPC C++ client reads its connection only from a backup poller
   // that runs every 5 s. Returns at `deadline` or when `stopped` is notified.
   void CloseIdleConnections(absl::Time deadline, absl::Notification* stopped);
+  // Logs whether calls are authenticated; loudly when they are not.
+  void LogAuthStartup() const;
   // Logs the NVMe tier's directory, budget and what start-up recovered from it.
   void LogNvmeStartup() const;
   // Warns about a listener other hosts reach without protection (docs/security.md).
@@ -85,6 +93,11 @@ class Server {
 
   const ServerConfig config_;
   Logger* const log_;
+  // Who may call and how often. Declared before everything that serves calls (the store
+  // included: its reads still in flight at the end hold call slots), whose call slots
+  // must be gone before the limiter.
+  const std::unique_ptr<auth::Authenticator> auth_;
+  auth::CallLimiter limiter_;
   // Declared before the gRPC server so it is destroyed after it: sent slices may still
   // reference stored chunks until the gRPC server is gone.
   std::unique_ptr<storage::ChunkStore> store_;

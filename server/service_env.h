@@ -3,15 +3,17 @@
 // methods. The request rules themselves live in requests.h.
 //
 // Thread-safety: ServiceEnv is immutable after construction except `draining` and
-// `unary_in_handler`, atomics, and `metrics`, lock-free cells; the pointees are
+// `unary_in_handler`, atomics, and `metrics` and `auth_metrics`, thread-safe; the pointees are
 // thread-safe. The helpers are stateless.
 #pragma once
 
 #include <google/protobuf/message_lite.h>
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,6 +22,7 @@
 #include "absl/time/time.h"
 #include "kvstash/keys.h"
 #include "proto/frame_codec.h"
+#include "server/auth_metrics.h"
 #include "server/delivery_gate.h"
 #include "server/log.h"
 #include "server/namespace_registry.h"
@@ -28,6 +31,11 @@
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
+
+namespace auth {
+class Authenticator;
+class CallLimiter;
+}  // namespace auth
 
 struct ServiceEnv {
   storage::ChunkStore* store = nullptr;   // not owned
@@ -40,6 +48,12 @@ struct ServiceEnv {
   // Holds the end of large responses while draining until the client has them. Not owned;
   // null ends calls at once.
   DeliveryGate* delivery = nullptr;
+  // Who may call (the token file) and how often; not owned. A null authenticator gives
+  // every call every right (tests that exercise no authentication); null limiter: no limits.
+  const auth::Authenticator* auth = nullptr;
+  auth::CallLimiter* limiter = nullptr;
+  // Calls and throttles per principal, token file reloads. Mutable as `metrics` is.
+  mutable AuthMetrics auth_metrics;
   // Unary handlers running now (streaming calls count in metrics' active calls).
   mutable std::atomic<int> unary_in_handler{0};
   // The gRPC transport's request metrics. Mutable: handlers see a const env, and the
@@ -49,6 +63,10 @@ struct ServiceEnv {
   // UNAVAILABLE while draining, else OK.
   absl::Status Admit() const;
 };
+
+// The bearer token of a gRPC call: its `authorization: Bearer <token>` metadata, "" when
+// it has none. UNAUTHENTICATED for other authorization metadata.
+absl::StatusOr<std::string> BearerTokenOf(const grpc::ServerContextBase& context);
 
 // The gRPC message helpers of the raw methods (proto/frame_codec.h).
 using wire::ParseMessage;

@@ -27,6 +27,7 @@ constexpr const char* kOpNames[kOpCount] = {"register_namespace",
                                             "pin",
                                             "end_session"};
 constexpr const char* kPutResultNames[] = {"stored", "already_present", "failed"};
+constexpr const char* kAuthFailureNames[] = {"unauthenticated", "permission_denied"};
 
 // Every family of this component, in exposition order.
 enum FamilyId {
@@ -41,6 +42,7 @@ enum FamilyId {
   kLookupHitChunks,
   kLookupHitTokens,
   kDirect,
+  kAuthFailures,
   kFamilyCount
 };
 struct FamilyDef {
@@ -69,6 +71,10 @@ constexpr FamilyDef kFamilies[kFamilyCount] = {
     {"kvstash_transport_direct_bytes_total",
      "Payload bytes clients wrote (direction=in) or read (out) in the daemon's shared arena "
      "themselves (UCX direct access); also counted in the received/sent totals.",
+     MetricType::kCounter},
+    {"kvstash_auth_failures_total",
+     "Calls refused for a missing, unknown or revoked token (reason=unauthenticated) or for "
+     "lacking the right on the tenant (permission_denied).",
      MetricType::kCounter},
 };
 
@@ -129,6 +135,9 @@ void TransportMetrics::Collect(std::vector<Family>* out) const {
   add(kLookupHitTokens, t, lookup_hit_tokens_.Value());
   add(kDirect, {t[0], {"direction", "in"}}, direct_in_bytes_.Value());
   add(kDirect, {t[0], {"direction", "out"}}, direct_out_bytes_.Value());
+  for (int r = 0; r < 2; ++r) {
+    add(kAuthFailures, {t[0], {"reason", kAuthFailureNames[r]}}, auth_failures_[r].Value());
+  }
   for (Family& family : f) out->push_back(std::move(family));
 }
 

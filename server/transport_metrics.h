@@ -14,6 +14,9 @@
 //   kvstash_lookup_hit_tokens_total{transport}       counter, hit chunks x chunk_tokens
 //   kvstash_transport_direct_bytes_total{transport,direction}  counter, payload bytes
 //                                                    clients moved in the shared arena
+//   kvstash_auth_failures_total{transport,reason}    counter, calls refused for their token
+//                                                    (unauthenticated) or rights
+//                                                    (permission_denied)
 //
 // Thread-safety: thread-safe; every update is a relaxed atomic add (no locks, no
 // allocation), Collect() reads the cells without stopping writers.
@@ -47,6 +50,7 @@ enum class Op : int {
 inline constexpr int kOpCount = 12;
 
 enum class PutResult : int { kStored, kAlreadyPresent, kFailed };
+enum class AuthFailure : int { kUnauthenticated, kPermissionDenied };
 
 class TransportMetrics {
  public:
@@ -69,6 +73,7 @@ class TransportMetrics {
   int64_t active_calls() const { return active_calls_.Value(); }
   void AddPutResult(PutResult r) { put_results_[static_cast<int>(r)].Add(); }
   void AddLookup(uint64_t requested, uint64_t hit_chunks, uint64_t hit_tokens);
+  void AddAuthFailure(AuthFailure reason) { auth_failures_[static_cast<int>(reason)].Add(); }
 
   // Appends this transport's families.
   void Collect(std::vector<metrics::Family>* out) const;
@@ -89,6 +94,7 @@ class TransportMetrics {
   metrics::Counter lookup_hit_tokens_;
   metrics::Counter direct_in_bytes_;
   metrics::Counter direct_out_bytes_;
+  std::array<metrics::Counter, 2> auth_failures_;  // by AuthFailure
 };
 
 }  // namespace kvstash::server

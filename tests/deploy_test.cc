@@ -123,12 +123,13 @@ TEST(DeployFilesTest, HardenedConfigProtectsEveryListener) {
   EXPECT_FALSE(c->server.tls.client_ca_file.empty());
   EXPECT_FALSE(c->metrics.bearer_token_file.empty());
   EXPECT_FALSE(c->ucx.direct_access);
-  EXPECT_TRUE(server::CheckUcxTrust(c->ucx, /*auth_required=*/true).ok());
+  EXPECT_TRUE(c->auth.required);
   // The unit runs it, with every file it names handed over by LoadCredential=.
   const std::string unit = ReadFile(kDeploy + "kvstashd.service");
   EXPECT_NE(unit.find("--config /etc/kvstash/kvstashd-hardened.yaml"), std::string::npos);
-  for (const std::string* file : {&c->server.tls.cert_file, &c->server.tls.key_file,
-                                  &c->server.tls.client_ca_file, &c->metrics.bearer_token_file}) {
+  for (const std::string* file :
+       {&c->server.tls.cert_file, &c->server.tls.key_file, &c->server.tls.client_ca_file,
+        &c->metrics.bearer_token_file, &c->auth.token_file}) {
     const std::string name = file->substr(file->rfind('/') + 1);
     EXPECT_EQ(*file, "/run/credentials/kvstashd.service/" + name);
     EXPECT_NE(unit.find("LoadCredential=" + name + ":/etc/kvstash/secrets/" + name),

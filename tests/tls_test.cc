@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/bearer_token.h"
 #include "common/http_get.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
@@ -202,7 +203,7 @@ TEST_F(TlsTest, BadFilesFailTheStartOrTheConnect) {
 }
 
 // deploy/kvstashd-hardened.yaml, its credential paths pointed at test files, serves
-// mutual TLS and a token-protected /metrics.
+// mutual TLS to a client with a token, and a token-protected /metrics.
 TEST_F(TlsTest, HardenedDeployConfigServes) {
   const std::string dir = ScratchPath("hardened");
   std::filesystem::create_directories(dir);
@@ -213,6 +214,9 @@ TEST_F(TlsTest, HardenedDeployConfigServes) {
                                std::filesystem::copy_options::overwrite_existing);
   }
   std::ofstream(dir + "/metrics-token") << "scrape-token\n";
+  const std::string token = NewToken();
+  std::ofstream(dir + "/tokens") << "principals:\n  - name: engine\n    token_sha256: "
+                                 << HashToken(token) << "\n    read: [\"*\"]\n    write: [\"*\"]\n";
   const std::string config = dir + "/kvstashd.yaml";
   std::ofstream(config) << absl::StrReplaceAll(
       ReadFile(std::string(KVSTASH_SOURCE_DIR) + "/deploy/kvstashd-hardened.yaml"),
@@ -226,6 +230,7 @@ TEST_F(TlsTest, HardenedDeployConfigServes) {
   ClientOptions with_cert = Trusting("ca.crt");
   with_cert.tls_cert_file = Cert("client.crt");
   with_cert.tls_key_file = Cert("client.key");
+  with_cert.token = token;
   ExpectRoundTrip(with_cert);
   auto address = MetricsAddress(*daemon_);
   ASSERT_TRUE(address.ok()) << address.status();

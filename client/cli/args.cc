@@ -26,6 +26,7 @@ ABSL_FLAG(std::string, tls_ca, "", "CA of the daemon's certificate");
 ABSL_FLAG(std::string, tls_cert, "", "client certificate (mutual TLS)");
 ABSL_FLAG(std::string, tls_key, "", "client key (mutual TLS)");
 ABSL_FLAG(std::string, tls_server_name, "", "name the daemon's certificate carries");
+ABSL_FLAG(std::string, token_file, "", "file holding the bearer token");
 ABSL_FLAG(std::string, tenant, "", "namespace tenant");
 ABSL_FLAG(std::string, model, "", "namespace model");
 ABSL_FLAG(std::string, revision, "", "namespace revision");
@@ -210,6 +211,7 @@ const FlagDef kFlags[] = {
     {"tls-cert", kGlobal, SetOption<&ClientOptions::tls_cert_file>},
     {"tls-key", kGlobal, SetOption<&ClientOptions::tls_key_file>},
     {"tls-server-name", kGlobal, SetOption<&ClientOptions::tls_server_name>},
+    {"token-file", kGlobal, SetString<&CliArgs::token_file>},
     {"tenant", kNamespaced, SetNsString<&Namespace::tenant>},
     {"model", kNamespaced, SetNsString<&Namespace::model_id>},
     {"revision", kNamespaced, SetNsString<&Namespace::revision>},
@@ -438,6 +440,7 @@ Global flags:
                             client certificate and key for mutual TLS
                             (default $KVSTASH_TLS_CERT, $KVSTASH_TLS_KEY)
   --tls-server-name NAME    name the daemon's certificate carries, if not the URI's host
+  --token-file PATH         file holding the bearer token (default: $KVSTASH_TOKEN)
 
 Namespace flags (what the chunk bytes mean; must match the writer's):
   --tenant S (default "default")   --model S (default "demo-model")   --revision S

@@ -45,6 +45,9 @@ struct CliArgs {
   Command command = Command::kNone;
   std::string server = "grpc://127.0.0.1:7070";
   ClientOptions options;
+  // --token-file PATH: the bearer token is that file's content (surrounding whitespace
+  // removed), read when the command runs; without it, $KVSTASH_TOKEN (ClientOptions).
+  std::string token_file;
   Namespace ns;  // model_id defaults to "demo-model"
   // --namespace-id HEX: the admin commands name a namespace by id instead of by the
   // namespace flags (as `kvstash namespaces` lists it).

@@ -3,9 +3,12 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -234,10 +237,32 @@ void PrintError(const absl::Status& s, std::ostream& err) {
   err << "kvstash: error: " << absl::StatusCodeToString(s.code()) << ": " << s.message() << "\n";
 }
 
+// The client's options with --token-file's token, if given. NOT_FOUND when it cannot be read.
+absl::StatusOr<ClientOptions> OptionsWithToken(const CliArgs& args) {
+  ClientOptions options = args.options;
+  if (args.token_file.empty()) return options;
+  std::ifstream in(args.token_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("--token-file ", args.token_file, ": cannot read"));
+  }
+  options.token = std::string(absl::StripAsciiWhitespace(text.str()));
+  if (options.token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--token-file ", args.token_file, " is empty"));
+  }
+  return options;
+}
+
 }  // namespace
 
 int RunCommand(const CliArgs& args, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(args.server, args.options);
+  absl::StatusOr<ClientOptions> options = OptionsWithToken(args);
+  if (!options.ok()) {
+    PrintError(options.status(), err);
+    return kExitUsage;
+  }
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(args.server, *options);
   if (!client.ok()) {
     PrintError(client.status(), err);
     // A URI that does not parse is the user's typo, not a failed call.

@@ -57,6 +57,7 @@ const OptionField kOptionFields[] = {
     KVSTASH_OPTION(ucx_copy_threads),
     KVSTASH_OPTION(ucx_idle_progress_ms),
     KVSTASH_OPTION(ucx_tcp_segment_bytes),
+    KVSTASH_OPTION(token),
 };
 #undef KVSTASH_OPTION
 

@@ -63,8 +63,11 @@ void SendChunk(const Request& req, uint32_t index, const storage::ChunkRef& chun
 // Replies to item `i` of a Get (worker thread).
 void ReplyToGetItem(const Request& req, uint32_t i, uint64_t capacity,
                     const absl::StatusOr<storage::ChunkRef>& ref) {
-  if (!ref.ok()) {
-    req.worker->SendError(req.conn, req.Reply(i), ref.status());
+  // Past the caller's byte rate this item fails; the rest of the call goes on.
+  absl::Status charged =
+      ref.ok() ? req.requests().ChargeBytes(req.caller, (*ref)->meta().size_bytes) : ref.status();
+  if (!charged.ok()) {
+    req.worker->SendError(req.conn, req.Reply(i), charged);
   } else if ((*ref)->meta().size_bytes > capacity) {
     ReplyHeader reply = req.Reply(i);
     reply.flags = wire::ucx::kFlagTooLarge;
@@ -115,7 +118,7 @@ absl::Status CheckGet(const Request& req, const GetFields& g, size_t length) {
 ucs_status_t HandleGet(const Request& req, const void* header, void* data, size_t length,
                        const ucp_am_recv_param_t* param) {
   const GetFields g = wire::ucx::ReadFields<GetFields>(header);
-  absl::StatusOr<Key128> ns = req.Namespace();
+  absl::StatusOr<Key128> ns = req.Namespace(auth::Access::kRead);
   const absl::Status s = ns.ok() ? CheckGet(req, g, length) : ns.status();
   if (!s.ok()) {
     req.Fail(s);

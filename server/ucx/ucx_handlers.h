@@ -28,6 +28,7 @@ struct Request {
   ConnectionPtr conn;
   wire::ucx::RequestHeader header{};
   TransportMetrics::Clock::time_point start;
+  CallAuth caller;  // who sends it (Commit, Release: none; they finish admitted work)
 
   const UcxServiceEnv& env() const { return worker->env(); }
   const Requests& requests() const { return worker->requests(); }
@@ -40,8 +41,8 @@ struct Request {
   }
   // The metrics' name of this request's op.
   Op op() const;
-  // The request's namespace id, resolved.
-  absl::StatusOr<Key128> Namespace() const;
+  // The request's namespace id, resolved, once the caller holds `access` on its tenant.
+  absl::StatusOr<Key128> Namespace(auth::Access access) const;
   // Answers the whole request with `status` and records the call.
   void Fail(const absl::Status& status) const;
 };
@@ -64,7 +65,8 @@ ucs_status_t WithBody(const Request& req, void* data, size_t length,
 // Most bytes one connection may have reserved or held in the arena at once; beyond it,
 // chunks go through UCX (copied by the daemon) instead, so one client cannot pin the tier.
 inline uint64_t DirectBudget(const SharedRegion& arena) { return arena.size() / 8; }
-// Room for `bytes` more in the connection's direct budget (and it is still open).
+// Room for `bytes` more in the connection's direct budget (and it is still open, and
+// its caller may map the arena: a principal that may not is answered with copies).
 bool DirectRoom(const Request& req, uint64_t bytes);
 
 // The ArenaRun records of a chunk's segments (adjacent ones merged), or "" when one lies

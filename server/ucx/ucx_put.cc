@@ -148,14 +148,14 @@ ucs_status_t HandlePut(const Request& req, const void* header, void* data, size_
   h.key = absl::string_view(reinterpret_cast<const char*>(f.key), sizeof(f.key));
   h.meta = storage::ChunkMeta{f.size_bytes, f.tokens, f.format, f.checksum};
   PutHintsFields hints_fields{};
-  absl::StatusOr<Key128> ns = req.Namespace();
+  absl::StatusOr<Key128> ns = req.Namespace(auth::Access::kWrite);
   absl::Status s = ns.ok() ? ReadHints(req, header, &hints_fields, &h.hints) : ns.status();
   if (s.ok()) s = CheckPut(req, h, length);
   if (!s.ok()) {
     req.Fail(s);
     return UCS_OK;  // a rendezvous payload not received is dropped; the sender completes
   }
-  PutChunk chunk = req.requests().BeginPut(*ns, h);
+  PutChunk chunk = req.requests().BeginPut(req.caller, *ns, h);
   if (chunk.pending() == nullptr) {  // already present, or refused by the store
     FinishPut(req, f, std::move(chunk));
     return UCS_OK;

@@ -42,9 +42,10 @@ Op Request::op() const {
   }
 }
 
-absl::StatusOr<Key128> Request::Namespace() const {
+absl::StatusOr<Key128> Request::Namespace(auth::Access access) const {
   const auto* id = reinterpret_cast<const char*>(header.namespace_id);
-  return requests().ResolveNamespace(absl::string_view(id, sizeof(header.namespace_id)));
+  return requests().ResolveNamespace(caller, absl::string_view(id, sizeof(header.namespace_id)),
+                                     access);
 }
 
 void Request::Fail(const absl::Status& status) const {
@@ -54,7 +55,7 @@ void Request::Fail(const absl::Status& status) const {
 
 bool DirectRoom(const Request& req, uint64_t bytes) {
   const SharedRegion* arena = req.env().arena;
-  return arena != nullptr && !req.conn->closed &&
+  return arena != nullptr && !req.conn->closed && Requests::MayMapArena(req.caller) &&
          req.conn->direct_bytes + bytes <= DirectBudget(*arena);
 }
 
@@ -122,7 +123,7 @@ ucs_status_t HandleUnary(const Request& req, void* data, size_t length,
                          const ucp_am_recv_param_t* param) {
   return WithBody(req, data, length, param, [](const Request& r, absl::string_view body) {
     std::string out;
-    const absl::Status s = r.requests().Unary(r.op(), body, &out);
+    const absl::Status s = r.requests().Unary(r.caller, r.op(), body, &out);
     if (!s.ok()) {
       r.Fail(s);
       return;
@@ -132,7 +133,20 @@ ucs_status_t HandleUnary(const Request& req, void* data, size_t length,
   });
 }
 
-void HandleHello(const Request& req) {
+// Remembers the Hello's token for the connection's requests; a token the daemon refuses
+// gets UNAUTHENTICATED, and so does everything else on the connection.
+void HandleHello(const Request& req, absl::string_view body) {
+  absl::string_view token;
+  absl::Status s = wire::ucx::ParseHello(body, &token);
+  if (s.ok()) {
+    req.conn->auth_token = std::string(token);
+    s = req.requests().Principal(token).status();
+  }
+  if (!s.ok()) {
+    req.requests().LogRefused(Op::kHealth, s, "ucx hello");
+    req.worker->SendError(req.conn, req.Reply(wire::ucx::kWholeRequest), s);
+    return;
+  }
   // The client checks tcp_segment_bytes matches its own.
   const wire::ucx::HelloReply hello{req.conn->token, req.env().tcp_segment_bytes};
   req.worker->Send(req.conn, req.Reply(wire::ucx::kWholeRequest), nullptr, 0,
@@ -147,6 +161,21 @@ std::string ArenaBody(const SharedRegion* arena) {
   std::string body(reinterpret_cast<const char*>(&info), sizeof(info));
   body += arena->packed_rkey();
   return body;
+}
+
+// Authenticates the connection's token for one request (again each time: a reload may
+// have revoked it). A Put call is one message per chunk; its first chunk is the call the
+// principal's limits admit, the others only authenticate.
+absl::Status Authenticate(Request* req, const void* header) {
+  bool begins_call = true;
+  if (req->header.op == static_cast<uint8_t>(WireOp::kPut)) {
+    begins_call = wire::ucx::ReadFields<wire::ucx::PutFields>(header).index == 0;
+  }
+  absl::StatusOr<CallAuth> caller =
+      req->requests().Authenticate(req->op(), req->conn->auth_token, begins_call);
+  if (!caller.ok()) return caller.status();
+  req->caller = *std::move(caller);
+  return absl::OkStatus();
 }
 
 // A request on an endpoint no connection owns: only Attach is understood there.
@@ -175,9 +204,24 @@ ucs_status_t HandleUnattached(UcxWorker* worker, ucp_ep_h ep, const void* header
   }
   ConnectionPtr conn = worker->Attach(token, ep, address);
   if (conn == nullptr) return UCS_OK;
-  worker->Send(conn, wire::ucx::MakeReplyHeader(h.op, h.request_id), nullptr, 0,
-               (h.flags & wire::ucx::kFlagDirect) != 0 ? ArenaBody(worker->env().arena) : "",
-               nullptr);
+  const wire::ucx::ReplyHeader reply = wire::ucx::MakeReplyHeader(h.op, h.request_id);
+  absl::StatusOr<auth::PrincipalPtr> principal = worker->requests().Principal(conn->auth_token);
+  if (!principal.ok()) {
+    worker->SendError(conn, reply, principal.status());
+    return UCS_OK;
+  }
+  std::string arena;
+  if ((h.flags & wire::ucx::kFlagDirect) != 0 && worker->env().arena != nullptr) {
+    // Mapping the arena reaches every tenant's chunks: trusted principals only; the
+    // others' clients fall back to copies through UCX.
+    if ((*principal)->trusted) {
+      arena = ArenaBody(worker->env().arena);
+    } else {
+      worker->env().env->log->Debug("direct access refused: principal not trusted",
+                                    {{"principal", (*principal)->name}});
+    }
+  }
+  worker->Send(conn, reply, nullptr, 0, std::move(arena), nullptr);
   return UCS_OK;
 }
 
@@ -211,6 +255,9 @@ ucs_status_t OnRequestMessage(void* arg, const void* header, size_t header_lengt
     s = absl::ResourceExhaustedError(
         absl::StrCat("request body of ", length, " bytes exceeds server.max_frame_bytes"));
   }
+  if (s.ok() && !finishes && req.header.op != static_cast<uint8_t>(WireOp::kHello)) {
+    s = Authenticate(&req, header);
+  }
   if (!s.ok()) {
     requests.LogRefused(req.op(), s, {});
     req.Fail(s);
@@ -222,8 +269,7 @@ ucs_status_t OnRequestMessage(void* arg, const void* header, size_t header_lengt
     case WireOp::kGet:
       return HandleGet(req, header, data, length, param);
     case WireOp::kHello:
-      HandleHello(req);
-      return UCS_OK;
+      return WithBody(req, data, length, param, &HandleHello);
     case WireOp::kCommit:
       HandleCommit(req, header);
       return UCS_OK;

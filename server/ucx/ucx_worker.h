@@ -102,7 +102,10 @@ struct Connection {
   ucp_ep_h request_ep = nullptr;  // UCX's own; identifies the attached requests
   ucp_ep_h data_ep = nullptr;     // ours, to the client's worker address, or null
   uint64_t token = 0;             // names this connection in Hello / Attach
-  bool closed = false;            // the peer failed or the worker is stopping: send nothing more
+  // The bearer token the Hello presented ("" for none). Every request authenticates it
+  // again, so a token revoked by a reload loses its connections' access at once.
+  std::string auth_token;
+  bool closed = false;  // the peer failed or the worker is stopping: send nothing more
   // Direct access: reservations by handle, and the chunks of Gets the client is still
   // copying, by request id. Each entry counts in the worker's in_flight() until committed
   // or released, or until Close() drops it (a reserved chunk then leaves no trace).

@@ -101,12 +101,21 @@ struct ClientOptions {
   // Connect fails with FAILED_PRECONDITION when they differ. Default 256 KiB, as the
   // daemon's.
   int64_t ucx_tcp_segment_bytes = 256 << 10;
+  // The bearer token every call presents (docs/security.md): gRPC sends it as
+  // `authorization: Bearer <token>` metadata, UCX in its connection's Hello. Empty: the
+  // KVSTASH_TOKEN environment variable, else none (a daemon with auth.required refuses
+  // such calls with UNAUTHENTICATED). Never taken from the URI, so it stays out of logs.
+  std::string token;
+
+  // The token calls present: `token`, else $KVSTASH_TOKEN, else "".
+  std::string EffectiveToken() const;
 
   // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
   // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=
   // max_backoff_ms; 1 KiB <= frame_bytes <= 64 MiB; 1 <= connections <= 256;
   // 1 <= async_threads <= 256; 0 <= ucx_idle_progress_ms <= 10000;
-  // 0 <= ucx_copy_threads <= 16; 16 KiB <= ucx_tcp_segment_bytes <= 16 MiB.
+  // 0 <= ucx_copy_threads <= 16; 16 KiB <= ucx_tcp_segment_bytes <= 16 MiB; the
+  // effective token has no whitespace or control characters (and at most 4096 bytes).
   absl::Status Validate() const;
 };
 

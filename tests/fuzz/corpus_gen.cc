@@ -149,6 +149,9 @@ void UcxRequests() {
   Write(t, "commit", UcxMessage(header(ucx::Op::kCommit, 0) + Bytes(commit), ""));
   Write(t, "release", UcxMessage(header(ucx::Op::kRelease, 0), ""));
   Write(t, "hello", UcxMessage(Bytes(ucx::MakeRequestHeader(ucx::Op::kHello, 1, nullptr)), ""));
+  Write(t, "hello_token",
+        UcxMessage(Bytes(ucx::MakeRequestHeader(ucx::Op::kHello, 1, nullptr)),
+                   ucx::EncodeHello("kvs_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG")));
   const uint64_t token = 0x1234;
   Write(t, "attach",
         UcxMessage(header(ucx::Op::kAttach, ucx::kFlagPeerErrorHandling | ucx::kFlagDirect),

@@ -108,6 +108,18 @@ std::unique_ptr<google::protobuf::MessageLite> UnaryRequest(ucx::Op op) {
   }
 }
 
+// An accepted Hello body with a token re-encodes to itself; one without is empty or a
+// bare length field of 0.
+void CheckHello(absl::string_view body) {
+  absl::string_view token;
+  if (!ucx::ParseHello(body, &token).ok()) return;
+  if (token.empty()) {
+    FUZZ_CHECK(body.empty() || body.size() == sizeof(ucx::HelloBody));
+  } else {
+    FUZZ_CHECK(ucx::EncodeHello(token) == body);
+  }
+}
+
 void CheckRequest(absl::string_view header, absl::string_view body) {
   ucx::RequestHeader rh;
   if (!ucx::ParseRequestHeader(header.data(), header.size(), &rh).ok()) return;
@@ -129,7 +141,9 @@ void CheckRequest(absl::string_view header, absl::string_view body) {
     case ucx::Op::kAttach:
       CheckAttach(body);
       return;
-    case ucx::Op::kHello:  // no body yet; its decoder goes here when it gets one
+    case ucx::Op::kHello:
+      CheckHello(body);
+      return;
     case ucx::Op::kRelease:
       return;
     default:

@@ -55,6 +55,22 @@ void* NotifiedFlag(const absl::Notification* n) {
   return const_cast<char*>(reinterpret_cast<const char*>(n)) + sizeof(absl::Mutex);
 }
 
+// abseil evaluates a waiter's condition under the mutex but inside its own Await, LockWhen
+// and Unlock, out of reach of the annotations around those calls: each evaluation acquires
+// the mutex's address (it reads what the last holder wrote) and releases it (whoever locks
+// it next is ordered after what the condition read).
+struct AnnotatedCondition {
+  const absl::Condition* inner;
+  absl::Mutex* mu;
+
+  static bool Eval(AnnotatedCondition* c) {
+    __tsan_acquire(c->mu);
+    const bool met = c->inner->Eval();
+    __tsan_release(c->mu);
+    return met;
+  }
+};
+
 }  // namespace
 
 namespace absl {
@@ -108,21 +124,24 @@ void Mutex::ReaderUnlock() {
 
 void Mutex::LockWhen(const Condition& cond) {
   static auto real = Real<void (*)(Mutex*, const Condition&)>("5Mutex8LockWhenERKNS0_9ConditionE");
-  real(this, cond);
+  AnnotatedCondition annotated{&cond, this};
+  real(this, Condition(&AnnotatedCondition::Eval, &annotated));
   __tsan_acquire(this);
 }
 
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static auto real =
       Real<void (*)(Mutex*, const Condition&)>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
-  real(this, cond);
+  AnnotatedCondition annotated{&cond, this};
+  real(this, Condition(&AnnotatedCondition::Eval, &annotated));
   __tsan_acquire(this);
 }
 
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static auto real = Real<bool (*)(Mutex*, const Condition&, Duration)>(
       "5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  const bool met = real(this, cond, timeout);
+  AnnotatedCondition annotated{&cond, this};
+  const bool met = real(this, Condition(&AnnotatedCondition::Eval, &annotated), timeout);
   __tsan_acquire(this);  // held on return either way
   return met;
 }
@@ -130,7 +149,8 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   static auto real = Real<bool (*)(Mutex*, const Condition&, Time)>(
       "5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  const bool met = real(this, cond, deadline);
+  AnnotatedCondition annotated{&cond, this};
+  const bool met = real(this, Condition(&AnnotatedCondition::Eval, &annotated), deadline);
   __tsan_acquire(this);
   return met;
 }
@@ -139,7 +159,8 @@ bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
 void Mutex::Await(const Condition& cond) {
   static auto real = Real<void (*)(Mutex*, const Condition&)>("5Mutex5AwaitERKNS0_9ConditionE");
   __tsan_release(this);
-  real(this, cond);
+  AnnotatedCondition annotated{&cond, this};
+  real(this, Condition(&AnnotatedCondition::Eval, &annotated));
   __tsan_acquire(this);
 }
 
@@ -147,7 +168,8 @@ bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
   static auto real = Real<bool (*)(Mutex*, const Condition&, Duration)>(
       "5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   __tsan_release(this);
-  const bool met = real(this, cond, timeout);
+  AnnotatedCondition annotated{&cond, this};
+  const bool met = real(this, Condition(&AnnotatedCondition::Eval, &annotated), timeout);
   __tsan_acquire(this);
   return met;
 }
@@ -156,7 +178,8 @@ bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
   static auto real = Real<bool (*)(Mutex*, const Condition&, Time)>(
       "5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   __tsan_release(this);
-  const bool met = real(this, cond, deadline);
+  AnnotatedCondition annotated{&cond, this};
+  const bool met = real(this, Condition(&AnnotatedCondition::Eval, &annotated), deadline);
   __tsan_acquire(this);
   return met;
 }

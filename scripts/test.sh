@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, checks that the sources are clang-format clean, builds kvstash
 # twice (optimised, and with AddressSanitizer + UndefinedBehaviorSanitizer) and runs the
-# whole test suite on each build.
+# whole test suite on each build; then the daemon and the concurrency-heavy integration
+# tests with ThreadSanitizer (scripts/tsan.sh).
 # Then the Python package's suite (scripts/python_test.sh) against the optimised build, and
 # last the engine adapters against real engines from PyPI (scripts/engine_test.sh).
 #   scripts/test.sh                 everything
@@ -28,6 +29,7 @@ if [[ "$mode" != "--fast" ]]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSTASH_SANITIZE=ON
+  "$top/scripts/tsan.sh" build-tsan
 fi
 if [[ "$mode" == "" ]]; then
   "$top/scripts/engine_test.sh" build

@@ -21,4 +21,7 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:exitcode=66:second_deadlock_
 # UCX's malloc and mmap hooks run inside ThreadSanitizer's interceptors and crash exiting
 # threads; the daemon turns them off itself, the test processes (UCX clients) need this.
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
+# Two UCX workers, so the request layer runs on two of kvstash's own threads at once: the
+# gRPC callback paths are ordered by gRPC's uninstrumented core (tests/tsan.supp).
+export KVSTASH_TEST_DAEMON_SET=${KVSTASH_TEST_DAEMON_SET:-ucx.worker_threads=2}
 cd "$dir" && ctest -L tsan --output-on-failure --timeout 300 -j"$(nproc)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, checks that the sources are clang-format clean, builds kvstash
 # twice (optimised, and with AddressSanitizer + UndefinedBehaviorSanitizer) and runs the
-# whole test suite on each build, then fuzzes the decoders of untrusted input for a minute
-# each (scripts/fuzz.sh).
+# whole test suite on each build; then fuzzes the decoders of untrusted input for a minute
+# each (scripts/fuzz.sh), and runs the daemon and the concurrency-heavy integration tests
+# with ThreadSanitizer (scripts/tsan.sh).
 # Then the Python package's suite (scripts/python_test.sh) against the optimised build, and
 # last the engine adapters against real engines from PyPI (scripts/engine_test.sh).
 #   scripts/test.sh                 everything
@@ -31,6 +32,7 @@ if [[ "$mode" != "--fast" ]]; then
   run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSTASH_SANITIZE=ON
   echo "== fuzz build-fuzz"
   "$top/scripts/fuzz.sh"
+  "$top/scripts/tsan.sh" build-tsan
 fi
 if [[ "$mode" == "" ]]; then
   "$top/scripts/engine_test.sh" build

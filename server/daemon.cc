@@ -150,10 +150,10 @@ void EnableGrpcTcpExperiments() {
 // after a restart while the old connections linger in the kernel (FIN_WAIT2 until each
 // client notices), so it reuses its address. Under AddressSanitizer UCX's malloc/mmap
 // hooks fight the sanitizer's own interceptors: turn them off (only RDMA registration
-// caching needs them). An operator's own settings win.
+// caching needs them); under ThreadSanitizer likewise. An operator's own settings win.
 void ConfigureUcxEnvironment() {
   setenv("UCX_TCP_CM_REUSEADDR", "y", /*overwrite=*/0);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   setenv("UCX_MEM_MALLOC_HOOKS", "no", 0);
   setenv("UCX_MEM_EVENTS", "no", 0);
 #endif

@@ -62,6 +62,14 @@ absl::Status DaemonProcess::Spawn(const DaemonOptions& options) {
                 "data_dir=" + dir_->Sub("data"), "--set", "storage.nvme.enabled=false",
                 // Tests run side by side: never the fixed default port.
                 "--set", "metrics.listen=127.0.0.1:0", "--set", "ucx.listen=127.0.0.1:0"};
+  // Settings a whole test run wants on every daemon (e.g. more UCX workers under
+  // ThreadSanitizer, scripts/tsan.sh); the test's own entries come later and win.
+  const char* run_settings = getenv("KVSTASH_TEST_DAEMON_SET");
+  for (absl::string_view s :
+       absl::StrSplit(run_settings != nullptr ? run_settings : "", ' ', absl::SkipEmpty())) {
+    spawn.argv.push_back("--set");
+    spawn.argv.push_back(std::string(s));
+  }
   for (const std::string& s : options.set) {
     spawn.argv.push_back("--set");
     spawn.argv.push_back(s);
@@ -104,7 +112,10 @@ DaemonProcess::~DaemonProcess() {
   Kill();
   // A sanitizer report in the daemon fails the test even when no call noticed it.
   const std::string log = Log();
-  for (const char* marker : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"}) {
+  // ThreadSanitizer prints each report as it finds it, so even a daemon killed at the end
+  // of a test leaves its races in the log.
+  for (const char* marker :
+       {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "ThreadSanitizer:"}) {
     EXPECT_EQ(log.find(marker), std::string::npos) << "kvstashd reported \"" << marker << "\"";
   }
   if (::testing::Test::HasFailure()) {

@@ -43,7 +43,8 @@ struct DaemonOptions {
   // a fresh temporary directory and the NVMe tier is off (storage.nvme.enabled=false), so
   // tests of DRAM eviction see evicted chunks gone; metrics.listen is 127.0.0.1:0 (a free
   // port, reported as metrics= in the ready file), and so is ucx.listen (ucx=); a later
-  // entry here wins.
+  // entry here wins. Entries in the environment variable KVSTASH_TEST_DAEMON_SET
+  // (space-separated) come before these.
   std::vector<std::string> set;
   // Further arguments appended verbatim after the generated ones.
   std::vector<std::string> extra_args;

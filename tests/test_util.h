@@ -98,4 +98,18 @@ constexpr bool kUnderAsan =
     false;
 #endif
 
+// Whether this build runs under ThreadSanitizer (5-15x slower, shadow memory in the RSS).
+constexpr bool kUnderTsan =
+#if defined(__SANITIZE_THREAD__)
+    true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    true;
+#else
+    false;
+#endif
+#else
+    false;
+#endif
+
 }  // namespace kvstash::testing

@@ -40,7 +40,8 @@ absl::StatusOr<ChannelSecurity> MakeChannelSecurity(const ClientOptions& options
   const Setting key = Resolve(options.tls_key_file, "tls_key_file", kTlsKeyEnvVar);
   const Setting name = Resolve(options.tls_server_name, "tls_server_name", kTlsServerNameEnvVar);
   ChannelSecurity out;
-  out.tls = tls_scheme || !ca.value.empty() || !cert.value.empty();
+  out.tls = tls_scheme || !ca.value.empty() || !cert.value.empty() || !key.value.empty() ||
+            !name.value.empty();
   if (!out.tls) {
     out.credentials = grpc::InsecureChannelCredentials();
     return out;

@@ -30,7 +30,7 @@ struct ChannelSecurity {
   bool tls = false;
 };
 
-// Plaintext unless `tls_scheme` (grpcs://) or a CA or client certificate is configured.
+// Plaintext unless `tls_scheme` (grpcs://) or any tls_* setting is configured.
 // INVALID_ARGUMENT naming the option (or variable) and file at fault.
 absl::StatusOr<ChannelSecurity> MakeChannelSecurity(const ClientOptions& options, bool tls_scheme);
 

@@ -1,5 +1,7 @@
 #include "server/config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -271,7 +273,13 @@ absl::StatusOr<ServerConfig> ReadTree(const YAML::Node& root) {
 bool IsLoopbackHostPort(absl::string_view host_port) {
   absl::string_view host = host_port.substr(0, host_port.rfind(':'));
   host = absl::StripSuffix(absl::StripPrefix(host, "["), "]");
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+  if (host == "localhost") return true;
+  // An address, not a name that merely starts like one ("127.example.com").
+  const std::string h(host);
+  in_addr v4;
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6;
+  return inet_pton(AF_INET6, h.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 absl::Status CheckUcxTrust(const UcxConfig& ucx, bool auth_required) {

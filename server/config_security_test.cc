@@ -66,7 +66,8 @@ TEST(ConfigSecurityTest, UcxOnAnOpenNetworkNeedsTrustWhenAuthIsRequired) {
     ucx.listen = loopback;
     EXPECT_TRUE(CheckUcxTrust(ucx, true).ok()) << loopback;
   }
-  for (const char* open : {"10.0.0.5:7072", "[::]:7072", "node-1:7072", "128.0.0.1:1"}) {
+  for (const char* open : {"10.0.0.5:7072", "[::]:7072", "node-1:7072", "128.0.0.1:1",
+                           "127.example.com:7072", "0.0.0.0:7072"}) {
     EXPECT_FALSE(IsLoopbackHostPort(open)) << open;
   }
 }

@@ -228,6 +228,14 @@ absl::StatusOr<Key128> Requests::AdmitNamespace(const CallAuth& caller, auth::Ac
   return ResolveNamespace(caller, namespace_id, access);
 }
 
+absl::Status Requests::AuthorizeStored(const CallAuth& caller, auth::Access access,
+                                       absl::string_view tenant) const {
+  if (!tenant.empty()) return Authorize(caller, access, tenant);
+  // Bindings are not kept across restarts: an unbound namespace may be any tenant's.
+  if (caller.principal != nullptr && caller.principal->MayAll(access)) return absl::OkStatus();
+  return Deny(caller, access, auth::kAnyTenant);
+}
+
 absl::StatusOr<Key128> Requests::AdmitStoredNamespace(const CallAuth& caller, auth::Access access,
                                                       const std::string& namespace_id) const {
   absl::StatusOr<Key128> ns = AdmitNamespace(caller, access, namespace_id);
@@ -236,8 +244,7 @@ absl::StatusOr<Key128> Requests::AdmitStoredNamespace(const CallAuth& caller, au
   if (!id.ok()) return id;
   for (const storage::NamespaceUsage& u : env_->store->NamespaceUsages()) {
     if (u.ns != *id || u.dram_chunks + u.nvme_chunks == 0) continue;
-    const std::string tenant = u.tenant.empty() ? std::string(kDefaultTenant) : u.tenant;
-    if (absl::Status s = Authorize(caller, access, tenant); !s.ok()) return s;
+    if (absl::Status s = AuthorizeStored(caller, access, u.tenant); !s.ok()) return s;
     return id;
   }
   return ns;
@@ -326,8 +333,9 @@ absl::Status Requests::Unary(const CallAuth& caller, const v1::ListNamespacesReq
   std::vector<Key128> ids;
   ids.reserve(by_id.size());
   for (const auto& [id, u] : by_id) {
-    // Only what the caller may read; a namespace no one bound counts as the default tenant.
-    if (all || who.May(auth::Access::kRead, u.tenant().empty() ? kDefaultTenant : u.tenant())) {
+    // Only what the caller may read; a namespace whose tenant is unknown (chunks left by an
+    // earlier run, not registered since) only to callers who may read every tenant.
+    if (all || (!u.tenant().empty() && who.May(auth::Access::kRead, u.tenant()))) {
       ids.push_back(id);
     }
   }

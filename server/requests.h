@@ -173,6 +173,10 @@ class Requests {
   // admin calls that only remove data (ClearNamespace) must reach those too.
   absl::StatusOr<Key128> AdmitStoredNamespace(const CallAuth& caller, auth::Access access,
                                               const std::string& namespace_id) const;
+  // Authorize for a namespace the store holds: an empty `tenant` (a namespace not bound
+  // since the daemon started) needs `access` on every tenant.
+  absl::Status AuthorizeStored(const CallAuth& caller, auth::Access access,
+                               absl::string_view tenant) const;
   // PERMISSION_DENIED as Authorize says, counted.
   absl::Status Deny(const CallAuth& caller, auth::Access access, absl::string_view tenant) const;
 

@@ -197,6 +197,11 @@ TEST_F(TlsTest, BadFilesFailTheStartOrTheConnect) {
   auto client = Client::Connect("grpc://127.0.0.1:1", half);
   EXPECT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
   EXPECT_TRUE(absl::StrContains(client.status().message(), "tls_cert_file")) << client.status();
+  // A lone key turns TLS on too, and then lacks its certificate: never plaintext.
+  ClientOptions lone_key;
+  lone_key.tls_key_file = Cert("client.key");
+  client = Client::Connect("grpc://127.0.0.1:1", lone_key);
+  EXPECT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
   auto ucx = Client::Connect("ucx://127.0.0.1:1", Trusting("ca.crt"));
   EXPECT_TRUE(absl::IsInvalidArgument(ucx.status())) << ucx.status();
   EXPECT_TRUE(absl::StrContains(ucx.status().message(), "ucx:// has no TLS")) << ucx.status();

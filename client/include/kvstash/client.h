@@ -60,7 +60,8 @@ struct ClientOptions {
   // gRPC over TLS (docs/security.md, "TLS"); UCX has no TLS, so with ucx:// setting any
   // tls_* field fails Connect (INVALID_ARGUMENT) and the KVSTASH_TLS_* variables are
   // ignored. Each field, when empty, falls back to the environment variable named on it.
-  // TLS is on with grpcs://, or with grpc:// when a CA or client certificate is given.
+  // TLS is on with grpcs://, or with grpc:// when any of them is given (so a lone key or
+  // server name never leaves the channel in plaintext unnoticed).
   //
   // PEM file of the CA that signed the daemon's certificate (KVSTASH_TLS_CA). Empty with
   // TLS on: the system's CA store.

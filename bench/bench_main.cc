@@ -91,19 +91,18 @@ int RunScrape(const BenchOptions& o) {
   return 0;
 }
 
-int RunUcx(const BenchOptions& o) {
-  BenchOptions header = o;
-  header.run.systems = {"kvstash(" + absl::StrJoin(o.transports, ",") + ")", "ucx_perftest",
-                        "ucx_perftest -e", "memcached"};
-  PrintHeader(header);
-  absl::StatusOr<UcxSuiteOutput> out = RunUcxSuite(o.run, o.transports, std::cerr);
+// A suite's medians printed by `print` under "== `title` results", its notes, and its
+// JSON lines when asked for. Returns the exit code.
+template <typename Output>
+int ReportSuite(const BenchOptions& o, const absl::StatusOr<Output>& out, const char* title,
+                void (*print)(std::ostream&, const std::vector<Row>&)) {
   if (!out.ok()) {
     std::cerr << "kvstash_bench: " << out.status() << "\n";
     return 1;
   }
   std::vector<Row> rows = MedianRows(out->samples);
-  std::cout << "\n== UCX results (median of " << o.run.rounds << " rounds) ==\n";
-  PrintUcxReport(std::cout, rows);
+  std::cout << "\n== " << title << " results (median of " << o.run.rounds << " rounds) ==\n";
+  print(std::cout, rows);
   for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
   if (o.json_path.empty()) return 0;
   if (absl::Status s = WriteJsonLines(o.json_path, rows, RssResult{}); !s.ok()) {
@@ -114,26 +113,19 @@ int RunUcx(const BenchOptions& o) {
   return 0;
 }
 
+int RunUcx(const BenchOptions& o) {
+  BenchOptions header = o;
+  header.run.systems = {"kvstash(" + absl::StrJoin(o.transports, ",") + ")", "ucx_perftest",
+                        "ucx_perftest -e", "memcached"};
+  PrintHeader(header);
+  return ReportSuite(o, RunUcxSuite(o.run, o.transports, std::cerr), "UCX", PrintUcxReport);
+}
+
 int RunSecurity(const BenchOptions& o) {
   BenchOptions header = o;
   header.run.systems = {"kvstash (grpc, grpc+tls, grpc+tls+token, ucx-tcp, ucx-tcp+token)"};
   PrintHeader(header);
-  absl::StatusOr<SecuritySuiteOutput> out = RunSecuritySuite(o.run, std::cerr);
-  if (!out.ok()) {
-    std::cerr << "kvstash_bench: " << out.status() << "\n";
-    return 1;
-  }
-  std::vector<Row> rows = MedianRows(out->samples);
-  std::cout << "\n== security results (median of " << o.run.rounds << " rounds) ==\n";
-  PrintSecurityReport(std::cout, rows);
-  for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
-  if (o.json_path.empty()) return 0;
-  if (absl::Status s = WriteJsonLines(o.json_path, rows, RssResult{}); !s.ok()) {
-    std::cerr << "kvstash_bench: " << s << "\n";
-    return 1;
-  }
-  std::cout << "JSON lines written to " << o.json_path << "\n";
-  return 0;
+  return ReportSuite(o, RunSecuritySuite(o.run, std::cerr), "security", PrintSecurityReport);
 }
 
 int Main(int argc, char** argv) {

@@ -51,6 +51,13 @@ absl::StatusOr<Key128> Request::Namespace(auth::Access access) const {
 void Request::Fail(const absl::Status& status) const {
   worker->SendError(conn, Reply(wire::ucx::kWholeRequest), status);
   requests().RecordCall(op(), status.code(), start);
+  if (header.op == static_cast<uint8_t>(WireOp::kPut)) PutAnswered(*this);
+}
+
+void PutAnswered(const Request& req) {
+  auto& calls = req.conn->put_calls;
+  auto it = calls.find(req.header.request_id);
+  if (it != calls.end() && ++it->second.answered >= it->second.count) calls.erase(it);
 }
 
 bool DirectRoom(const Request& req, uint64_t bytes) {
@@ -134,7 +141,8 @@ ucs_status_t HandleUnary(const Request& req, void* data, size_t length,
 }
 
 // Remembers the Hello's token for the connection's requests; a token the daemon refuses
-// gets UNAUTHENTICATED, and so does everything else on the connection.
+// gets UNAUTHENTICATED, and so does everything else on the connection. Answered on the
+// socket-address endpoint, whoever attached: the connection's token goes only to its client.
 void HandleHello(const Request& req, absl::string_view body) {
   absl::string_view token;
   absl::Status s = wire::ucx::ParseHello(body, &token);
@@ -144,13 +152,15 @@ void HandleHello(const Request& req, absl::string_view body) {
   }
   if (!s.ok()) {
     req.requests().LogRefused(Op::kHealth, s, "ucx hello");
-    req.worker->SendError(req.conn, req.Reply(wire::ucx::kWholeRequest), s);
+    req.worker->SendError(req.conn, req.Reply(wire::ucx::kWholeRequest), s, req.conn->ep);
     return;
   }
+  req.conn->hello_done = true;
   // The client checks tcp_segment_bytes matches its own.
   const wire::ucx::HelloReply hello{req.conn->token, req.env().tcp_segment_bytes};
   req.worker->Send(req.conn, req.Reply(wire::ucx::kWholeRequest), nullptr, 0,
-                   wire::ucx::EncodeHelloReply(hello, req.worker->address()), nullptr);
+                   wire::ucx::EncodeHelloReply(hello, req.worker->address()), nullptr,
+                   req.conn->ep);
 }
 
 // The Attach reply body for a client that can map the arena: ArenaInfo and the remote
@@ -163,17 +173,32 @@ std::string ArenaBody(const SharedRegion* arena) {
   return body;
 }
 
+// Most Put calls one connection may have open (not all chunks answered) at once; each holds
+// an entry and its principal's call slot until then.
+constexpr size_t kMaxOpenPutCalls = 256;
+
 // Authenticates the connection's token for one request (again each time: a reload may
-// have revoked it). A Put call is one message per chunk; its first chunk is the call the
-// principal's limits admit, the others only authenticate.
+// have revoked it). A Put call is one message per chunk: the first message of a request id
+// (whatever its index) is the call the principal's limits admit, and its admission is held
+// for the others (which only authenticate) until every chunk is answered.
 absl::Status Authenticate(Request* req, const void* header) {
-  bool begins_call = true;
-  if (req->header.op == static_cast<uint8_t>(WireOp::kPut)) {
-    begins_call = wire::ucx::ReadFields<wire::ucx::PutFields>(header).index == 0;
+  Connection& conn = *req->conn;
+  const bool put = req->header.op == static_cast<uint8_t>(WireOp::kPut);
+  auto call = put ? conn.put_calls.find(req->header.request_id) : conn.put_calls.end();
+  const bool begins_call = call == conn.put_calls.end();
+  if (put && begins_call && conn.put_calls.size() >= kMaxOpenPutCalls) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("more than ", kMaxOpenPutCalls, " Put calls open on this connection at once"));
   }
   absl::StatusOr<CallAuth> caller =
-      req->requests().Authenticate(req->op(), req->conn->auth_token, begins_call);
+      req->requests().Authenticate(req->op(), conn.auth_token, begins_call);
   if (!caller.ok()) return caller.status();
+  if (put && begins_call) {
+    const uint32_t count = wire::ucx::ReadFields<wire::ucx::PutFields>(header).count;
+    conn.put_calls[req->header.request_id] = PutCall{*caller, count, 0};
+  } else if (put) {
+    caller->slot = call->second.caller.slot;
+  }
   req->caller = *std::move(caller);
   return absl::OkStatus();
 }

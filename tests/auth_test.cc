@@ -488,6 +488,12 @@ TEST_P(UcxAuthTest, HelloWithABadTokenIsRefused) {
   ExpectStillServing();
 }
 
+// A reply's code and body, or why none came.
+std::string Describe(const absl::StatusOr<RawUcxClient::Reply>& reply) {
+  if (!reply.ok()) return reply.status().ToString();
+  return absl::StrCat("code ", reply->header.code, ": ", reply->body);
+}
+
 // A raw connection that said Hello with `token` and attached its data endpoint.
 absl::StatusOr<std::unique_ptr<RawUcxClient>> HelloAndAttach(const std::string& address,
                                                              const std::string& tls,
@@ -532,7 +538,7 @@ TEST_P(UcxAuthTest, AttachNeedsTheConnectionsHelloAndItsSecretToken) {
   }
   absl::StatusOr<RawUcxClient::Reply> none = (*attacker)->NextReply(absl::Seconds(2));
   EXPECT_TRUE(IsCode(none.status(), absl::StatusCode::kDeadlineExceeded))
-      << "an Attach with a guessed token was answered: " << none->header.code << " " << none->body;
+      << "an Attach with a guessed token was answered: " << Describe(none);
   // The victim connects as usual and is served as itself.
   hello = (*victim)->Hello(kOpsToken);
   ASSERT_TRUE(hello.ok()) << hello.status();
@@ -549,7 +555,7 @@ TEST_P(UcxAuthTest, AttachNeedsTheConnectionsHelloAndItsSecretToken) {
   ASSERT_TRUE((*attacker)->SendAttach(theirs).ok());
   none = (*attacker)->NextReply(absl::Seconds(2));
   EXPECT_TRUE(IsCode(none.status(), absl::StatusCode::kDeadlineExceeded))
-      << "a second Attach was answered: " << none->header.code << " " << none->body;
+      << "a second Attach was answered: " << Describe(none);
   // Ops may read every tenant's counters: the victim's calls run as ops.
   absl::StatusOr<RawUcxClient::Reply> stats =
       (*victim)->Call(wire::ucx::Op::kStats, "", absl::Seconds(30));
@@ -614,6 +620,9 @@ TEST_P(UcxAuthTest, EveryPutCallCountsAgainstTheLimitsWhateverItsIndex) {
   EXPECT_EQ(put(503, 0, 3), 0);
   EXPECT_EQ(put(503, 1, 3), 0);
   EXPECT_EQ(put(505, 0, 1), 0);
+  // A refused call's other chunks are refused with it, even once the principal has room.
+  EXPECT_EQ(put(504, 0, 2), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(put(507, 0, 1), 0);
   // Closing the connection ends a call left open: once the daemon notices, the principal
   // is admitted again.
   EXPECT_EQ(put(506, 3, 4), 0);

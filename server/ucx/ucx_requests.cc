@@ -177,28 +177,43 @@ std::string ArenaBody(const SharedRegion* arena) {
 // an entry and its principal's call slot until then.
 constexpr size_t kMaxOpenPutCalls = 256;
 
-// Authenticates the connection's token for one request (again each time: a reload may
-// have revoked it). A Put call is one message per chunk: the first message of a request id
-// (whatever its index) is the call the principal's limits admit, and its admission is held
-// for the others (which only authenticate) until every chunk is answered.
-absl::Status Authenticate(Request* req, const void* header) {
-  Connection& conn = *req->conn;
-  const bool put = req->header.op == static_cast<uint8_t>(WireOp::kPut);
-  auto call = put ? conn.put_calls.find(req->header.request_id) : conn.put_calls.end();
-  const bool begins_call = call == conn.put_calls.end();
-  if (put && begins_call && conn.put_calls.size() >= kMaxOpenPutCalls) {
+// The admission of one Put message. A Put call is one message per chunk: the first message
+// of a request id (whatever its index) is the call the principal's limits admit or refuse,
+// and the call's other messages share that admission (they only authenticate) or that
+// refusal until all `count` chunks are answered.
+absl::StatusOr<CallAuth> AdmitPut(const Request& req, const void* header) {
+  Connection& conn = *req.conn;
+  auto it = conn.put_calls.find(req.header.request_id);
+  if (it != conn.put_calls.end()) {
+    if (!it->second.refused.ok()) return it->second.refused;
+    absl::StatusOr<CallAuth> caller =
+        req.requests().Authenticate(Op::kPut, conn.auth_token, /*begins_call=*/false);
+    if (caller.ok()) caller->slot = it->second.caller.slot;
+    return caller;
+  }
+  if (conn.put_calls.size() >= kMaxOpenPutCalls) {
     return absl::ResourceExhaustedError(
         absl::StrCat("more than ", kMaxOpenPutCalls, " Put calls open on this connection at once"));
   }
-  absl::StatusOr<CallAuth> caller =
-      req->requests().Authenticate(req->op(), conn.auth_token, begins_call);
-  if (!caller.ok()) return caller.status();
-  if (put && begins_call) {
-    const uint32_t count = wire::ucx::ReadFields<wire::ucx::PutFields>(header).count;
-    conn.put_calls[req->header.request_id] = PutCall{*caller, count, 0};
-  } else if (put) {
-    caller->slot = call->second.caller.slot;
+  absl::StatusOr<CallAuth> caller = req.requests().Authenticate(Op::kPut, conn.auth_token);
+  PutCall& call = conn.put_calls[req.header.request_id];
+  call.count = wire::ucx::ReadFields<wire::ucx::PutFields>(header).count;
+  if (caller.ok()) {
+    call.caller = *caller;
+  } else {
+    call.refused = caller.status();
   }
+  return caller;
+}
+
+// Authenticates the connection's token for one request (again each time: a reload may
+// have revoked it), admitted under the principal's limits.
+absl::Status Authenticate(Request* req, const void* header) {
+  absl::StatusOr<CallAuth> caller =
+      req->header.op == static_cast<uint8_t>(WireOp::kPut)
+          ? AdmitPut(*req, header)
+          : req->requests().Authenticate(req->op(), req->conn->auth_token);
+  if (!caller.ok()) return caller.status();
   req->caller = *std::move(caller);
   return absl::OkStatus();
 }

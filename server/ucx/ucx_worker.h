@@ -96,11 +96,13 @@ struct DirectPut {
   TransportMetrics::Clock::time_point start;
 };
 
-// A Put call of one connection: its first message (whatever its index) is admitted under
-// the principal's limits, and that admission (`caller`'s limiter slot) is held until
-// `count` of its chunks are answered or the connection closes.
+// A Put call of one connection: its first message (whatever its index) is admitted or
+// refused under the principal's limits, and that admission (`caller`'s limiter slot) or
+// refusal holds for the call's other messages until `count` of its chunks are answered or
+// the connection closes.
 struct PutCall {
   CallAuth caller;
+  absl::Status refused;  // not OK: the call was refused, and so is each of its chunks
   uint32_t count = 0;
   uint32_t answered = 0;
 };

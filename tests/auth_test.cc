@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -34,6 +35,7 @@ constexpr char kOpsToken[] = "kvs_ops-token";
 constexpr char kAliceToken[] = "kvs_alice-token";
 constexpr char kBobToken[] = "kvs_bob-token";
 constexpr char kLimitedToken[] = "kvs_limited-token";
+constexpr char kSingleToken[] = "kvs_single-token";
 
 // One principal of the token file.
 struct Entry {
@@ -44,7 +46,8 @@ struct Entry {
 
 // The file every test starts from: ops may do anything (and map the arena), alice
 // administers team-a, bob reads and writes team-b only, `limited` may start one call a
-// second; callers without a token (auth.required off) may read tenant `public`.
+// second, `single` may have one call at a time; callers without a token (auth.required
+// off) may read tenant `public`.
 std::vector<Entry> DefaultEntries() {
   return {{"ops", kOpsToken,
            "    read: ['*']\n    write: ['*']\n    admin: ['*']\n"
@@ -53,7 +56,10 @@ std::vector<Entry> DefaultEntries() {
           {"bob", kBobToken, "    read: [team-b]\n    write: [team-b]\n"},
           {"limited", kLimitedToken,
            "    read: [team-c]\n    write: [team-c]\n"
-           "    calls_per_s: 1\n"}};
+           "    calls_per_s: 1\n"},
+          {"single", kSingleToken,
+           "    read: [integration]\n    write: [integration]\n    admin: [integration]\n"
+           "    max_concurrent_calls: 1\n"}};
 }
 
 std::string TokenFileText(const std::vector<Entry>& entries) {
@@ -104,6 +110,7 @@ class AuthTest : public TransportFixture {
     o.set.push_back("auth.token_file=" + token_file_);
     o.set.push_back(absl::StrCat("auth.required=", required ? "true" : "false"));
     o.set.push_back(absl::StrCat("auth.reload_interval_ms=", reload_interval_ms));
+    o.set.insert(o.set.end(), extra_set_.begin(), extra_set_.end());
     o.client.token = kOpsToken;
     o.spec = TenantNamespace("team-a", "ops-ns");
     ASSERT_NO_FATAL_FAILURE(StartDaemon(o));
@@ -170,6 +177,7 @@ class AuthTest : public TransportFixture {
 
   std::unique_ptr<TempDir> dir_;
   std::string token_file_;
+  std::vector<std::string> extra_set_;  // further --set lines for StartWithAuth
   std::mt19937_64 rng_{27};
 };
 
@@ -477,6 +485,161 @@ TEST_P(UcxAuthTest, HelloWithABadTokenIsRefused) {
       (*raw)->Call(wire::ucx::Op::kHello, lying, absl::Seconds(30));
   ASSERT_TRUE(malformed.ok()) << malformed.status();
   EXPECT_EQ(malformed->header.code, static_cast<int>(absl::StatusCode::kInvalidArgument));
+  ExpectStillServing();
+}
+
+// A reply's code and body, or why none came.
+std::string Describe(const absl::StatusOr<RawUcxClient::Reply>& reply) {
+  if (!reply.ok()) return reply.status().ToString();
+  return absl::StrCat("code ", reply->header.code, ": ", reply->body);
+}
+
+// A raw connection that said Hello with `token` and attached its data endpoint.
+absl::StatusOr<std::unique_ptr<RawUcxClient>> HelloAndAttach(const std::string& address,
+                                                             const std::string& tls,
+                                                             const std::string& token) {
+  absl::StatusOr<std::unique_ptr<RawUcxClient>> raw =
+      RawUcxClient::Connect(address, tls, /*peer_errors=*/true, /*attach=*/false);
+  if (!raw.ok()) return raw.status();
+  absl::StatusOr<RawUcxClient::Reply> hello = (*raw)->Hello(token);
+  if (!hello.ok()) return hello.status();
+  if (hello->header.code != 0) return absl::InternalError(hello->body);
+  if (absl::Status s = (*raw)->SendAttach((*raw)->token()); !s.ok()) return s;
+  absl::StatusOr<RawUcxClient::Reply> attached = (*raw)->NextReply(absl::Seconds(30));
+  if (!attached.ok()) return attached.status();
+  if (attached->header.code != 0) return absl::InternalError(attached->body);
+  return raw;
+}
+
+TEST_P(UcxAuthTest, AttachNeedsTheConnectionsHelloAndItsSecretToken) {
+  // One worker: every connection draws its token from the same place.
+  extra_set_ = {"ucx.worker_threads=1"};
+  ASSERT_NO_FATAL_FAILURE(StartWithAuth(/*required=*/true));
+  const std::string tls = UcxTls(transport());
+  absl::StatusOr<std::unique_ptr<RawUcxClient>> attacker =
+      RawUcxClient::Connect(daemon_->ucx_address(), tls, /*peer_errors=*/true, /*attach=*/false);
+  ASSERT_TRUE(attacker.ok()) << attacker.status();
+  absl::StatusOr<RawUcxClient::Reply> hello = (*attacker)->Hello(kBobToken);
+  ASSERT_TRUE(hello.ok()) << hello.status();
+  ASSERT_EQ(hello->header.code, 0) << hello->body;
+  const uint64_t mine = (*attacker)->token();
+  EXPECT_NE(mine, 0u);
+  // The victim connects next; its refused Hello shows the daemon has its connection.
+  absl::StatusOr<std::unique_ptr<RawUcxClient>> victim =
+      RawUcxClient::Connect(daemon_->ucx_address(), tls, /*peer_errors=*/true, /*attach=*/false);
+  ASSERT_TRUE(victim.ok()) << victim.status();
+  absl::StatusOr<RawUcxClient::Reply> refused = (*victim)->Hello("kvs_wrong");
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->header.code, static_cast<int>(absl::StatusCode::kUnauthenticated));
+  // The attacker names the tokens next to its own from its own worker: nothing attaches
+  // (an attached connection would answer, if only with an error).
+  for (uint64_t guess : {mine + 1, mine + 2, mine + 3, mine - 1}) {
+    ASSERT_TRUE((*attacker)->SendAttach(guess).ok());
+  }
+  absl::StatusOr<RawUcxClient::Reply> none = (*attacker)->NextReply(absl::Seconds(2));
+  EXPECT_TRUE(IsCode(none.status(), absl::StatusCode::kDeadlineExceeded))
+      << "an Attach with a guessed token was answered: " << Describe(none);
+  // The victim connects as usual and is served as itself.
+  hello = (*victim)->Hello(kOpsToken);
+  ASSERT_TRUE(hello.ok()) << hello.status();
+  ASSERT_EQ(hello->header.code, 0) << hello->body;
+  const uint64_t theirs = (*victim)->token();
+  EXPECT_NE(theirs, 0u);
+  EXPECT_GT(theirs > mine ? theirs - mine : mine - theirs, uint64_t{1} << 20)
+      << "consecutive connections got near tokens: " << mine << " " << theirs;
+  ASSERT_TRUE((*victim)->SendAttach(theirs).ok());
+  absl::StatusOr<RawUcxClient::Reply> attached = (*victim)->NextReply(absl::Seconds(30));
+  ASSERT_TRUE(attached.ok()) << attached.status();
+  EXPECT_EQ(attached->header.code, 0) << attached->body;
+  // A live connection's token, even known, cannot attach a second data endpoint.
+  ASSERT_TRUE((*attacker)->SendAttach(theirs).ok());
+  none = (*attacker)->NextReply(absl::Seconds(2));
+  EXPECT_TRUE(IsCode(none.status(), absl::StatusCode::kDeadlineExceeded))
+      << "a second Attach was answered: " << Describe(none);
+  // Ops may read every tenant's counters: the victim's calls run as ops.
+  absl::StatusOr<RawUcxClient::Reply> stats =
+      (*victim)->Call(wire::ucx::Op::kStats, "", absl::Seconds(30));
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->header.code, 0) << stats->body;
+  // Further connections' tokens are as far apart.
+  std::vector<uint64_t> tokens = {mine, theirs};
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::unique_ptr<RawUcxClient>> more =
+        HelloAndAttach(daemon_->ucx_address(), tls, kBobToken);
+    ASSERT_TRUE(more.ok()) << more.status();
+    tokens.push_back((*more)->token());
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    for (size_t j = i + 1; j < tokens.size(); ++j) {
+      const uint64_t a = tokens[i];
+      const uint64_t b = tokens[j];
+      EXPECT_GT(a > b ? a - b : b - a, uint64_t{1} << 20) << a << " " << b;
+    }
+  }
+  ExpectStillServing();
+}
+
+TEST_P(UcxAuthTest, EveryPutCallCountsAgainstTheLimitsWhateverItsIndex) {
+  ASSERT_NO_FATAL_FAILURE(StartWithAuth(/*required=*/true));
+  absl::StatusOr<std::unique_ptr<RawUcxClient>> raw =
+      HelloAndAttach(daemon_->ucx_address(), UcxTls(transport()), kSingleToken);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  absl::StatusOr<std::string> ns = (*raw)->RegisterNamespace("single-ns");
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  const std::vector<uint8_t> payload(4096, 7);
+  // Sends chunk `index` of `count` of Put call `id` and returns its reply's code.
+  auto put = [&](uint64_t id, uint32_t index, uint32_t count) -> int {
+    uint8_t msg[sizeof(wire::ucx::RequestHeader) + sizeof(wire::ucx::PutFields)] = {};
+    const wire::ucx::RequestHeader h = wire::ucx::MakeRequestHeader(
+        wire::ucx::Op::kPut, id, reinterpret_cast<const uint8_t*>(ns->data()));
+    wire::ucx::PutFields f{};
+    const Key128 key = RandomKey(rng_);
+    std::memcpy(f.key, key.data(), sizeof(f.key));
+    f.size_bytes = payload.size();
+    f.tokens = 16;
+    f.index = index;
+    f.count = count;
+    std::memcpy(msg, &h, sizeof(h));
+    std::memcpy(msg + sizeof(h), &f, sizeof(f));
+    EXPECT_TRUE((*raw)->Send(msg, sizeof(msg), payload.data(), payload.size()).ok());
+    absl::StatusOr<RawUcxClient::Reply> reply = (*raw)->NextReply(absl::Seconds(30));
+    EXPECT_TRUE(reply.ok()) << reply.status();
+    return reply.ok() ? reply->header.code : -1;
+  };
+  // A call whose first chunk is not index 0 is admitted, and holds the principal's one
+  // call until all its chunks are answered: a second call is refused, index 1 or not.
+  EXPECT_EQ(put(500, 1, 2), 0);
+  EXPECT_EQ(put(501, 1, 2), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(put(502, 0, 1), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  // Another principal is unaffected.
+  EXPECT_TRUE(PutOne(*client_, ns_, RandomKey(rng_)).ok());
+  // The call's last chunk ends it; the next call is admitted, and holds the slot in turn.
+  EXPECT_EQ(put(500, 0, 2), 0);
+  EXPECT_EQ(put(503, 2, 3), 0);
+  EXPECT_EQ(put(504, 1, 2), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(put(503, 0, 3), 0);
+  EXPECT_EQ(put(503, 1, 3), 0);
+  EXPECT_EQ(put(505, 0, 1), 0);
+  // A refused call's other chunks are refused with it, even once the principal has room.
+  EXPECT_EQ(put(504, 0, 2), static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(put(507, 0, 1), 0);
+  // Closing the connection ends a call left open: once the daemon notices, the principal
+  // is admitted again.
+  EXPECT_EQ(put(506, 3, 4), 0);
+  raw->reset();
+  absl::StatusOr<std::unique_ptr<RawUcxClient>> again =
+      HelloAndAttach(daemon_->ucx_address(), UcxTls(transport()), kSingleToken);
+  ASSERT_TRUE(again.ok()) << again.status();
+  int code = -1;
+  for (const absl::Time give_up = absl::Now() + absl::Seconds(30); absl::Now() < give_up;) {
+    absl::StatusOr<RawUcxClient::Reply> list =
+        (*again)->Call(wire::ucx::Op::kListNamespaces, "", absl::Seconds(30));
+    ASSERT_TRUE(list.ok()) << list.status();
+    code = list->header.code;
+    if (code != static_cast<int>(absl::StatusCode::kResourceExhausted)) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(code, 0);
   ExpectStillServing();
 }
 

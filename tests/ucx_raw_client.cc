@@ -3,6 +3,7 @@
 #include <netdb.h>
 
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -25,7 +26,7 @@ void OnEndpointError(void* arg, ucp_ep_h, ucs_status_t) { *static_cast<bool*>(ar
 
 absl::StatusOr<std::unique_ptr<RawUcxClient>> RawUcxClient::Connect(const std::string& address,
                                                                     const std::string& tls,
-                                                                    bool peer_errors) {
+                                                                    bool peer_errors, bool attach) {
   std::unique_ptr<RawUcxClient> c(new RawUcxClient());
   ucp_config_t* config = nullptr;
   if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return absl::InternalError("config");
@@ -73,27 +74,49 @@ absl::StatusOr<std::unique_ptr<RawUcxClient>> RawUcxClient::Connect(const std::s
   freeaddrinfo(found);
   if (s != UCS_OK) return absl::UnavailableError(ucs_status_string(s));
   c->ep_ = c->control_ep_;
+  if (!attach) return c;
   if (absl::Status st = c->Attach(peer_errors); !st.ok()) return st;
   return c;
 }
 
 absl::Status RawUcxClient::Attach(bool peer_errors) {
-  auto hello = Call(wire::ucx::Op::kHello, "", absl::Seconds(30));
+  auto hello = Hello("");
   if (!hello.ok()) return hello.status();
   if (hello->header.code != 0) return absl::InternalError(hello->body);
+  if (absl::Status s = SendAttach(token_, peer_errors); !s.ok()) return s;
+  auto attached = NextReply(absl::Seconds(30));
+  if (!attached.ok()) return attached.status();
+  return absl::Status(static_cast<absl::StatusCode>(attached->header.code), attached->body);
+}
+
+absl::StatusOr<RawUcxClient::Reply> RawUcxClient::Hello(const std::string& bearer_token) {
+  auto hello =
+      Call(wire::ucx::Op::kHello, bearer_token.empty() ? "" : wire::ucx::EncodeHello(bearer_token),
+           absl::Seconds(30));
+  if (!hello.ok() || hello->header.code != 0) return hello;
   wire::ucx::HelloReply reply;
   absl::string_view address;
   if (absl::Status s = wire::ucx::ParseHelloReply(hello->body, &reply, &address); !s.ok()) return s;
-  const uint64_t token = reply.token;
-  ucp_ep_params_t ep{};
-  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  ep.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  ep.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-  ep.err_handler.cb = &OnEndpointError;
-  ep.err_handler.arg = &failed_;
-  if (ucs_status_t s = ucp_ep_create(worker_, &ep, &ep_); s != UCS_OK) {
-    return absl::UnavailableError(ucs_status_string(s));
+  token_ = reply.token;
+  daemon_address_ = std::string(address);
+  return hello;
+}
+
+absl::Status RawUcxClient::SendAttach(uint64_t token, bool peer_errors) {
+  if (ep_ == control_ep_) {
+    if (daemon_address_.empty()) return absl::FailedPreconditionError("no Hello yet");
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(daemon_address_.data());
+    ep.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    ep.err_handler.cb = &OnEndpointError;
+    ep.err_handler.arg = &failed_;
+    ucp_ep_h data_ep = nullptr;
+    if (ucs_status_t s = ucp_ep_create(worker_, &ep, &data_ep); s != UCS_OK) {
+      return absl::UnavailableError(ucs_status_string(s));
+    }
+    ep_ = data_ep;
   }
   std::string body(sizeof(token), '\0');
   std::memcpy(body.data(), &token, sizeof(token));
@@ -109,9 +132,7 @@ absl::Status RawUcxClient::Attach(bool peer_errors) {
   h.flags = peer_errors ? wire::ucx::kFlagPeerErrorHandling : 0;
   if (absl::Status s = Send(&h, sizeof(h), body.data(), body.size()); !s.ok()) return s;
   while (sends_in_flight_ > 0 && !failed_) ucp_worker_progress(worker_);
-  auto attached = NextReply(absl::Seconds(30));
-  if (!attached.ok()) return attached.status();
-  return absl::Status(static_cast<absl::StatusCode>(attached->header.code), attached->body);
+  return absl::OkStatus();
 }
 
 RawUcxClient::~RawUcxClient() {

@@ -27,10 +27,12 @@ class RawUcxClient {
 
   // Connects to "HOST:PORT" with UCX transports `tls` ("" = UCX_TLS) and attaches a data
   // endpoint as the client library does; with `peer_errors` false, one without peer-failure
-  // handling (which the daemon refuses). A refused Attach gives the daemon's status.
+  // handling (which the daemon refuses). A refused Attach gives the daemon's status. With
+  // `attach` false, only the socket-address endpoint: no Hello, no Attach.
   static absl::StatusOr<std::unique_ptr<RawUcxClient>> Connect(const std::string& address,
                                                                const std::string& tls,
-                                                               bool peer_errors = true);
+                                                               bool peer_errors = true,
+                                                               bool attach = true);
   ~RawUcxClient();
 
   // Starts sending one request message. The buffers must stay valid until the send
@@ -45,6 +47,16 @@ class RawUcxClient {
 
   // Sends a unary request of `op` with `body` and waits for its reply.
   absl::StatusOr<Reply> Call(wire::ucx::Op op, const std::string& body, absl::Duration timeout);
+  // Sends a Hello presenting `bearer_token` ("" for none) and waits for its reply; a
+  // successful one gives token() and the daemon worker's address for SendAttach.
+  absl::StatusOr<Reply> Hello(const std::string& bearer_token);
+  // Sends an Attach naming connection `token` on an endpoint to the daemon's worker
+  // (created by the first call, from the last successful Hello's address; requests go on
+  // it from then on), without waiting for a reply.
+  absl::Status SendAttach(uint64_t token, bool peer_errors = true);
+  // The connection's token from the last successful Hello; 0 before one.
+  uint64_t token() const { return token_; }
+
   // Registers the namespace named `model_id` (TestNamespace) and returns its 16-byte id.
   absl::StatusOr<std::string> RegisterNamespace(const std::string& model_id);
 
@@ -59,6 +71,8 @@ class RawUcxClient {
   ucp_worker_h worker_ = nullptr;
   ucp_ep_h control_ep_ = nullptr;  // sockaddr endpoint
   ucp_ep_h ep_ = nullptr;          // attached data endpoint
+  uint64_t token_ = 0;
+  std::string daemon_address_;  // the daemon worker's UCP address (Hello reply)
   int sends_in_flight_ = 0;
   bool failed_ = false;
   uint64_t next_id_ = 1000;

@@ -62,6 +62,10 @@ ucs_status_t WithBody(const Request& req, void* data, size_t length,
                       const ucp_am_recv_param_t* param,
                       std::function<void(const Request&, absl::string_view)> fn);
 
+// One chunk of Put call `req.header.request_id` was answered (a result or an error): once
+// all are, the call ends and releases its admission (Connection::put_calls).
+void PutAnswered(const Request& req);
+
 // Most bytes one connection may have reserved or held in the arena at once; beyond it,
 // chunks go through UCX (copied by the daemon) instead, so one client cannot pin the tier.
 inline uint64_t DirectBudget(const SharedRegion& arena) { return arena.size() / 8; }

@@ -46,6 +46,7 @@ void FinishPut(const Request& req, const PutFields& f, PutChunk chunk) {
   } else {
     req.worker->SendError(req.conn, reply, s);
   }
+  PutAnswered(req);
 }
 
 // The layer's chunk rules, then whether the message's payload matches what it announces.

@@ -51,6 +51,13 @@ absl::StatusOr<Key128> Request::Namespace(auth::Access access) const {
 void Request::Fail(const absl::Status& status) const {
   worker->SendError(conn, Reply(wire::ucx::kWholeRequest), status);
   requests().RecordCall(op(), status.code(), start);
+  if (header.op == static_cast<uint8_t>(WireOp::kPut)) PutAnswered(*this);
+}
+
+void PutAnswered(const Request& req) {
+  auto& calls = req.conn->put_calls;
+  auto it = calls.find(req.header.request_id);
+  if (it != calls.end() && ++it->second.answered >= it->second.count) calls.erase(it);
 }
 
 bool DirectRoom(const Request& req, uint64_t bytes) {
@@ -134,7 +141,8 @@ ucs_status_t HandleUnary(const Request& req, void* data, size_t length,
 }
 
 // Remembers the Hello's token for the connection's requests; a token the daemon refuses
-// gets UNAUTHENTICATED, and so does everything else on the connection.
+// gets UNAUTHENTICATED, and so does everything else on the connection. Answered on the
+// socket-address endpoint, whoever attached: the connection's token goes only to its client.
 void HandleHello(const Request& req, absl::string_view body) {
   absl::string_view token;
   absl::Status s = wire::ucx::ParseHello(body, &token);
@@ -144,13 +152,15 @@ void HandleHello(const Request& req, absl::string_view body) {
   }
   if (!s.ok()) {
     req.requests().LogRefused(Op::kHealth, s, "ucx hello");
-    req.worker->SendError(req.conn, req.Reply(wire::ucx::kWholeRequest), s);
+    req.worker->SendError(req.conn, req.Reply(wire::ucx::kWholeRequest), s, req.conn->ep);
     return;
   }
+  req.conn->hello_done = true;
   // The client checks tcp_segment_bytes matches its own.
   const wire::ucx::HelloReply hello{req.conn->token, req.env().tcp_segment_bytes};
   req.worker->Send(req.conn, req.Reply(wire::ucx::kWholeRequest), nullptr, 0,
-                   wire::ucx::EncodeHelloReply(hello, req.worker->address()), nullptr);
+                   wire::ucx::EncodeHelloReply(hello, req.worker->address()), nullptr,
+                   req.conn->ep);
 }
 
 // The Attach reply body for a client that can map the arena: ArenaInfo and the remote
@@ -163,16 +173,46 @@ std::string ArenaBody(const SharedRegion* arena) {
   return body;
 }
 
-// Authenticates the connection's token for one request (again each time: a reload may
-// have revoked it). A Put call is one message per chunk; its first chunk is the call the
-// principal's limits admit, the others only authenticate.
-absl::Status Authenticate(Request* req, const void* header) {
-  bool begins_call = true;
-  if (req->header.op == static_cast<uint8_t>(WireOp::kPut)) {
-    begins_call = wire::ucx::ReadFields<wire::ucx::PutFields>(header).index == 0;
+// Most Put calls one connection may have open (not all chunks answered) at once; each holds
+// an entry and its principal's call slot until then.
+constexpr size_t kMaxOpenPutCalls = 256;
+
+// The admission of one Put message. A Put call is one message per chunk: the first message
+// of a request id (whatever its index) is the call the principal's limits admit or refuse,
+// and the call's other messages share that admission (they only authenticate) or that
+// refusal until all `count` chunks are answered.
+absl::StatusOr<CallAuth> AdmitPut(const Request& req, const void* header) {
+  Connection& conn = *req.conn;
+  auto it = conn.put_calls.find(req.header.request_id);
+  if (it != conn.put_calls.end()) {
+    if (!it->second.refused.ok()) return it->second.refused;
+    absl::StatusOr<CallAuth> caller =
+        req.requests().Authenticate(Op::kPut, conn.auth_token, /*begins_call=*/false);
+    if (caller.ok()) caller->slot = it->second.caller.slot;
+    return caller;
   }
+  if (conn.put_calls.size() >= kMaxOpenPutCalls) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("more than ", kMaxOpenPutCalls, " Put calls open on this connection at once"));
+  }
+  absl::StatusOr<CallAuth> caller = req.requests().Authenticate(Op::kPut, conn.auth_token);
+  PutCall& call = conn.put_calls[req.header.request_id];
+  call.count = wire::ucx::ReadFields<wire::ucx::PutFields>(header).count;
+  if (caller.ok()) {
+    call.caller = *caller;
+  } else {
+    call.refused = caller.status();
+  }
+  return caller;
+}
+
+// Authenticates the connection's token for one request (again each time: a reload may
+// have revoked it), admitted under the principal's limits.
+absl::Status Authenticate(Request* req, const void* header) {
   absl::StatusOr<CallAuth> caller =
-      req->requests().Authenticate(req->op(), req->conn->auth_token, begins_call);
+      req->header.op == static_cast<uint8_t>(WireOp::kPut)
+          ? AdmitPut(*req, header)
+          : req->requests().Authenticate(req->op(), req->conn->auth_token);
   if (!caller.ok()) return caller.status();
   req->caller = *std::move(caller);
   return absl::OkStatus();

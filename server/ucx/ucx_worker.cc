@@ -2,9 +2,10 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <sys/random.h>
 
+#include <cerrno>
 #include <chrono>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "common/ucx_setup.h"
@@ -115,7 +116,6 @@ UcxWorker::UcxWorker(const UcxServiceEnv* env, ucp_worker_h worker, int efd)
       requests_(env->env, env->metrics, env->version),
       worker_(worker),
       efd_(efd),
-      next_token_(std::random_device()() | 1ull << 40),
       mailbox_(std::make_shared<Mailbox>(worker)) {}
 
 UcxWorker::~UcxWorker() {
@@ -171,10 +171,32 @@ void UcxWorker::AcceptNow(ucp_conn_request_h request) {
     env_->env->log->Warn("ucx: cannot accept a connection", {{"error", ucs_status_string(s)}});
     return;
   }
-  conn->token = next_token_++;
+  absl::StatusOr<uint64_t> token = NewToken();
+  if (!token.ok()) {
+    env_->env->log->Warn("ucx: refusing a connection", {{"error", token.status().ToString()}});
+    ucp_request_param_t close{};
+    close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    close.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* request = ucp_ep_close_nbx(conn->ep, &close);
+    if (UCS_PTR_IS_PTR(request)) closing_.push_back(request);
+    return;
+  }
+  conn->token = *token;
   connections_[conn->ep] = conn;
   by_token_[conn->token] = conn;
   env_->metrics->CallStarted();  // active_calls approximates connected clients
+}
+
+absl::StatusOr<uint64_t> UcxWorker::NewToken() const {
+  for (;;) {
+    uint64_t token = 0;
+    const ssize_t n = getrandom(&token, sizeof(token), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof(token))) {
+      return absl::InternalError(absl::StrCat("getrandom failed (errno ", errno, ")"));
+    }
+    if (token != 0 && !by_token_.contains(token)) return token;
+  }
 }
 
 void UcxWorker::Loop() {
@@ -251,7 +273,9 @@ ConnectionPtr UcxWorker::Find(ucp_ep_h ep) const {
 
 ConnectionPtr UcxWorker::Unattached(uint64_t token) const {
   auto it = by_token_.find(token);
-  return it == by_token_.end() || it->second->data_ep != nullptr ? nullptr : it->second;
+  if (it == by_token_.end()) return nullptr;
+  const Connection& conn = *it->second;
+  return !conn.hello_done || conn.data_ep != nullptr || conn.closed ? nullptr : it->second;
 }
 
 ConnectionPtr UcxWorker::Attach(uint64_t token, ucp_ep_h request_ep,
@@ -308,11 +332,13 @@ void UcxWorker::Close(const ConnectionPtr& conn) {
   conn->reservations.clear();
   conn->holds.clear();
   conn->direct_bytes = 0;
+  conn->put_calls.clear();  // releases their limiter slots
   for (size_t i = 0; i < direct_ops; ++i) OpEnded();
 }
 
 void UcxWorker::Send(const ConnectionPtr& conn, const wire::ucx::ReplyHeader& header,
-                     const void* data, size_t size, std::string body, storage::ChunkRef keep) {
+                     const void* data, size_t size, std::string body, storage::ChunkRef keep,
+                     ucp_ep_h ep) {
   if (conn->closed) return;
   auto op = std::make_unique<SendOp>();
   op->header = header;
@@ -327,8 +353,9 @@ void UcxWorker::Send(const ConnectionPtr& conn, const wire::ucx::ReplyHeader& he
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = &OnSendDone;
   param.user_data = op.get();
-  void* request = ucp_am_send_nbx(conn->reply_ep(), wire::ucx::kReplyAmId, &op->header,
-                                  sizeof(op->header), data, size, &param);
+  if (ep == nullptr) ep = conn->reply_ep();
+  void* request = ucp_am_send_nbx(ep, wire::ucx::kReplyAmId, &op->header, sizeof(op->header), data,
+                                  size, &param);
   env_->metrics->AddSentBytes(size + sizeof(header));
   if (request == nullptr) return;  // done already; op is freed here
   if (UCS_PTR_IS_ERR(request)) {
@@ -349,10 +376,10 @@ void UcxWorker::OnSendDone(void* request, ucs_status_t status, void* user_data) 
 }
 
 void UcxWorker::SendError(const ConnectionPtr& conn, wire::ucx::ReplyHeader header,
-                          const absl::Status& status) {
+                          const absl::Status& status, ucp_ep_h ep) {
   header.code = static_cast<int32_t>(status.code());
   std::string message(status.message());
-  Send(conn, header, nullptr, 0, std::move(message), nullptr);
+  Send(conn, header, nullptr, 0, std::move(message), nullptr, ep);
 }
 
 }  // namespace kvstash::server::ucx

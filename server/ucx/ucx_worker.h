@@ -96,12 +96,26 @@ struct DirectPut {
   TransportMetrics::Clock::time_point start;
 };
 
+// A Put call of one connection: its first message (whatever its index) is admitted or
+// refused under the principal's limits, and that admission (`caller`'s limiter slot) or
+// refusal holds for the call's other messages until `count` of its chunks are answered or
+// the connection closes.
+struct PutCall {
+  CallAuth caller;
+  absl::Status refused;  // not OK: the call was refused, and so is each of its chunks
+  uint32_t count = 0;
+  uint32_t answered = 0;
+};
+
 struct Connection {
   UcxWorker* worker = nullptr;
   ucp_ep_h ep = nullptr;          // from the listener; ours
   ucp_ep_h request_ep = nullptr;  // UCX's own; identifies the attached requests
   ucp_ep_h data_ep = nullptr;     // ours, to the client's worker address, or null
-  uint64_t token = 0;             // names this connection in Hello / Attach
+  uint64_t token = 0;             // names this connection in Hello / Attach; random, secret
+  // A Hello on `ep` succeeded: only then may an Attach name the token, so the data endpoint
+  // is always the one of the client that received the token in its Hello reply.
+  bool hello_done = false;
   // The bearer token the Hello presented ("" for none). Every request authenticates it
   // again, so a token revoked by a reload loses its connections' access at once.
   std::string auth_token;
@@ -113,6 +127,8 @@ struct Connection {
   absl::flat_hash_map<uint64_t, std::vector<storage::ChunkRef>> holds;
   uint64_t next_handle = 1;
   uint64_t direct_bytes = 0;  // reserved plus held
+  // Put calls not fully answered yet, by request id (bounded in ucx_requests.cc).
+  absl::flat_hash_map<uint64_t, PutCall> put_calls;
 
   ucp_ep_h reply_ep() const { return data_ep != nullptr ? data_ep : ep; }
 };
@@ -143,19 +159,20 @@ class UcxWorker {
   // --- Worker thread only. ---
   // Sends one reply: `header` plus `size` bytes at `data`, which `keep` keeps alive until
   // the send completes; with data == nullptr the body is `body` instead (size ignored).
-  // Drops the reply if `conn` is closed.
+  // It goes on `ep`, or on conn->reply_ep() when null. Drops the reply if `conn` is closed.
   void Send(const ConnectionPtr& conn, const wire::ucx::ReplyHeader& header, const void* data,
-            size_t size, std::string body, storage::ChunkRef keep);
-  // Sends a reply whose body is `status`'s message.
+            size_t size, std::string body, storage::ChunkRef keep, ucp_ep_h ep = nullptr);
+  // Sends a reply whose body is `status`'s message (on `ep` as for Send).
   void SendError(const ConnectionPtr& conn, wire::ucx::ReplyHeader header,
-                 const absl::Status& status);
+                 const absl::Status& status, ucp_ep_h ep = nullptr);
   // The connection whose endpoint (either of them) is `ep`, or null.
   ConnectionPtr Find(ucp_ep_h ep) const;
-  // The connection named `token` while it is not attached yet, or null.
+  // The connection named `token` while its Hello succeeded and it is not attached yet, or
+  // null.
   ConnectionPtr Unattached(uint64_t token) const;
   // Attaches `request_ep` to the connection named `token` and connects the reply endpoint
-  // to `client_address` with peer-failure handling; null when no connection has that token
-  // (or it is attached already) or the endpoint cannot be created.
+  // to `client_address` with peer-failure handling; null when Unattached(token) is null or
+  // the endpoint cannot be created.
   ConnectionPtr Attach(uint64_t token, ucp_ep_h request_ep, absl::string_view client_address);
   // Where other threads hand work back to this worker's thread.
   const std::shared_ptr<Mailbox>& mailbox() const { return mailbox_; }
@@ -171,6 +188,9 @@ class UcxWorker {
   UcxWorker(const UcxServiceEnv* env, ucp_worker_h worker, int efd);
   void Loop();
   void AcceptNow(ucp_conn_request_h request);
+  // A token for a new connection: 64 bits from the kernel's CSPRNG, never 0, unique among
+  // live connections (a guessable one let another client attach to it).
+  absl::StatusOr<uint64_t> NewToken() const;
   void Close(const ConnectionPtr& conn);
   // Sleeps until the worker's fd signals (true: spin again) or its timeout passes (false).
   // When UCX will not arm: progresses, and naps (false) once no traffic for kBusyGrace.
@@ -204,8 +224,7 @@ class UcxWorker {
   std::chrono::steady_clock::time_point unaccounted_since_;
   std::thread thread_;
 
-  std::string address_;  // the worker's UCP address
-  uint64_t next_token_;
+  std::string address_;                                       // the worker's UCP address
   absl::flat_hash_map<ucp_ep_h, ConnectionPtr> connections_;  // worker thread only
   absl::flat_hash_map<uint64_t, ConnectionPtr> by_token_;     // worker thread only
   std::vector<void*> closing_;  // ucp_ep_close_nbx requests not yet complete

@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "kvstash/keys.h"
 #include "kvstash/v1/kvstash.pb.h"
+#include "server/namespace_registry.h"
 
 // Aborts with the failed condition: libFuzzer saves the input as a crash artifact.
 #define FUZZ_CHECK(cond)                                                                \
@@ -91,6 +92,17 @@ inline v1::NamespaceSpec CorpusNamespace() {
   spec.set_head_dim(64);
   spec.set_chunk_tokens(16);
   return spec;
+}
+
+// A registry that knows CorpusNamespace(), built once per process (targets linking the
+// server core only).
+inline const server::NamespaceRegistry& CorpusRegistry() {
+  static const server::NamespaceRegistry* registry = [] {
+    auto* r = new server::NamespaceRegistry;
+    FUZZ_CHECK(r->Register(CorpusNamespace()).ok());
+    return r;
+  }();
+  return *registry;
 }
 
 }  // namespace kvstash::fuzz

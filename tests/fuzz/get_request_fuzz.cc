@@ -15,11 +15,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kvstash::fuzz::QuietProtobuf();
   using namespace kvstash;
-  static server::NamespaceRegistry* registry = [] {
-    auto* r = new server::NamespaceRegistry;
-    FUZZ_CHECK(r->Register(fuzz::CorpusNamespace()).ok());
-    return r;
-  }();
+  const server::NamespaceRegistry* registry = &fuzz::CorpusRegistry();
   if (size == 0) return 0;
   server::ServiceLimits limits;
   limits.max_keys_per_request = 16;

@@ -69,11 +69,7 @@ class CheckingSink final : public server::PutStreamSink {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kvstash::fuzz::QuietProtobuf();
   using namespace kvstash;
-  static server::NamespaceRegistry* registry = [] {
-    auto* r = new server::NamespaceRegistry;
-    FUZZ_CHECK(r->Register(fuzz::CorpusNamespace()).ok());
-    return r;
-  }();
+  const server::NamespaceRegistry* registry = &fuzz::CorpusRegistry();
   server::ServiceLimits limits;
   limits.max_frame_bytes = 4096;  // small, so that inputs reach the limits
   limits.max_keys_per_request = 8;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kvstash builds and tests with (clang and its runtime
-# libraries build the fuzz targets, scripts/fuzz.sh). Idempotent: installs only
+# libraries build the fuzz targets, scripts/fuzz.sh; openssl makes the TLS tests'
+# certificates). Idempotent: installs only
 # what is missing, and uses sudo only when not running as root.
 #   scripts/setup.sh [--bench]   (--bench also installs the peers: redis-server, memcached,
 #                                 fio for the raw-disk rows of the NVMe benchmark, and
@@ -10,7 +11,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang-format
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev openssl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libxxhash-dev libssl-dev librocksdb-dev
   libgtest-dev libgmock-dev

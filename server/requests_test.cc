@@ -165,6 +165,22 @@ class RequestsTest : public ::testing::Test {
     return h;
   }
 
+  // The store holds NVMe chunks of TestKey(0), a namespace not registered since a restart,
+  // bound to `tenant` ("" = unbound); returns the request that clears it.
+  v1::ClearNamespaceRequest StoredOnly(const std::string& tenant) {
+    storage::NamespaceUsage recovered;  // as ListNamespaces shows it
+    recovered.ns = TestKey(0);
+    recovered.tenant = tenant;
+    recovered.nvme_chunks = 2;
+    {
+      absl::MutexLock lock(&store_->mu);
+      store_->usages = {recovered};
+    }
+    v1::ClearNamespaceRequest clear;
+    clear.set_namespace_id(Bytes(TestKey(0)));
+    return clear;
+  }
+
   std::unique_ptr<RecordingStore> store_;
   std::unique_ptr<Logger> log_;
   NamespaceRegistry registry_;
@@ -317,15 +333,7 @@ TEST_F(RequestsTest, AdminCallsOnAnUnknownNamespaceNeverReachTheStore) {
 }
 
 TEST_F(RequestsTest, ClearReachesAStoredNamespaceNotRegisteredSinceARestart) {
-  storage::NamespaceUsage recovered;  // as ListNamespaces shows it
-  recovered.ns = TestKey(0);
-  recovered.nvme_chunks = 2;
-  {
-    absl::MutexLock lock(&store_->mu);
-    store_->usages = {recovered};
-  }
-  v1::ClearNamespaceRequest clear;
-  clear.set_namespace_id(Bytes(TestKey(0)));
+  const v1::ClearNamespaceRequest clear = StoredOnly("");
   v1::ClearNamespaceResponse cleared;
   ASSERT_TRUE(requests_->Unary(open_, clear, &cleared).ok());
   EXPECT_EQ(cleared.deleted(), 7u);
@@ -455,16 +463,7 @@ TEST_F(RequestsTest, WriteDoesNotImplyReadNorAdmin) {
 }
 
 TEST_F(RequestsTest, ClearOfAStoredNamespaceNeedsAdminOnItsBoundTenant) {
-  storage::NamespaceUsage recovered;
-  recovered.ns = TestKey(0);
-  recovered.tenant = "team-r";
-  recovered.nvme_chunks = 2;
-  {
-    absl::MutexLock lock(&store_->mu);
-    store_->usages = {recovered};
-  }
-  v1::ClearNamespaceRequest clear;
-  clear.set_namespace_id(Bytes(TestKey(0)));
+  const v1::ClearNamespaceRequest clear = StoredOnly("team-r");
   v1::ClearNamespaceResponse cleared;
   EXPECT_TRUE(
       absl::IsPermissionDenied(requests_->Unary(Caller("a", {}, {}, {"team-a"}), clear, &cleared)));
@@ -474,15 +473,7 @@ TEST_F(RequestsTest, ClearOfAStoredNamespaceNeedsAdminOnItsBoundTenant) {
 // Tenant bindings do not survive a restart: chunks of a namespace not registered since may
 // be any tenant's, so only a caller with the right on every tenant sees or clears them.
 TEST_F(RequestsTest, AnUnboundStoredNamespaceNeedsTheRightOnEveryTenant) {
-  storage::NamespaceUsage recovered;
-  recovered.ns = TestKey(0);
-  recovered.nvme_chunks = 2;
-  {
-    absl::MutexLock lock(&store_->mu);
-    store_->usages = {recovered};
-  }
-  v1::ClearNamespaceRequest clear;
-  clear.set_namespace_id(Bytes(TestKey(0)));
+  const v1::ClearNamespaceRequest clear = StoredOnly("");
   v1::ClearNamespaceResponse cleared;
   const CallAuth default_admin = Caller("d", {"default"}, {}, {"default"});
   EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(default_admin, clear, &cleared)));

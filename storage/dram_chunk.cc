@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -45,7 +46,7 @@ uint64_t HashSegments(absl::Span<const Segment> segments, size_t piece_bytes) {
 
 uint64_t DramChunk::checksum() const {
   if (!deferred_) return meta_.checksum;
-  absl::call_once(once_, [this] { Publish(HashSegments(allocation_.segments)); });
+  std::call_once(once_, [this] { Publish(HashSegments(allocation_.segments)); });
   return deferred_checksum_;
 }
 
@@ -55,7 +56,7 @@ uint64_t DramChunk::BackgroundChecksum(size_t piece_bytes) const {
   // speed itself instead of waiting for these yields. Both get the same value; the first
   // to finish publishes it.
   const uint64_t hash = HashSegments(allocation_.segments, piece_bytes);
-  absl::call_once(once_, [this, hash] { Publish(hash); });
+  std::call_once(once_, [this, hash] { Publish(hash); });
   return deferred_checksum_;
 }
 

@@ -4,15 +4,15 @@
 // one that outlives the store.
 //
 // Thread-safety: DramChunk is immutable (its deferred checksum is computed once, under
-// absl::call_once) and safe to read from any thread. DramPendingChunk is used by one thread
+// std::call_once) and safe to read from any thread. DramPendingChunk is used by one thread
 // at a time.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
-#include "absl/base/call_once.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "common/xxh3_dispatch.h"
@@ -49,7 +49,9 @@ class DramChunk final : public StoredChunk {
   Allocation allocation_;
   const std::shared_ptr<DramAllocator> allocator_;
   const bool deferred_;
-  mutable absl::once_flag once_;
+  // std::call_once rather than absl::call_once: a caller that waits for another's hash
+  // waits in pthread_once, which ThreadSanitizer sees, not in abseil's spin loop.
+  mutable std::once_flag once_;
   mutable uint64_t deferred_checksum_ = 0;  // written once, inside once_ (Publish)
   mutable std::atomic<bool> known_{false};
 };

@@ -394,7 +394,9 @@ TEST(UcxIdleTest, IdleConnectionsLeaveTheDaemonIdle) {
     absl::SleepFor(absl::Seconds(2));
     auto after = (*daemon)->CpuTime();
     ASSERT_TRUE(before.ok() && after.ok()) << before.status() << after.status();
-    EXPECT_LT(*after - *before, absl::Milliseconds(150)) << "daemon CPU over 2 s of idling";
+    // ThreadSanitizer multiplies every instruction's cost; a spinning daemon still exceeds it.
+    const absl::Duration bound = absl::Milliseconds(kUnderTsan ? 1500 : 150);
+    EXPECT_LT(*after - *before, bound) << "daemon CPU over 2 s of idling";
   }
 }
 

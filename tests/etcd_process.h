@@ -1,0 +1,61 @@
+// EtcdProcess: runs a real single-node etcd (/usr/bin/etcd, Debian's etcd-server) as a
+// child process on loopback for cluster tests and benchmarks, in a temporary data
+// directory, on free ports.
+//
+//   auto etcd = kvstash::testing::EtcdProcess::Start({});
+//   ASSERT_TRUE(etcd.ok()) << etcd.status();
+//   std::string endpoint = (*etcd)->endpoint();  // "127.0.0.1:PORT"
+//
+// Restart() kills it (SIGKILL) and starts it again on the same ports and data directory,
+// so its keys and leases survive as they would a crash. The destructor kills and reaps it
+// and removes the directory.
+//
+// Thread-safety: not thread-safe; owned by the test's main thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/subprocess.h"
+#include "common/temp_dir.h"
+
+namespace kvstash::testing {
+
+struct EtcdOptions {
+  // Path of the etcd binary; empty: $KVSTASH_ETCD, else /usr/bin/etcd.
+  std::string binary;
+  // How long Start waits for etcd to answer.
+  int64_t ready_timeout_ms = 20000;
+};
+
+class EtcdProcess {
+ public:
+  // FAILED_PRECONDITION (tests GTEST_SKIP on it) when the binary is missing; other errors
+  // when it exits early (its log tail in the message) or does not answer in time.
+  static absl::StatusOr<std::unique_ptr<EtcdProcess>> Start(const EtcdOptions& options);
+  ~EtcdProcess();
+
+  // "127.0.0.1:PORT", its client endpoint.
+  const std::string& endpoint() const { return endpoint_; }
+  // SIGKILL + reap.
+  void Kill();
+  // Kill() if running, then start again on the same ports and data.
+  absl::Status Restart();
+  std::string LogTail(int lines) const;
+
+ private:
+  EtcdProcess() = default;
+  absl::Status Spawn();
+
+  EtcdOptions options_;
+  std::unique_ptr<TempDir> dir_;
+  std::string endpoint_;
+  int client_port_ = 0;
+  int peer_port_ = 0;
+  std::unique_ptr<::kvstash::Subprocess> process_;
+};
+
+}  // namespace kvstash::testing

@@ -71,6 +71,8 @@ class ClusterClientTest : public ::testing::TestWithParam<Transport> {
     options.ucx_tls = UcxTls(GetParam());
     options.cluster.transport = GetParam() == Transport::kGrpc ? "grpc" : "ucx";
     options.cluster.breaker_failures = 2;
+    // Generous for sanitizer builds: a slow member must not read as a dead one here.
+    options.cluster.node_deadline_ms = 10000;
     // Long enough that no probe goes out while a test runs: calls to a dead member stop.
     options.cluster.breaker_open_ms = 600000;
     return options;

@@ -119,7 +119,10 @@ ClusterClient::Located ClusterClient::Locate(const ClusterView& view, const Key1
   out.hit_count = static_cast<uint32_t>(state.FirstMissing());
   out.where.assign(state.found.begin(), state.found.begin() + out.hit_count);
   out.tiers.assign(state.tiers.begin(), state.tiers.begin() + out.hit_count);
-  out.member_leases = std::move(state.member_leases);
+  {
+    absl::MutexLock lock(&state.mu);
+    out.member_leases = std::move(state.member_leases);
+  }
   *refusal = state.refusals.status();
   return out;
 }

@@ -2,6 +2,8 @@
 // UCX: chunks put through one client are found by another, lookups spanning members count
 // the right leading chunks, and a member killed under load turns its keys into misses
 // (never wrong bytes, never call errors) while its breaker keeps calls away from it.
+#include "client/cluster_client.h"
+
 #include <signal.h>
 
 #include <atomic>
@@ -13,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cluster/member_source.h"
 #include "cluster/placement.h"
 #include "gtest/gtest.h"
 #include "tests/daemon_fixture.h"
@@ -23,6 +26,27 @@ namespace kvstash::testing {
 namespace {
 
 constexpr int kMembers = 3;
+
+// A member set the test changes by hand (Set), delivered on the test's thread.
+class SettableSource : public cluster::MemberSource {
+ public:
+  explicit SettableSource(std::vector<cluster::Member> members) : members_(std::move(members)) {}
+  absl::Status Start(Listener listener, absl::Duration) override {
+    listener_ = std::move(listener);
+    listener_(members_);
+    return absl::OkStatus();
+  }
+  std::vector<cluster::Member> Current() const override { return members_; }
+  cluster::MemberSourceStats stats() const override { return {1, 0, true}; }
+  void Set(std::vector<cluster::Member> members) {
+    members_ = cluster::SortedById(std::move(members));
+    listener_(members_);
+  }
+
+ private:
+  Listener listener_;
+  std::vector<cluster::Member> members_;
+};
 constexpr size_t kChunkBytes = 16 * kKiB;
 
 class ClusterClientTest : public ::testing::TestWithParam<Transport> {
@@ -73,6 +97,31 @@ class ClusterClientTest : public ::testing::TestWithParam<Transport> {
       for (const ClusterMemberStatus& m : status->members) members.push_back({.id = m.id});
     }
     return cluster::Placement(members);
+  }
+
+  cluster::Member MemberOf(int d) const {
+    cluster::Member m;
+    m.id = AddressFor(*daemons_[d], GetParam());
+    m.grpc_address = m.id;
+    m.ucx_address = m.id;
+    return m;
+  }
+
+  // A cluster client over the first `members` daemons whose member set the test changes
+  // through *source.
+  std::unique_ptr<Client> ConnectSettable(int members, ClientOptions options,
+                                          SettableSource** source, NamespaceHandle* ns) {
+    std::vector<cluster::Member> set;
+    for (int d = 0; d < members; ++d) set.push_back(MemberOf(d));
+    auto owned = std::make_unique<SettableSource>(set);
+    *source = owned.get();
+    auto client = client_internal::ClusterClient::Create(std::move(owned), options);
+    EXPECT_TRUE(client.ok()) << client.status();
+    if (!client.ok()) return nullptr;
+    auto handle = (*client)->OpenNamespace(spec_);
+    EXPECT_TRUE(handle.ok()) << handle.status();
+    if (handle.ok()) *ns = *handle;
+    return *std::move(client);
   }
 
   std::vector<std::unique_ptr<DaemonProcess>> daemons_;
@@ -255,6 +304,158 @@ TEST_P(ClusterClientTest, KilledMemberTurnsIntoMissesUnderLoad) {
   EXPECT_EQ(after->members[victim].calls, dead.calls);
   EXPECT_TRUE(client->Health().ok());
   EXPECT_TRUE(client->Health()->serving);
+}
+
+TEST_P(ClusterClientTest, JoiningMemberTakesOverThroughHandOverAndReadRepair) {
+  ClientOptions with = Options();
+  with.cluster.handover_ms = 600000;
+  ClientOptions without = Options();
+  without.cluster.handover_ms = 0;
+  SettableSource* source_with = nullptr;
+  SettableSource* source_without = nullptr;
+  NamespaceHandle ns;
+  std::unique_ptr<Client> handing = ConnectSettable(2, with, &source_with, &ns);
+  std::unique_ptr<Client> plain = ConnectSettable(2, without, &source_without, &ns);
+  ASSERT_NE(handing, nullptr);
+  ASSERT_NE(plain, nullptr);
+  std::mt19937_64 rng(5);
+  std::vector<Payload> chunks = Chunks(rng, 90);
+  const std::vector<Key128> keys = KeysOf(chunks);
+  ASSERT_TRUE(PutAll(*handing, ns, chunks).ok());
+
+  std::vector<cluster::Member> three = {MemberOf(0), MemberOf(1), MemberOf(2)};
+  source_with->Set(three);
+  source_without->Set(three);
+  cluster::Placement placement(three);
+  const int joined = placement.IndexOf(MemberOf(2).id);
+  std::vector<Key128> moved;
+  size_t first_moved = keys.size();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (placement.Owner(keys[i]) != static_cast<uint32_t>(joined)) continue;
+    moved.push_back(keys[i]);
+    first_moved = std::min(first_moved, i);
+  }
+  ASSERT_FALSE(moved.empty());
+
+  // Without hand-over the moved keys are misses on their new owner.
+  auto hits = plain->Lookup(ns, keys);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->hit_count, first_moved);
+  // With it, they are found on their previous owner, and fetched from there.
+  hits = handing->Lookup(ns, keys);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->hit_count, keys.size());
+  EXPECT_GT(handing->Cluster()->keys_moved, 0u);
+  EXPECT_EQ(handing->Cluster()->member_set_changes, 1u);
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> items;
+  ASSERT_TRUE(GetMany(*handing, ns, keys, kChunkBytes, &bufs, &items).ok());
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
+    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
+  }
+  // The Get copied them to the new owner: now every client finds them there.
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        auto h = plain->Lookup(ns, keys);
+        return h.ok() && h->hit_count == keys.size();
+      },
+      absl::Seconds(30)));
+}
+
+TEST_P(ClusterClientTest, HotChunksSurviveTheirOwner) {
+  ClientOptions options = Options();
+  options.cluster.replicas = 2;
+  SettableSource* source = nullptr;
+  NamespaceHandle ns;
+  std::unique_ptr<Client> client = ConnectSettable(kMembers, options, &source, &ns);
+  ASSERT_NE(client, nullptr);
+  std::mt19937_64 rng(6);
+  std::vector<Payload> chunks = Chunks(rng, 30);
+  std::vector<PutItem> puts;
+  for (const Payload& p : chunks) {
+    puts.push_back(p.AsPutItem());
+    puts.back().hints.priority = Priority::kHigh;
+  }
+  ASSERT_TRUE(client->Put(ns, absl::MakeSpan(puts)).ok());
+  for (const PutItem& p : puts) ASSERT_TRUE(p.status.ok()) << p.status;
+  cluster::Placement placement(source->Current());
+  int owned_by_victim = 0;
+  for (const Payload& p : chunks) {
+    owned_by_victim +=
+        placement.Owner(p.key) == static_cast<uint32_t>(placement.IndexOf(MemberOf(0).id));
+  }
+  ASSERT_GT(owned_by_victim, 0);
+  daemons_[0]->Kill();
+
+  const std::vector<Key128> keys = KeysOf(chunks);
+  auto hits = client->Lookup(ns, keys);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->hit_count, keys.size());
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> items;
+  ASSERT_TRUE(GetMany(*client, ns, keys, kChunkBytes, &bufs, &items).ok());
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
+    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
+  }
+}
+
+TEST_P(ClusterClientTest, ConcurrentCallsWhileTheMemberSetChanges) {
+  ClientOptions options = Options();
+  options.cluster.handover_ms = 600000;
+  options.cluster.replicas = 2;
+  options.cluster.hot_fetches = 2;
+  SettableSource* source = nullptr;
+  NamespaceHandle ns;
+  std::unique_ptr<Client> client = ConnectSettable(2, options, &source, &ns);
+  ASSERT_NE(client, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> call_errors{0}, wrong_bytes{0}, rounds{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(100 + t);
+      while (!stop.load()) {
+        std::vector<Payload> chunks = Chunks(rng, 8);
+        std::vector<PutItem> puts;
+        for (const Payload& p : chunks) {
+          puts.push_back(p.AsPutItem());
+          puts.back().hints.priority = t % 2 == 0 ? Priority::kHigh : Priority::kNormal;
+        }
+        if (!client->Put(ns, absl::MakeSpan(puts)).ok()) ++call_errors;
+        const std::vector<Key128> keys = KeysOf(chunks);
+        auto hits = client->Lookup(ns, keys, /*lease_ms=*/10000);
+        if (!hits.ok()) ++call_errors;
+        std::vector<std::vector<uint8_t>> bufs;
+        std::vector<GetItem> items;
+        const uint64_t lease = hits.ok() ? hits->lease_id : 0;
+        for (int repeat = 0; repeat < 2; ++repeat) {
+          if (!GetMany(*client, ns, keys, kChunkBytes, &bufs, &items, lease).ok()) ++call_errors;
+          for (size_t i = 0; i < items.size(); ++i) {
+            if (items[i].status.ok() &&
+                FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size) != -1) {
+              ++wrong_bytes;
+            }
+          }
+        }
+        if (!client->Exists(ns, keys).ok() || !client->Stats().ok()) ++call_errors;
+        ++rounds;
+      }
+    });
+  }
+  for (int change = 0; change < 10; ++change) {
+    const int at = rounds.load();
+    ASSERT_TRUE(PollUntil([&] { return rounds.load() >= at + 4; }, absl::Seconds(60)));
+    std::vector<cluster::Member> set = {MemberOf(0), MemberOf(1)};
+    if (change % 2 == 0) set.push_back(MemberOf(2));
+    source->Set(set);
+  }
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(call_errors.load(), 0);
+  EXPECT_EQ(wrong_bytes.load(), 0);
+  EXPECT_EQ(client->Cluster()->member_set_changes, 10u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ClusterClientTest,

@@ -6,7 +6,6 @@
 #include "kvstash/keys.h"
 
 namespace kvstash::bench {
-namespace {
 
 static_assert(std::is_same_v<BenchKey, Key128>, "bench keys are kvstash keys");
 
@@ -32,15 +31,18 @@ ClientOptions BenchClientOptions(const KvstashOptions& options) {
   return c;
 }
 
+namespace {
+
 absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& uri,
                                                       const KvstashOptions& options) {
   return Client::Connect(uri, BenchClientOptions(options));
 }
 
-// One client thread's view: its own Client (and so its own channel) and namespace.
+// One client thread's view of a Client (its own, and so its own channel, or a shared one)
+// and namespace.
 class KvstashConn : public Conn {
  public:
-  KvstashConn(std::unique_ptr<Client> client, NamespaceHandle ns)
+  KvstashConn(std::shared_ptr<Client> client, NamespaceHandle ns)
       : client_(std::move(client)), ns_(ns) {}
 
   absl::Status Put(const BenchKey& key, absl::Span<const char> value) override {
@@ -87,11 +89,15 @@ class KvstashConn : public Conn {
   }
 
  private:
-  std::unique_ptr<Client> client_;
+  std::shared_ptr<Client> client_;
   NamespaceHandle ns_;
 };
 
 }  // namespace
+
+std::unique_ptr<Conn> NewClientConn(std::shared_ptr<Client> client, NamespaceHandle ns) {
+  return std::make_unique<KvstashConn>(std::move(client), ns);
+}
 
 absl::StatusOr<std::unique_ptr<KvstashSystem>> KvstashSystem::Start(const KvstashOptions& options) {
   std::unique_ptr<KvstashSystem> system(new KvstashSystem(options));
@@ -176,6 +182,11 @@ absl::StatusOr<KvstashTierStats> KvstashSystem::Stats() {
   out.nvme_hits = s->nvme_hits;
   out.recovered_chunks = s->recovered_chunks;
   return out;
+}
+
+void KvstashSystem::Kill() {
+  admin_.reset();
+  child_->Kill();
 }
 
 absl::StatusOr<absl::Duration> KvstashSystem::Restart() {

@@ -97,17 +97,18 @@ absl::StatusOr<StudyFlags> Parse(int argc, char** argv, bool* help) {
 }
 
 void PrintHeader() {
-  std::cout << absl::StrFormat("%-16s %2s %-9s %8s %6s %8s %8s %7s %6s %6s %6s %6s\n", "workload",
-                               "N", "unit", "req", "hot%", "bytes", "busiest", "members", "p99",
-                               "share", "fetch", "kept");
+  std::cout << absl::StrFormat("%-16s %2s %-9s %8s %6s %8s %8s %7s %6s %6s %6s %6s %6s\n",
+                               "workload", "N", "unit", "req", "hot%", "bytes", "busiest",
+                               "members", "p99", "share", "fetch", "kept", "top1%");
 }
 
 void PrintRow(const std::string& name, const PlacementResult& r) {
   std::cout << absl::StrFormat(
-      "%-16s %2d %-9s %7.2fx %5.1f%% %7.2fx %7.2fx %7.2f %6.0f %6.2f %6.2f %5.1f%%\n", name,
+      "%-16s %2d %-9s %7.2fx %5.1f%% %7.2fx %7.2fx %7.2f %6.0f %6.2f %6.2f %5.1f%% %5.1f%%\n", name,
       r.members, r.unit, r.requests_max_over_mean, 100 * r.hottest_share, r.bytes_max_over_mean,
       r.busiest_window_max_over_mean, r.lookup_members_mean, r.lookup_members_p99,
-      r.lookup_max_share_mean, r.fetch_members_mean, 100 * r.hits_kept_after_loss);
+      r.lookup_max_share_mean, r.fetch_members_mean, 100 * r.hits_kept_after_loss,
+      100 * r.top_percent_share);
 }
 
 std::string JsonLine(const Case& c, const PlacementResult& r, uint64_t chunk_bytes) {
@@ -119,13 +120,13 @@ std::string JsonLine(const Case& c, const PlacementResult& r, uint64_t chunk_byt
       "\"busiest_window_max_over_mean\":%.4f,\"lookup_members_mean\":%.4f,"
       "\"lookup_members_p99\":%.1f,\"lookup_max_share_mean\":%.4f,"
       "\"fetch_members_mean\":%.4f,\"hit_chunks\":%d,\"prompt_chunks\":%d,"
-      "\"hits_kept_after_loss\":%.4f}",
+      "\"hits_kept_after_loss\":%.4f,\"top_percent_share\":%.4f}",
       WorkloadName(c.kind), c.arrivals == Arrivals::kBursty ? "bursty" : "poisson", r.members,
       r.unit, r.requests, r.lookups, r.chunk_requests, r.chunks_stored,
       r.chunks_stored * chunk_bytes, r.requests_max_over_mean, r.hottest_share,
       r.bytes_max_over_mean, r.busiest_window_max_over_mean, r.lookup_members_mean,
       r.lookup_members_p99, r.lookup_max_share_mean, r.fetch_members_mean, r.hit_chunks,
-      r.prompt_chunks, r.hits_kept_after_loss);
+      r.prompt_chunks, r.hits_kept_after_loss, r.top_percent_share);
 }
 
 constexpr char kLegend[] =
@@ -133,7 +134,7 @@ constexpr char kLegend[] =
     "share;\nbytes: max/mean of bytes stored; busiest: req in the busiest window; members, "
     "p99: members\none lookup asks (mean, p99); share: largest share of a lookup's keys on "
     "one member;\nfetch: members one request's hits come from; kept: hit chunks still usable "
-    "with one member lost\n\n";
+    "with one member lost;\ntop1%: share of chunk requests for the hottest 1% of chunks\n\n";
 
 int Main(int argc, char** argv) {
   bool help = false;

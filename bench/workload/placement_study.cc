@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/placement.h"
@@ -72,6 +73,7 @@ class Replay {
       if (i >= hits && !stored_.insert(r.keys[i]).second) continue;  // stored after a gap
       if (i >= hits) ++chunks_[owners[i]];
       ++requests_[owners[i]];
+      ++per_key_[r.keys[i]];
       ++window[owners[i]];
       ++result_.chunk_requests;
     }
@@ -80,6 +82,16 @@ class Replay {
   PlacementResult Finish();
 
  private:
+  double TopPercentShare() const {
+    std::vector<uint64_t> counts;
+    for (const auto& [key, n] : per_key_) counts.push_back(n);
+    std::sort(counts.begin(), counts.end(), std::greater<>());
+    const size_t top = (counts.size() + 99) / 100;
+    uint64_t hot = 0;
+    for (size_t i = 0; i < top; ++i) hot += counts[i];
+    return result_.chunk_requests == 0 ? 0 : static_cast<double>(hot) / result_.chunk_requests;
+  }
+
   static std::vector<cluster::Member> Members(int n) {
     std::vector<cluster::Member> members;
     for (const std::string& id : StudyMemberIds(n)) members.push_back({.id = id});
@@ -127,6 +139,7 @@ class Replay {
   std::vector<uint64_t> chunks_;                      // chunks stored per member
   std::vector<uint64_t> kept_;                        // hit chunks kept with member i lost
   std::map<int64_t, std::vector<uint64_t>> windows_;  // chunk requests per member
+  absl::flat_hash_map<Key128, uint64_t> per_key_;     // chunk requests per chunk
   std::vector<double> lookup_members_;
   std::vector<double> fetch_members_;
   double max_share_sum_ = 0;
@@ -155,6 +168,7 @@ PlacementResult Replay::Finish() {
   sum = 0;
   for (double m : fetch_members_) sum += m;
   r.fetch_members_mean = fetch_members_.empty() ? 0 : sum / fetch_members_.size();
+  r.top_percent_share = TopPercentShare();
   uint64_t kept = 0;
   for (uint64_t k : kept_) kept += k;
   r.hits_kept_after_loss =

@@ -63,6 +63,9 @@ struct PlacementResult {
   double hits_kept_after_loss = 0;
   uint64_t hit_chunks = 0;
   uint64_t prompt_chunks = 0;
+  // Share of all chunk requests that ask for the hottest 1% of chunks (shared system
+  // prompts): what no placement of single copies can spread.
+  double top_percent_share = 0;
 };
 
 // Replays `trace` for each member count and unit. REQUIRES: members > 0.

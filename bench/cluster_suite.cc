@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -324,11 +325,20 @@ void RunConvergence(Env& env, int lease_ttl_s, ClusterSuiteOutput* out, std::ost
   }
 }
 
+// The host's load averages: the benchmark shares the cores with whatever else runs.
+std::string LoadAverage() {
+  std::ifstream f("/proc/loadavg");
+  std::string one, five, fifteen;
+  f >> one >> five >> fifteen;
+  return absl::StrCat(one, " ", five, " ", fifteen);
+}
+
 }  // namespace
 
 absl::StatusOr<ClusterSuiteOutput> RunClusterSuite(const RunConfig& config,
                                                    std::ostream& progress) {
   ClusterSuiteOutput out;
+  out.notes.push_back("load average at the start: " + LoadAverage());
   auto scratch = ScratchDir::Create("kvstash-bench-cluster");
   if (!scratch.ok()) return scratch.status();
   if (config.keep_scratch) (*scratch)->Keep();
@@ -344,6 +354,7 @@ absl::StatusOr<ClusterSuiteOutput> RunClusterSuite(const RunConfig& config,
     if (!s.ok()) return s.status();
     RunRounds(config, *s, &out, progress);
   }
+  out.notes.push_back("load average after the cells: " + LoadAverage());
   if (!env.etcd.empty() && env.cluster_config) {
     RunConvergence(env, 2, &out, progress);
     RunConvergence(env, 0, &out, progress);

@@ -17,6 +17,8 @@ ABSL_FLAG(std::string, bursty, "chat,agents",
 ABSL_FLAG(double, burst_cv, 4, "coefficient of variation of bursty inter-arrivals");
 ABSL_FLAG(std::string, members, "3,8", "member counts");
 ABSL_FLAG(std::string, segments, "8", "group sizes of the segment units (empty: none)");
+ABSL_FLAG(int32_t, hot_replicas, 2,
+          "copies of the hottest 1% of chunks in the chunk+hot unit (below 2: no such unit)");
 ABSL_FLAG(int32_t, chunk_tokens, 256, "tokens per chunk");
 ABSL_FLAG(int64_t, kv_bytes_per_token, 131072, "stored bytes per token (Llama-3-8B fp16)");
 ABSL_FLAG(double, window_s, 10, "trace seconds per window of the busiest-window imbalance");
@@ -84,6 +86,9 @@ absl::StatusOr<StudyFlags> Parse(int argc, char** argv, bool* help) {
   f.members = *members;
   f.units = {{1}, {0}};
   for (int s : *segments) f.units.push_back({static_cast<uint32_t>(s)});
+  if (const int32_t r = absl::GetFlag(FLAGS_hot_replicas); r > 1) {
+    f.units.push_back({1, static_cast<uint32_t>(r)});
+  }
   const int32_t chunk_tokens = absl::GetFlag(FLAGS_chunk_tokens);
   if (chunk_tokens <= 0) return absl::InvalidArgumentError("--chunk_tokens: must be > 0");
   f.trace.chunk_tokens = static_cast<uint32_t>(chunk_tokens);
@@ -141,7 +146,8 @@ int Main(int argc, char** argv) {
   absl::StatusOr<StudyFlags> f = Parse(argc, argv, &help);
   if (!f.ok() || help) {
     if (!f.ok()) std::cerr << "kvstash_placement_study: " << f.status().message() << "\n";
-    std::cerr << "flags: --workloads --bursty --burst_cv --members --segments --chunk_tokens "
+    std::cerr << "flags: --workloads --bursty --burst_cv --members --segments --hot_replicas "
+                 "--chunk_tokens "
                  "--kv_bytes_per_token --window_s --seed --json (bench/cluster.md)\n";
     return f.ok() ? 0 : 2;
   }

@@ -54,28 +54,41 @@ double P99(std::vector<double> v) {
 // The replay of one (member count, unit): per-member counters and per-lookup samples.
 class Replay {
  public:
-  Replay(int members, const PlacementUnit& unit, const PlacementStudyOptions& o)
+  Replay(int members, const PlacementUnit& unit, const PlacementStudyOptions& o,
+         const absl::flat_hash_set<Key128>* hot)
       : placement_(Members(members)),
         unit_(unit),
         o_(o),
+        hot_(hot),
         requests_(members),
         chunks_(members),
         kept_(members) {}
 
   void Run(const Request& r) {
+    // owners[i]: the member that serves chunk i for this request; a replicated chunk's
+    // copies take turns.
+    std::vector<cluster::OwnerList> copies(r.keys.size());
     std::vector<uint32_t> owners(r.keys.size());
-    for (size_t i = 0; i < r.keys.size(); ++i) owners[i] = placement_.Owner(r.keys[Anchor(i)]);
+    std::vector<bool> replicated(r.keys.size());
+    for (size_t i = 0; i < r.keys.size(); ++i) {
+      replicated[i] = unit_.hot_replicas > 1 && hot_->contains(r.keys[i]);
+      copies[i] = placement_.Owners(r.keys[Anchor(i)], replicated[i] ? unit_.hot_replicas : 1);
+      owners[i] = copies[i][(result_.requests + i) % copies[i].size()];
+    }
     ++result_.requests;
-    const size_t hits = Lookup(r, owners);
+    const size_t hits = Lookup(r, owners, replicated);
     std::vector<uint64_t>& window = windows_[static_cast<int64_t>(r.arrival_s / o_.window_s)];
     window.resize(requests_.size());
     for (size_t i = 0; i < r.keys.size(); ++i) {
       if (i >= hits && !stored_.insert(r.keys[i]).second) continue;  // stored after a gap
-      if (i >= hits) ++chunks_[owners[i]];
-      ++requests_[owners[i]];
       ++per_key_[r.keys[i]];
-      ++window[owners[i]];
       ++result_.chunk_requests;
+      const cluster::OwnerList to = i < hits ? cluster::OwnerList{owners[i]} : copies[i];
+      for (uint32_t m : to) {
+        if (i >= hits) ++chunks_[m];
+        ++requests_[m];
+        ++window[m];
+      }
     }
   }
 
@@ -103,7 +116,8 @@ class Replay {
   }
 
   // Samples the lookup of the prompt's chunks; returns the leading hits.
-  size_t Lookup(const Request& r, const std::vector<uint32_t>& owners) {
+  size_t Lookup(const Request& r, const std::vector<uint32_t>& owners,
+                const std::vector<bool>& replicated) {
     const size_t n = r.prompt_chunks;
     if (n == 0) return 0;
     ++result_.lookups;
@@ -124,7 +138,7 @@ class Replay {
     fetch_members_.push_back(static_cast<double>(std::count(fetch.begin(), fetch.end(), true)));
     for (size_t lost = 0; lost < kept_.size(); ++lost) {
       size_t kept = 0;
-      while (kept < hits && owners[kept] != lost) ++kept;
+      while (kept < hits && (owners[kept] != lost || replicated[kept])) ++kept;
       kept_[lost] += kept;
     }
     return hits;
@@ -133,6 +147,7 @@ class Replay {
   const cluster::Placement placement_;
   const PlacementUnit unit_;
   const PlacementStudyOptions o_;
+  const absl::flat_hash_set<Key128>* hot_;
   PlacementResult result_;
   absl::flat_hash_set<Key128> stored_;
   std::vector<uint64_t> requests_;                    // chunk requests per member
@@ -176,12 +191,36 @@ PlacementResult Replay::Finish() {
   return r;
 }
 
+// The hottest 1% of chunks by chunk requests (gets of hits, puts of the rest), which do
+// not depend on placement: the store is unbounded and shared.
+absl::flat_hash_set<Key128> HotChunks(const std::vector<Request>& requests) {
+  absl::flat_hash_map<Key128, uint64_t> count;
+  for (const Request& r : requests) {
+    size_t hits = 0;
+    while (hits < r.prompt_chunks && count.contains(r.keys[hits])) ++hits;
+    for (size_t i = 0; i < r.keys.size(); ++i) {
+      auto [it, added] = count.try_emplace(r.keys[i], 0);
+      if (i < hits || added) ++it->second;
+    }
+  }
+  std::vector<std::pair<uint64_t, Key128>> by_count;
+  for (const auto& [key, n] : count) by_count.push_back({n, key});
+  const size_t top = (by_count.size() + 99) / 100;
+  std::partial_sort(by_count.begin(), by_count.begin() + top, by_count.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  absl::flat_hash_set<Key128> hot;
+  for (size_t i = 0; i < top; ++i) hot.insert(by_count[i].second);
+  return hot;
+}
+
 }  // namespace
 
 std::string PlacementUnit::Name() const {
-  if (group_chunks == 0) return "chain";
-  if (group_chunks == 1) return "chunk";
-  return absl::StrCat("segment", group_chunks);
+  std::string name = group_chunks == 0   ? "chain"
+                     : group_chunks == 1 ? "chunk"
+                                         : absl::StrCat("segment", group_chunks);
+  if (hot_replicas > 1) absl::StrAppend(&name, "+hot", hot_replicas);
+  return name;
 }
 
 std::vector<std::string> StudyMemberIds(int members) {
@@ -195,10 +234,11 @@ std::vector<PlacementResult> RunPlacementStudy(const Trace& trace, const KeyChai
                                                const std::vector<PlacementUnit>& units,
                                                const PlacementStudyOptions& options) {
   const std::vector<Request> requests = Requests(trace, chain, options);
+  const absl::flat_hash_set<Key128> hot = HotChunks(requests);
   std::vector<PlacementResult> out;
   for (int n : member_counts) {
     for (const PlacementUnit& unit : units) {
-      Replay replay(n, unit, options);
+      Replay replay(n, unit, options, &hot);
       for (const Request& r : requests) replay.Run(r);
       out.push_back(replay.Finish());
     }

@@ -23,7 +23,10 @@ namespace kvstash::bench::workload {
 struct PlacementUnit {
   // Chunks placed together, by the key of the group's first chunk; 0: the whole chain.
   uint32_t group_chunks = 1;
-  // "chunk", "chain" or "segment<N>".
+  // Copies of each of the hottest 1% of chunks (by the trace's chunk requests), on the
+  // first owners of its rendezvous order: gets alternate between them, puts go to all.
+  uint32_t hot_replicas = 1;
+  // "chunk", "chain" or "segment<N>", with "+hot<R>" when hot chunks are replicated.
   std::string Name() const;
 };
 

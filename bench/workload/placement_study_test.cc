@@ -67,10 +67,29 @@ TEST(PlacementStudy, ChunkUnitSpreadsALookupOverEveryMember) {
   EXPECT_LE(r[3].lookup_members_mean, 8.0);  // 8 segments, at most one member each
 }
 
+TEST(PlacementStudy, ReplicatedHotChunksSurviveALostMember) {
+  Trace trace = RepeatedPrompt();
+  for (int i = 0; i < 4; ++i) {  // the first chunk becomes the hottest
+    Session s;
+    s.start_s = 2 + i;
+    s.turns.push_back({.prompt = Tokens(0, 1)});
+    trace.sessions.push_back(s);
+  }
+  const std::vector<PlacementResult> r =
+      RunPlacementStudy(trace, Chain(), {3}, {{1, 1}, {1, 3}}, {});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].unit, "chunk+hot3");
+  // 64 chunks: the hottest 1% is the first chunk, on every member: no member's loss cuts
+  // the chain before its second chunk.
+  EXPECT_EQ(r[1].chunks_stored, r[0].chunks_stored + 2);
+  EXPECT_GT(r[1].hits_kept_after_loss, r[0].hits_kept_after_loss);
+}
+
 TEST(PlacementStudy, NamesUnitsAndMembers) {
   EXPECT_EQ(PlacementUnit{0}.Name(), "chain");
   EXPECT_EQ(PlacementUnit{1}.Name(), "chunk");
   EXPECT_EQ(PlacementUnit{16}.Name(), "segment16");
+  EXPECT_EQ((PlacementUnit{1, 2}.Name()), "chunk+hot2");
   EXPECT_EQ(StudyMemberIds(2), (std::vector<std::string>{"kvstash-0", "kvstash-1"}));
 }
 

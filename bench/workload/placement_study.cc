@@ -207,7 +207,9 @@ absl::flat_hash_set<Key128> HotChunks(const std::vector<Request>& requests) {
   for (const auto& [key, n] : count) by_count.push_back({n, key});
   const size_t top = (by_count.size() + 99) / 100;
   std::partial_sort(by_count.begin(), by_count.begin() + top, by_count.end(),
-                    [](const auto& a, const auto& b) { return a.first > b.first; });
+                    [](const auto& a, const auto& b) {  // ties by key: the same set every run
+                      return a.first != b.first ? a.first > b.first : a.second < b.second;
+                    });
   absl::flat_hash_set<Key128> hot;
   for (size_t i = 0; i < top; ++i) hot.insert(by_count[i].second);
   return hot;

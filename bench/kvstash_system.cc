@@ -1,5 +1,6 @@
 #include "bench/kvstash_system.h"
 
+#include <cstdio>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -109,6 +110,8 @@ absl::StatusOr<std::unique_ptr<KvstashSystem>> KvstashSystem::Start(const Kvstas
 absl::Status KvstashSystem::Launch() {
   const std::string& dir = options_.scratch_dir;
   const std::string ready = dir + "/kvstashd.ready";
+  // A killed daemon leaves its ready file behind; its port is not the new one's.
+  std::remove(ready.c_str());
   std::vector<std::string> argv = {
       options_.binary,
       "--listen",

@@ -60,6 +60,7 @@ void PrintLookupRatios(std::ostream& out, const std::vector<Row>& rows) {
 struct Converged {
   int runs = 0;
   double dropped_s = 0, dropped_min_s = 0, dropped_max_s = 0, rejoined_s = 0;
+  double client_dropped_s = -1;  // median; -1: not measured
   bool timed_out = false;
 };
 
@@ -68,13 +69,15 @@ std::map<int, Converged> ConvergenceByTtl(const std::vector<ConvergenceSample>& 
   for (const ConvergenceSample& c : samples) by_ttl[c.lease_ttl_s].push_back(&c);
   std::map<int, Converged> out;
   for (const auto& [ttl, v] : by_ttl) {
-    std::vector<double> dropped, rejoined;
+    std::vector<double> dropped, rejoined, client;
     Converged c;
     for (const ConvergenceSample* s : v) {
       if (s->dropped_s < 0) c.timed_out = true;
       dropped.push_back(s->dropped_s);
       rejoined.push_back(s->rejoined_s);
+      if (s->client_dropped_s >= 0) client.push_back(s->client_dropped_s);
     }
+    if (!client.empty()) c.client_dropped_s = Median(client);
     c.runs = static_cast<int>(v.size());
     c.dropped_s = Median(dropped);
     c.dropped_min_s = *std::min_element(dropped.begin(), dropped.end());
@@ -107,6 +110,10 @@ void PrintClusterReport(std::ostream& out, const ClusterSuiteOutput& suite,
         "listed again %.2f s after its restart; %d runs, polled every %.0f ms\n",
         ttl, c.dropped_s, c.dropped_min_s, c.dropped_max_s, c.timed_out ? ", some timed out" : "",
         c.rejoined_s, c.runs, 1000 * suite.convergence.front().poll_interval_s);
+    if (c.client_dropped_s >= 0) {
+      out << absl::StrFormat("                 the etcd:// client dropped it after %.2f s\n",
+                             c.client_dropped_s);
+    }
   }
 }
 
@@ -130,9 +137,9 @@ absl::Status WriteClusterJsonLines(const std::string& path, const ClusterSuiteOu
     f << absl::StrFormat(
         "{\"system\":\"kvstash\",\"op\":\"converge\",\"members\":3,\"lease_ttl_s\":%d,"
         "\"runs\":%d,\"dropped_s\":%.3f,\"dropped_min_s\":%.3f,\"dropped_max_s\":%.3f,"
-        "\"rejoined_s\":%.3f,\"dropped_s_each\":[%s]}\n",
+        "\"rejoined_s\":%.3f,\"client_dropped_s\":%.3f,\"dropped_s_each\":[%s]}\n",
         ttl, c.runs, c.dropped_s, c.dropped_min_s, c.dropped_max_s, c.rejoined_s,
-        absl::StrJoin(each, ","));
+        c.client_dropped_s, absl::StrJoin(each, ","));
   }
   return f.good() ? absl::OkStatus() : absl::InternalError("cannot append to " + path);
 }

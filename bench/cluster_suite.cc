@@ -299,6 +299,35 @@ void RunRounds(const RunConfig& config, Systems& s, ClusterSuiteOutput* out,
 }
 
 // kill -9 of one member per run, rotating; the member set's reaction as etcd shows it.
+// Whether the cluster client `c` still has member `id` in its member set.
+bool ClientLists(Client& c, const std::string& id) {
+  absl::StatusOr<ClusterStatus> status = c.Cluster();
+  if (!status.ok()) return true;
+  for (const ClusterMemberStatus& m : status->members) {
+    if (m.id == id) return true;
+  }
+  return false;
+}
+
+// Seconds from now until etcd no longer lists `id` and, with a library cluster client,
+// until that client dropped it too (client_dropped_s; -1 without one).
+void WaitDropped(const Env& env, const Group& g, const std::string& id, Client* client,
+                 double timeout_s, ConvergenceSample* c) {
+  const absl::Time begin = absl::Now();
+  c->dropped_s = c->client_dropped_s = -1;
+  while (absl::Now() - begin < absl::Seconds(timeout_s)) {
+    const double now = absl::ToDoubleSeconds(absl::Now() - begin);
+    if (client != nullptr && c->client_dropped_s < 0 && !ClientLists(*client, id)) {
+      c->client_dropped_s = now;
+    }
+    if (c->dropped_s < 0 && !Listed(env, g, id)) c->dropped_s = now;
+    if (c->dropped_s >= 0 && (client == nullptr || c->client_dropped_s >= 0)) return;
+    absl::SleepFor(absl::Seconds(kPollS));
+  }
+}
+
+// kill -9 of one member per run, rotating; the member set's reaction as etcd (and a
+// library cluster client, where there is one) shows it.
 void RunConvergence(Env& env, int lease_ttl_s, ClusterSuiteOutput* out, std::ostream& progress) {
   const int ttl = lease_ttl_s > 0 ? lease_ttl_s : kDefaultLeaseTtlS;
   absl::StatusOr<Group> g = StartGroup(env, absl::StrCat("converge-ttl", ttl), 3, lease_ttl_s);
@@ -307,13 +336,15 @@ void RunConvergence(Env& env, int lease_ttl_s, ClusterSuiteOutput* out, std::ost
                                       g.ok() ? "members not registered" : g.status().ToString()));
     return;
   }
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Connect("etcd://" + env.etcd + "/" + g->name, SharedClientOptions(*env.config));
   for (int run = 0; run < env.config->rounds; ++run) {
     KvstashSystem& victim = *g->daemons[run % 3];
     const std::string& id = g->ids[run % 3];
     progress << "convergence, lease_ttl_s " << ttl << ": kill -9 " << id << "\n";
-    ConvergenceSample c{ttl, 0, 0, kPollS};
+    ConvergenceSample c{ttl, 0, 0, -1, kPollS};
     victim.Kill();
-    c.dropped_s = PollUntil([&] { return !Listed(env, *g, id); }, 3.0 * ttl + 30);
+    WaitDropped(env, *g, id, client.ok() ? client->get() : nullptr, 3.0 * ttl + 30, &c);
     absl::StatusOr<absl::Duration> restart = victim.Restart();
     if (!restart.ok()) {
       out->notes.push_back(absl::StrCat("restart of ", id, ": ", restart.status().ToString()));

@@ -6,8 +6,9 @@
 //   - Lookup of a --lookup_keys-chunk prompt (1,000 by default, one client thread) spread
 //     over 3 members against all of it on one;
 //   - convergence after kill -9 of one member of 3, with cluster.lease_ttl_s=2 and with
-//     the default: seconds until etcd's member set drops it (what every client follows),
-//     and until it is listed again after its restart.
+//     the default: seconds until etcd's member set drops it (what every client follows)
+//     and until a cluster client of the library dropped it, and until it is listed again
+//     after its restart.
 // Medians over --rounds; the report prints the ratios to one daemon.
 //
 // Thread-safety: RunClusterSuite is called once, from the main thread.
@@ -26,10 +27,13 @@ namespace kvstash::bench {
 
 // One kill -9 of a member and what followed, in seconds.
 struct ConvergenceSample {
-  int lease_ttl_s = 0;         // the members' cluster.lease_ttl_s
-  double dropped_s = 0;        // kill -9 until etcd no longer lists the member
-  double rejoined_s = 0;       // its restart until etcd lists it again
-  double poll_interval_s = 0;  // resolution of both
+  int lease_ttl_s = 0;    // the members' cluster.lease_ttl_s
+  double dropped_s = 0;   // kill -9 until etcd no longer lists the member
+  double rejoined_s = 0;  // its restart until etcd lists it again
+  // kill -9 until a library cluster client (etcd://) no longer has it in its member set
+  // (and so stops calling it); -1 where the client library has no cluster client.
+  double client_dropped_s = -1;
+  double poll_interval_s = 0;  // resolution of all three
 };
 
 struct ClusterSuiteOutput {

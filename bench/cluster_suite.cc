@@ -227,17 +227,15 @@ absl::StatusOr<Systems> StartSystems(Env& env, std::string* kind) {
   return s;
 }
 
-void RunLookupCells(const RunConfig& config, Systems& s, ConnPool& pool, bool store,
-                    ClusterSuiteOutput* out) {
+// Stores the prompt again before every lookup cell: the put cells in between evict it.
+void RunLookupCells(const RunConfig& config, Systems& s, ConnPool& pool, ClusterSuiteOutput* out) {
   const std::vector<BenchKey> prompt = PromptKeys(config.lookup_keys);
   const std::vector<char> value(config.lookup_chunk_bytes, 'p');
   for (auto& system : s.systems) {
     if (system->transport() == std::string("cluster2")) continue;
     absl::StatusOr<std::vector<Conn*>> conns = pool.Get(*system, 1);
     if (!conns.ok()) continue;
-    for (size_t i = 0; store && i < prompt.size(); ++i) {
-      (void)(*conns)[0]->Put(prompt[i], value);  // already present on a shared daemon
-    }
+    for (const BenchKey& key : prompt) (void)(*conns)[0]->Put(key, value);
     OpPlan plan;
     plan.op = Op::kLookup;
     plan.prompt = prompt;
@@ -292,7 +290,7 @@ void RunRounds(const RunConfig& config, Systems& s, ClusterSuiteOutput* out,
     }
     if (config.lookup_keys > 0) {
       progress << "round " << round + 1 << " lookup of " << config.lookup_keys << " chunks\n";
-      RunLookupCells(config, s, pool, round == 0, out);
+      RunLookupCells(config, s, pool, out);
     }
   }
   for (auto& [label, v] : cores) out->cores_busy.push_back({label, Median(v)});

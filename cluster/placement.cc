@@ -6,28 +6,7 @@
 #include "common/xxh3_dispatch.h"
 
 namespace kvstash::cluster {
-namespace {
-
-// Members sorted by id, the last of each id kept: SortedById's order, done here so the
-// placement library needs nothing else of the membership half.
-std::vector<Member> SortById(std::vector<Member> members) {
-  std::stable_sort(members.begin(), members.end(),
-                   [](const Member& a, const Member& b) { return a.id < b.id; });
-  std::vector<Member> out;
-  out.reserve(members.size());
-  for (Member& m : members) {
-    if (!out.empty() && out.back().id == m.id) {
-      out.back() = std::move(m);
-    } else {
-      out.push_back(std::move(m));
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-Placement::Placement(std::vector<Member> members) : members_(SortById(std::move(members))) {
+Placement::Placement(std::vector<Member> members) : members_(SortedById(std::move(members))) {
   id_hashes_.reserve(members_.size());
   for (const Member& m : members_) id_hashes_.push_back(HashId(m.id));
 }

@@ -180,7 +180,7 @@ absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
     if (!flags->Given("clients")) (void)Apply("clients", "4", o);
     if (!flags->Given("rounds")) (void)Apply("rounds", "5", o);
   }
-  if (o.cluster) {  // short cells: 7 daemons, etcd and the client share the host's cores
+  if (o.cluster) {  // short cells: 6 daemons, etcd and the client share the host's cores
     for (const auto& [flag, value] : std::map<std::string, std::string>{{"sizes", "1MiB"},
                                                                         {"clients", "4"},
                                                                         {"seconds", "1"},

@@ -8,6 +8,9 @@
 
 #include "absl/strings/str_join.h"
 #include "bench/nvme_suite.h"
+#ifdef KVSTASH_BENCH_CLUSTER
+#include "bench/cluster_suite.h"
+#endif
 #include "bench/options.h"
 #include "bench/report.h"
 #include "bench/runner.h"
@@ -128,6 +131,33 @@ int RunSecurity(const BenchOptions& o) {
   return ReportSuite(o, RunSecuritySuite(o.run, std::cerr), "security", PrintSecurityReport);
 }
 
+int RunCluster(const BenchOptions& o) {
+#ifdef KVSTASH_BENCH_CLUSTER
+  BenchOptions header = o;
+  header.run.systems = {"kvstash (one daemon; clusters of 1, 2, 3 in etcd)"};
+  PrintHeader(header);
+  absl::StatusOr<ClusterSuiteOutput> out = RunClusterSuite(o.run, std::cerr);
+  if (!out.ok()) {
+    std::cerr << "kvstash_bench: " << out.status() << "\n";
+    return 1;
+  }
+  std::vector<Row> rows = MedianRows(out->samples);
+  std::cout << "\n== cluster results (median of " << o.run.rounds << " rounds) ==\n";
+  PrintClusterReport(std::cout, *out, rows);
+  for (const std::string& note : out->notes) std::cout << "note: " << note << "\n";
+  if (o.json_path.empty()) return 0;
+  if (absl::Status s = WriteClusterJsonLines(o.json_path, *out, rows); !s.ok()) {
+    std::cerr << "kvstash_bench: " << s << "\n";
+    return 1;
+  }
+  std::cout << "JSON lines written to " << o.json_path << "\n";
+  return 0;
+#else
+  std::cerr << "kvstash_bench: built without cluster/ (no --cluster)\n";
+  return 2;
+#endif
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<BenchOptions> options = ParseOptions(argc, argv, KVSTASH_BENCH_KVSTASHD);
   if (!options.ok()) {
@@ -143,6 +173,7 @@ int Main(int argc, char** argv) {
   if (options->scrape) return RunScrape(*options);
   if (options->ucx) return RunUcx(*options);
   if (options->security) return RunSecurity(*options);
+  if (options->cluster) return RunCluster(*options);
   PrintHeader(*options);
   absl::StatusOr<RunOutput> out = RunBenchmark(options->run, std::cerr);
   if (!out.ok()) {

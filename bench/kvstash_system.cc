@@ -1,12 +1,12 @@
 #include "bench/kvstash_system.h"
 
+#include <cstdio>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "kvstash/keys.h"
 
 namespace kvstash::bench {
-namespace {
 
 static_assert(std::is_same_v<BenchKey, Key128>, "bench keys are kvstash keys");
 
@@ -32,15 +32,18 @@ ClientOptions BenchClientOptions(const KvstashOptions& options) {
   return c;
 }
 
+namespace {
+
 absl::StatusOr<std::unique_ptr<Client>> ConnectClient(const std::string& uri,
                                                       const KvstashOptions& options) {
   return Client::Connect(uri, BenchClientOptions(options));
 }
 
-// One client thread's view: its own Client (and so its own channel) and namespace.
+// One client thread's view of a Client (its own, and so its own channel, or a shared one)
+// and namespace.
 class KvstashConn : public Conn {
  public:
-  KvstashConn(std::unique_ptr<Client> client, NamespaceHandle ns)
+  KvstashConn(std::shared_ptr<Client> client, NamespaceHandle ns)
       : client_(std::move(client)), ns_(ns) {}
 
   absl::Status Put(const BenchKey& key, absl::Span<const char> value) override {
@@ -87,11 +90,15 @@ class KvstashConn : public Conn {
   }
 
  private:
-  std::unique_ptr<Client> client_;
+  std::shared_ptr<Client> client_;
   NamespaceHandle ns_;
 };
 
 }  // namespace
+
+std::unique_ptr<Conn> NewClientConn(std::shared_ptr<Client> client, NamespaceHandle ns) {
+  return std::make_unique<KvstashConn>(std::move(client), ns);
+}
 
 absl::StatusOr<std::unique_ptr<KvstashSystem>> KvstashSystem::Start(const KvstashOptions& options) {
   std::unique_ptr<KvstashSystem> system(new KvstashSystem(options));
@@ -103,6 +110,8 @@ absl::StatusOr<std::unique_ptr<KvstashSystem>> KvstashSystem::Start(const Kvstas
 absl::Status KvstashSystem::Launch() {
   const std::string& dir = options_.scratch_dir;
   const std::string ready = dir + "/kvstashd.ready";
+  // A killed daemon leaves its ready file behind; its port is not the new one's.
+  std::remove(ready.c_str());
   std::vector<std::string> argv = {
       options_.binary,
       "--listen",
@@ -176,6 +185,11 @@ absl::StatusOr<KvstashTierStats> KvstashSystem::Stats() {
   out.nvme_hits = s->nvme_hits;
   out.recovered_chunks = s->recovered_chunks;
   return out;
+}
+
+void KvstashSystem::Kill() {
+  admin_.reset();
+  child_->Kill();
 }
 
 absl::StatusOr<absl::Duration> KvstashSystem::Restart() {

@@ -79,6 +79,8 @@ class KvstashSystem : public System {
   const std::string& address() const { return address_; }
   // "127.0.0.1:PORT" of the daemon's /metrics endpoint; "" when metrics are disabled.
   const std::string& metrics_address() const { return metrics_address_; }
+  // SIGKILL, as a crash: no withdrawal, no flush. Restart() brings it back.
+  void Kill();
 
  private:
   explicit KvstashSystem(KvstashOptions options) : options_(std::move(options)) {}
@@ -94,6 +96,13 @@ class KvstashSystem : public System {
   std::string ucx_address_;        // "" when the daemon reported no UCX listener
   std::unique_ptr<Client> admin_;  // for Stats; not used by cells
 };
+
+// The namespace every benchmark client opens.
+Namespace BenchNamespace();
+// The ClientOptions of the benchmark's clients for a daemon started with `options`.
+ClientOptions BenchClientOptions(const KvstashOptions& options);
+// A Conn over `client` (which may be shared with other Conns: Client is thread-safe).
+std::unique_ptr<Conn> NewClientConn(std::shared_ptr<Client> client, NamespaceHandle ns);
 
 // Ordered chunk keys of a prompt of `chunks` chunks, derived with the bench namespace's
 // KeyChain from synthetic token ids, as an engine would derive them.

@@ -19,6 +19,7 @@ ABSL_FLAG(bool, nvme, false, "the NVMe suite instead of the sweep");
 ABSL_FLAG(bool, scrape, false, "the scrape suite instead of the sweep");
 ABSL_FLAG(bool, ucx, false, "the UCX suite instead of the sweep");
 ABSL_FLAG(bool, security, false, "the security suite instead of the sweep");
+ABSL_FLAG(bool, cluster, false, "the cluster suite instead of the sweep");
 // Valued flags are read as written, in command-line order, by Apply below; their absl
 // values only check that they were given a value.
 ABSL_FLAG(std::string, sizes, "", "chunk sizes");
@@ -165,6 +166,7 @@ absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
   o.scrape = absl::GetFlag(FLAGS_scrape);
   o.ucx = absl::GetFlag(FLAGS_ucx);
   o.security = absl::GetFlag(FLAGS_security);
+  o.cluster = absl::GetFlag(FLAGS_cluster);
   for (const auto& [flag, value] : Defaults(absl::GetFlag(FLAGS_quick))) {
     absl::Status s = Apply(flag, value, o);
     if (!s.ok()) return s;
@@ -177,6 +179,15 @@ absl::StatusOr<BenchOptions> ParseOptions(int argc, char** argv,
     if (!flags->Given("sizes")) (void)Apply("sizes", "4MiB", o);
     if (!flags->Given("clients")) (void)Apply("clients", "4", o);
     if (!flags->Given("rounds")) (void)Apply("rounds", "5", o);
+  }
+  if (o.cluster) {  // short cells: 6 daemons, etcd and the client share the host's cores
+    for (const auto& [flag, value] : std::map<std::string, std::string>{{"sizes", "1MiB"},
+                                                                        {"clients", "4"},
+                                                                        {"seconds", "1"},
+                                                                        {"budget", "1GiB"},
+                                                                        {"working_set", "64MiB"}}) {
+      if (!flags->Given(flag)) (void)Apply(flag, value, o);
+    }
   }
   for (const auto& [flag, value] : flags->uses) {
     absl::Status s = Apply(flag, value, o);
@@ -223,6 +234,11 @@ std::string UsageText() {
                       TLS (certificates made by openssl in the scratch directory), UCX over
                       TCP with and without tokens; ratios and the >= 0.9x gRPC target;
                       sizes default 4MiB, clients 4, rounds 5
+  --cluster           instead of the sweep: etcd and 1, 2, 3 registered daemons; get/put
+                      through one shared client (ratios to one daemon), Lookup of a
+                      --lookup_keys prompt over 3 members vs 1, convergence after kill -9
+                      (lease_ttl_s 2 and default); sizes default 1MiB, clients 4, budget
+                      1GiB per daemon (bench/cluster.md)
 )";
 }
 

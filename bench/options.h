@@ -21,6 +21,7 @@ struct BenchOptions {
   int scrape_ms = 1000;   // --scrape_ms: the scraper's interval
   bool ucx = false;       // --ucx: run the UCX suite (ucx_suite.h) instead
   bool security = false;  // --security: run the security suite (security_suite.h) instead
+  bool cluster = false;   // --cluster: run the cluster suite (cluster_suite.h) instead
   std::vector<std::string> transports = {"ucx-tcp", "ucx-shm"};  // --transport
   bool help = false;
 };

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/procfs.h"
@@ -116,6 +117,57 @@ absl::Status WaitForPort(int port, ChildProcess& child, int64_t timeout_ms) {
   }
   return absl::DeadlineExceededError(
       absl::StrCat(child.name(), " did not listen on port ", port, " within ", timeout_ms, " ms"));
+}
+
+absl::StatusOr<EtcdServer> StartEtcd(const std::string& binary, const std::string& dir,
+                                     int64_t timeout_ms) {
+  const std::string path = FindExecutable(binary.empty() ? "etcd" : binary);
+  if (path.empty()) return absl::NotFoundError("etcd not found (apt install etcd-server)");
+  absl::StatusOr<int> client_port = PickFreePort();
+  absl::StatusOr<int> peer_port = PickFreePort();
+  if (!client_port.ok()) return client_port.status();
+  if (!peer_port.ok()) return peer_port.status();
+  const std::string client = absl::StrCat("http://127.0.0.1:", *client_port);
+  const std::string peer = absl::StrCat("http://127.0.0.1:", *peer_port);
+  auto child = ChildProcess::Spawn(
+      "etcd",
+      {path, "--name", "bench", "--data-dir", dir, "--listen-client-urls", client,
+       "--advertise-client-urls", client, "--listen-peer-urls", peer,
+       "--initial-advertise-peer-urls", peer, "--initial-cluster", "bench=" + peer},
+      dir + ".log");
+  if (!child.ok()) return child.status();
+  if (absl::Status s = WaitForPort(*client_port, **child, timeout_ms); !s.ok()) return s;
+  return EtcdServer{*std::move(child), absl::StrCat("127.0.0.1:", *client_port)};
+}
+
+absl::StatusOr<std::vector<std::string>> EtcdKeys(const std::string& endpoint,
+                                                  const std::string& prefix) {
+  SpawnOptions o;
+  o.argv = {"etcdctl",
+            "--endpoints=" + endpoint,
+            "--dial-timeout=1s",
+            "--command-timeout=1s",
+            "get",
+            "--prefix",
+            "--keys-only",
+            prefix};
+  o.env = {"ETCDCTL_API=3"};
+  absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Spawn(o);
+  if (!p.ok()) return p.status();
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read((*p)->output_fd(), buf, sizeof(buf))) > 0) out.append(buf, n);
+  absl::StatusOr<ExitInfo> exit = (*p)->Wait(absl::Now() + absl::Seconds(5));
+  if (!exit.ok()) return exit.status();
+  if (!exit->exited || exit->code != 0) {
+    return absl::UnavailableError(absl::StrCat("etcdctl ", exit->ToString(), ": ", out));
+  }
+  std::vector<std::string> keys;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipWhitespace())) {
+    keys.emplace_back(line);
+  }
+  return keys;
 }
 
 absl::StatusOr<uint64_t> ReadPeakRssBytes(pid_t pid) { return ReadProcStatusBytes(pid, "VmHWM"); }

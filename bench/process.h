@@ -50,6 +50,8 @@ class ChildProcess {
   bool Alive() { return process_->Running(); }
   // SIGTERM, wait up to grace_ms, then SIGKILL; always reaps. Idempotent.
   void Stop(int64_t grace_ms) { process_->Stop(absl::Milliseconds(grace_ms)); }
+  // SIGKILL and reap. Idempotent.
+  void Kill() { process_->Kill(); }
   // "running", "exited with code N" or "killed by signal N (NAME)" (reaps an exited child).
   std::string ExitDescription();
   // The last `lines` lines of the child's log, for error messages.
@@ -74,6 +76,19 @@ absl::StatusOr<ReadyInfo> WaitForKvstashdReady(const std::string& path, ChildPro
 
 // Connects to 127.0.0.1:port until it accepts or timeout_ms passes (or `child` exits).
 absl::Status WaitForPort(int port, ChildProcess& child, int64_t timeout_ms);
+
+// A single-node etcd on free loopback ports, its data under `dir` (created), its log in
+// dir + ".log". Empty binary: "etcd" from PATH. NOT_FOUND when the binary is missing.
+struct EtcdServer {
+  std::unique_ptr<ChildProcess> child;
+  std::string endpoint;  // "127.0.0.1:PORT", its client endpoint
+};
+absl::StatusOr<EtcdServer> StartEtcd(const std::string& binary, const std::string& dir,
+                                     int64_t timeout_ms);
+// The keys under `prefix` in the etcd at `endpoint`, read with etcdctl (from PATH; its
+// output in the order etcd returns them).
+absl::StatusOr<std::vector<std::string>> EtcdKeys(const std::string& endpoint,
+                                                  const std::string& prefix);
 
 // The process's peak resident set size (VmHWM in /proc/PID/status), in bytes.
 absl::StatusOr<uint64_t> ReadPeakRssBytes(pid_t pid);

@@ -11,7 +11,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "bench/cluster_conns.h"
 #include "bench/kvstash_system.h"
 #include "bench/process.h"
 #include "bench/system_cells.h"
@@ -51,19 +50,17 @@ class SharedSystem : public System {
   std::vector<KvstashSystem*> daemons_;
 };
 
-// The daemons of one cluster, registered in etcd as `name` when `registered`.
+// The daemons of one cluster, registered in etcd as `name`.
 struct Group {
   std::string name;
   std::vector<std::string> ids;
   std::vector<std::unique_ptr<KvstashSystem>> daemons;
-  bool registered = false;
 };
 
 struct Env {
   const RunConfig* config;
   std::string scratch;
-  std::string etcd;            // endpoint; "" when etcd could not start
-  bool cluster_config = true;  // the daemon takes the cluster.* keys
+  std::string etcd;  // endpoint
   std::vector<std::string>* notes;
 };
 
@@ -75,12 +72,10 @@ KvstashOptions DaemonOptions(const Env& env, const Group& g, const std::string& 
   std::filesystem::create_directories(o.scratch_dir);
   o.dram_budget_bytes = std::min<uint64_t>(env.config->budget_bytes, 1ull << 30);
   o.extra_sets = {"storage.nvme.enabled=false"};
-  if (env.cluster_config && !env.etcd.empty()) {
-    o.extra_sets.insert(o.extra_sets.end(),
-                        {"cluster.enabled=true", "cluster.etcd_endpoints=" + env.etcd,
-                         "cluster.name=" + g.name, "cluster.member_id=" + id});
-    if (lease_ttl_s > 0) o.extra_sets.push_back(absl::StrCat("cluster.lease_ttl_s=", lease_ttl_s));
-  }
+  o.extra_sets.insert(o.extra_sets.end(),
+                      {"cluster.enabled=true", "cluster.etcd_endpoints=" + env.etcd,
+                       "cluster.name=" + g.name, "cluster.member_id=" + id});
+  if (lease_ttl_s > 0) o.extra_sets.push_back(absl::StrCat("cluster.lease_ttl_s=", lease_ttl_s));
   o.extra_sets.insert(o.extra_sets.end(), env.config->kvstash_sets.begin(),
                       env.config->kvstash_sets.end());
   return o;
@@ -113,8 +108,7 @@ double PollUntil(const std::function<bool()>& done, double timeout_s) {
   return absl::ToDoubleSeconds(absl::Now() - begin);
 }
 
-// Starts `size` daemons named `name`-0.. and waits until etcd lists all of them. A daemon
-// that refuses the cluster.* keys is started without them (the router places chunks).
+// Starts `size` daemons named `name`-0.. and waits until etcd lists all of them.
 absl::StatusOr<Group> StartGroup(Env& env, const std::string& name, int size, int lease_ttl_s) {
   Group g;
   g.name = name;
@@ -122,24 +116,18 @@ absl::StatusOr<Group> StartGroup(Env& env, const std::string& name, int size, in
     const std::string id = absl::StrCat(name, "-", i);
     absl::StatusOr<std::unique_ptr<KvstashSystem>> d =
         KvstashSystem::Start(DaemonOptions(env, g, id, lease_ttl_s));
-    if (!d.ok() && env.cluster_config && !env.etcd.empty()) {
-      env.notes->push_back("kvstashd refused the cluster.* keys; members not registered: " +
-                           d.status().ToString().substr(0, 300));
-      env.cluster_config = false;
-      d = KvstashSystem::Start(DaemonOptions(env, g, id, lease_ttl_s));
-    }
     if (!d.ok()) return d.status();
     g.ids.push_back(id);
     g.daemons.push_back(*std::move(d));
   }
-  if (env.cluster_config && !env.etcd.empty()) {
-    g.registered = PollUntil(
-                       [&] {
-                         absl::StatusOr<std::vector<std::string>> ids = ListedIds(env, g);
-                         return ids.ok() && ids->size() == g.ids.size();
-                       },
-                       20) >= 0;
-    if (!g.registered) env.notes->push_back(name + ": members not all listed in etcd after 20 s");
+  const bool registered = PollUntil(
+                              [&] {
+                                absl::StatusOr<std::vector<std::string>> ids = ListedIds(env, g);
+                                return ids.ok() && ids->size() == g.ids.size();
+                              },
+                              20) >= 0;
+  if (!registered) {
+    return absl::UnavailableError(name + ": members not all listed in etcd after 20 s");
   }
   return g;
 }
@@ -150,36 +138,19 @@ ClientOptions SharedClientOptions(const RunConfig& config) {
   return o;
 }
 
-// One client for `g`: the library's etcd:// client when it follows clusters and the
-// members registered, else the benchmark's router over one client per daemon.
-absl::StatusOr<std::unique_ptr<SharedSystem>> ClusterClient(const Env& env, const Group& g,
-                                                            std::string* kind) {
+// The library's etcd:// client for `g`.
+absl::StatusOr<std::unique_ptr<SharedSystem>> ClusterClient(const Env& env, const Group& g) {
   std::vector<KvstashSystem*> daemons;
   for (const auto& d : g.daemons) daemons.push_back(d.get());
-  const std::string label = absl::StrCat("cluster", g.daemons.size());
-  const ClientOptions options = SharedClientOptions(*env.config);
-  if (g.registered) {
-    absl::StatusOr<std::unique_ptr<Client>> c =
-        Client::Connect("etcd://" + env.etcd + "/" + g.name, options);
-    if (c.ok()) {
-      std::shared_ptr<Client> client = *std::move(c);
-      absl::StatusOr<NamespaceHandle> ns = client->OpenNamespace(BenchNamespace());
-      if (!ns.ok()) return ns.status();
-      *kind = "client library, etcd:// URI";
-      return std::make_unique<SharedSystem>(
-          label, [client, ns = *ns] { return NewClientConn(client, ns); }, daemons);
-    }
-    *kind = "router (the client library refused etcd://: " + c.status().ToString() + ")";
-  } else {
-    *kind = "router (members not registered in etcd)";
-  }
-  std::vector<std::string> uris;
-  for (KvstashSystem* d : daemons) uris.push_back("grpc://" + d->address());
-  absl::StatusOr<std::shared_ptr<const RouterClients>> router =
-      RouterClients::Connect(g.ids, uris, options);
-  if (!router.ok()) return router.status();
+  absl::StatusOr<std::unique_ptr<Client>> c =
+      Client::Connect("etcd://" + env.etcd + "/" + g.name, SharedClientOptions(*env.config));
+  if (!c.ok()) return c.status();
+  std::shared_ptr<Client> client = *std::move(c);
+  absl::StatusOr<NamespaceHandle> ns = client->OpenNamespace(BenchNamespace());
+  if (!ns.ok()) return ns.status();
   return std::make_unique<SharedSystem>(
-      label, [router = *router] { return NewRouterConn(router); }, daemons);
+      absl::StrCat("cluster", g.daemons.size()),
+      [client, ns = *ns] { return NewClientConn(client, ns); }, daemons);
 }
 
 // The same shared client straight to one daemon, without the cluster layer.
@@ -208,7 +179,7 @@ struct Systems {
   std::vector<pid_t> pids;
 };
 
-absl::StatusOr<Systems> StartSystems(Env& env, std::string* kind) {
+absl::StatusOr<Systems> StartSystems(Env& env) {
   Systems s;
   for (int size : {1, 2, 3}) {
     absl::StatusOr<Group> g = StartGroup(env, absl::StrCat("bench", size), size, 0);
@@ -220,7 +191,7 @@ absl::StatusOr<Systems> StartSystems(Env& env, std::string* kind) {
   if (!direct.ok()) return direct.status();
   s.systems.push_back(*std::move(direct));
   for (const Group& g : s.groups) {
-    absl::StatusOr<std::unique_ptr<SharedSystem>> c = ClusterClient(env, g, kind);
+    absl::StatusOr<std::unique_ptr<SharedSystem>> c = ClusterClient(env, g);
     if (!c.ok()) return c.status();
     s.systems.push_back(*std::move(c));
   }
@@ -329,9 +300,9 @@ void WaitDropped(const Env& env, const Group& g, const std::string& id, Client* 
 void RunConvergence(Env& env, int lease_ttl_s, ClusterSuiteOutput* out, std::ostream& progress) {
   const int ttl = lease_ttl_s > 0 ? lease_ttl_s : kDefaultLeaseTtlS;
   absl::StatusOr<Group> g = StartGroup(env, absl::StrCat("converge-ttl", ttl), 3, lease_ttl_s);
-  if (!g.ok() || !g->registered) {
-    out->notes.push_back(absl::StrCat("convergence with lease_ttl_s ", ttl, " not measured: ",
-                                      g.ok() ? "members not registered" : g.status().ToString()));
+  if (!g.ok()) {
+    out->notes.push_back(absl::StrCat("convergence with lease_ttl_s ", ttl,
+                                      " not measured: ", g.status().ToString()));
     return;
   }
   absl::StatusOr<std::unique_ptr<Client>> client =
@@ -371,23 +342,19 @@ absl::StatusOr<ClusterSuiteOutput> RunClusterSuite(const RunConfig& config,
   auto scratch = ScratchDir::Create("kvstash-bench-cluster");
   if (!scratch.ok()) return scratch.status();
   if (config.keep_scratch) (*scratch)->Keep();
-  Env env{&config, (*scratch)->path(), "", true, &out.notes};
+  Env env{&config, (*scratch)->path(), "", &out.notes};
   absl::StatusOr<EtcdServer> etcd = StartEtcd("", env.scratch + "/etcd", 20000);
-  if (etcd.ok()) {
-    env.etcd = etcd->endpoint;
-  } else {
-    out.notes.push_back("no etcd: " + etcd.status().ToString());
-  }
+  if (!etcd.ok()) return etcd.status();
+  env.etcd = etcd->endpoint;
+  out.client_kind = "client library, etcd:// URI";
   {
-    absl::StatusOr<Systems> s = StartSystems(env, &out.client_kind);
+    absl::StatusOr<Systems> s = StartSystems(env);
     if (!s.ok()) return s.status();
     RunRounds(config, *s, &out, progress);
   }
   out.notes.push_back("load average after the cells: " + LoadAverage());
-  if (!env.etcd.empty() && env.cluster_config) {
-    RunConvergence(env, 2, &out, progress);
-    RunConvergence(env, 0, &out, progress);
-  }
+  RunConvergence(env, 2, &out, progress);
+  RunConvergence(env, 0, &out, progress);
   return out;
 }
 

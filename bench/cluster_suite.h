@@ -31,7 +31,7 @@ struct ConvergenceSample {
   double dropped_s = 0;   // kill -9 until etcd no longer lists the member
   double rejoined_s = 0;  // its restart until etcd lists it again
   // kill -9 until a library cluster client (etcd://) no longer has it in its member set
-  // (and so stops calling it); -1 where the client library has no cluster client.
+  // (and so stops calling it); -1 when it did not within the wait.
   double client_dropped_s = -1;
   double poll_interval_s = 0;  // resolution of all three
 };

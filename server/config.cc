@@ -15,6 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "cluster/etcd_client.h"
+#include "cluster/member.h"
 #include "common/bits.h"
 #include "common/byte_size.h"
 #include "common/ucx_setup.h"
@@ -97,6 +99,16 @@ auth:                             # bearer tokens and tenant rights (docs/securi
   token_file: ""                  # hashed tokens -> principals; "" = no authentication
   required: false                 # refuse calls without a token (UNAUTHENTICATED)
   reload_interval_ms: 1000        # how often the token file is checked for changes; 0 = SIGHUP only
+cluster:                          # etcd membership of a multi-node cache (docs/cluster.md)
+  enabled: false
+  name: "default"                 # etcd prefix /kvstash/<name>
+  etcd_endpoints: ""              # "host:port,host:port"; required when enabled
+  member_id: ""                   # "" = <hostname>-<bound gRPC port>; keep stable
+  advertise_grpc: ""              # HOST:PORT clients use; "" = bound address
+  advertise_ucx: ""               # likewise for UCX
+  zone: ""                        # failure domain published with the member
+  lease_ttl_s: 10                 # a killed daemon drops out after this long
+  peer_probe_interval_ms: 5000    # Health probes of the other members; 0 = off
 )yaml";
 
 namespace {
@@ -214,8 +226,40 @@ absl::Status CheckTls(const TlsConfig& t) {
   return absl::OkStatus();
 }
 
+// Prefixes a cluster:: validation error with the field it came from.
+absl::Status InField(absl::string_view field, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", s.message()));
+}
+
+absl::Status CheckCluster(const ClusterConfig& c) {
+  if (absl::Status s = InField("cluster.name", cluster::ValidateClusterName(c.name)); !s.ok()) {
+    return s;
+  }
+  if (!c.member_id.empty()) {
+    absl::Status s = InField("cluster.member_id", cluster::ValidateMemberId(c.member_id));
+    if (!s.ok()) return s;
+  }
+  if (!c.etcd_endpoints.empty()) {
+    absl::Status s =
+        InField("cluster.etcd_endpoints", cluster::ParseEtcdEndpoints(c.etcd_endpoints).status());
+    if (!s.ok()) return s;
+  } else if (c.enabled) {
+    return absl::InvalidArgumentError(
+        "cluster.etcd_endpoints: must be set (\"host:port,...\") when cluster.enabled is true");
+  }
+  if (!c.advertise_grpc.empty()) {
+    if (absl::Status s = CheckHostPort("cluster.advertise_grpc", c.advertise_grpc); !s.ok()) {
+      return s;
+    }
+  }
+  if (c.advertise_ucx.empty()) return absl::OkStatus();
+  return CheckHostPort("cluster.advertise_ucx", c.advertise_ucx);
+}
+
 // Checks that relate several fields, or a field's syntax beyond its type.
 absl::Status CheckCrossFields(const ServerConfig& c) {
+  if (absl::Status s = CheckCluster(c.cluster); !s.ok()) return s;
   if (absl::Status s = CheckHostPort("metrics.listen", c.metrics.listen); !s.ok()) return s;
   if (absl::Status s = CheckHostPort("ucx.listen", c.ucx.listen); !s.ok()) return s;
   if (c.ucx.enabled && !c.ucx.tls.empty()) {

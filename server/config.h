@@ -170,6 +170,35 @@ struct UcxConfig {
   bool trusted_network = false;
 };
 
+// The `cluster:` section: membership in a cluster of daemons that clients treat as one
+// cache (docs/cluster.md). With `enabled`, the daemon registers itself in etcd under a
+// lease once its ports are bound and withdraws on graceful shutdown; etcd being down never
+// stops it from serving.
+struct ClusterConfig {
+  bool enabled = false;
+  // The cluster's name: its members live under etcd prefix /kvstash/<name>
+  // (cluster::ClusterPrefix); clients name it as the path of an etcd:// URI.
+  std::string name = "default";
+  // etcd client endpoints, "host:port,host:port" (cluster::ParseEtcdEndpoints). Required
+  // when enabled.
+  std::string etcd_endpoints;
+  // This daemon's id in the cluster; keep it stable across restarts so the daemon gets its
+  // share of the keys (and its NVMe chunks) back. Empty: "<hostname>-<bound gRPC port>".
+  std::string member_id;
+  // HOST:PORT clients reach the gRPC and UCX listeners at. Empty: the bound listen address,
+  // with a wildcard host (0.0.0.0, ::) replaced by this host's name.
+  std::string advertise_grpc;
+  std::string advertise_ucx;
+  // Free-form failure domain (rack, zone) published with the member; empty: none.
+  std::string zone;
+  // Seconds the registration outlives a daemon that stops refreshing it (killed, hung,
+  // cut off from etcd): how long clients may still send it calls after a crash.
+  int64_t lease_ttl_s = 10;
+  // How often each other member's gRPC Health is probed (kvstash_cluster_peer_up);
+  // 0: no probes.
+  int64_t peer_probe_interval_ms = 5000;
+};
+
 // The `auth:` section: bearer tokens and per-tenant rights (docs/security.md). Its fields
 // are the authenticator's options, documented there (auth::AuthOptions).
 struct AuthConfig : auth::AuthOptions {};
@@ -184,6 +213,7 @@ struct ServerConfig {
   MetricsConfig metrics;
   UcxConfig ucx;
   AuthConfig auth;
+  ClusterConfig cluster;
 
   // The store's options; nvme.path is resolved (empty when the NVMe tier is disabled).
   storage::ChunkStoreOptions ToChunkStoreOptions() const;

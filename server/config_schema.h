@@ -198,6 +198,21 @@ void VisitAuth(AuthConfig& c, V& v) {
   v.End();
 }
 
+template <typename V>
+void VisitCluster(ClusterConfig& c, V& v) {
+  v.Begin("cluster");
+  v.Bool("enabled", &c.enabled);
+  v.String("name", &c.name);
+  v.String("etcd_endpoints", &c.etcd_endpoints);
+  v.String("member_id", &c.member_id);
+  v.String("advertise_grpc", &c.advertise_grpc);
+  v.String("advertise_ucx", &c.advertise_ucx);
+  v.String("zone", &c.zone);
+  v.Int("lease_ttl_s", &c.lease_ttl_s, {2, 3600});
+  v.Int("peer_probe_interval_ms", &c.peer_probe_interval_ms, {0, kHourMs});
+  v.End();
+}
+
 }  // namespace config_schema
 
 // Every section and field of `c`, in the order of kDefaultConfigYaml.
@@ -210,6 +225,7 @@ void VisitConfig(ServerConfig& c, V& v) {
   config_schema::VisitMetrics(c.metrics, v);
   config_schema::VisitUcx(c.ucx, v);
   config_schema::VisitAuth(c.auth, v);
+  config_schema::VisitCluster(c.cluster, v);
 }
 
 // One key of the config with a field's value as EmitConfig writes it (strings unquoted).

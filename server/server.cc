@@ -168,6 +168,19 @@ absl::Status Server::Start() {
   serving_.store(true);
   if (absl::Status s = StartMetrics(); !s.ok()) return s;
   LogStartup();
+  return StartCluster();
+}
+
+absl::Status Server::StartCluster() {
+  if (!config_.cluster.enabled) return absl::OkStatus();
+  BoundListeners bound{config_.server.grpc_listen, selected_port_, ucx_address()};
+  absl::StatusOr<cluster::Member> self = SelfMember(config_, bound, HostName(), env_.start_time);
+  if (!self.ok()) return self.status();
+  absl::StatusOr<std::unique_ptr<ClusterMember>> member =
+      ClusterMember::Start(config_.cluster, *std::move(self), config_.server.tls.enabled(), log_);
+  if (!member.ok()) return member.status();
+  cluster_ = *std::move(member);
+  cluster_view_.store(cluster_.get());
   return absl::OkStatus();
 }
 
@@ -208,6 +221,9 @@ absl::Status Server::StartMetrics() {
   if (ucx_ != nullptr) {
     metrics_.Add([this](std::vector<metrics::Family>* out) { ucx_metrics_.Collect(out); });
   }
+  metrics_.Add([this](std::vector<metrics::Family>* out) {
+    CollectClusterMetrics(cluster_view_.load(), out);
+  });
   const StoreMetricsOptions store_options{config_.metrics.namespace_labels,
                                           config_.metrics.max_namespaces};
   metrics_.Add([this, store_options](std::vector<metrics::Family>* out) {
@@ -340,6 +356,8 @@ void Server::CloseIdleConnections(absl::Time deadline, absl::Notification* stopp
 void Server::Shutdown(absl::Duration grace) {
   if (shut_down_ || grpc_server_ == nullptr) return;
   shut_down_ = true;
+  // Withdrawn before draining, so clients stop placing chunks here while calls finish.
+  if (cluster_ != nullptr) cluster_->Stop();
   const absl::Time begin = absl::Now();
   // A Unix socket delivers what was written even if the daemon closes it: nothing to hold.
   const bool unix_socket = absl::StartsWith(config_.server.grpc_listen, "unix:");

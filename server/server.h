@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "server/auth/authenticator.h"
 #include "server/auth/call_limiter.h"
+#include "server/cluster_member.h"
 #include "server/config.h"
 #include "server/delivery_gate.h"
 #include "server/grpc_service.h"
@@ -41,7 +42,8 @@ class Server {
   ~Server();
 
   // Binds server.grpc_listen and starts serving, then (metrics.enabled) the HTTP endpoint
-  // on metrics.listen. UNAVAILABLE when an address cannot be bound.
+  // on metrics.listen, then (cluster.enabled) registers in the cluster. UNAVAILABLE when an
+  // address cannot be bound.
   absl::Status Start();
   // Marks the daemon draining (new calls get UNAVAILABLE, Health says DRAINING), stops
   // accepting, lets in-flight calls run for up to `grace`, cancels the rest and returns
@@ -79,6 +81,8 @@ class Server {
   absl::Status StartMetrics();
   // Starts the UCX data plane when ucx.enabled.
   absl::Status StartUcx();
+  // Registers the daemon in its cluster when cluster.enabled (the ports are bound).
+  absl::Status StartCluster();
   // While Shutdown waits for gRPC, disconnects the connections once no call has been in
   // flight for a moment: gRPC otherwise waits for every idle client to acknowledge its
   // GOAWAY, and an idle gRPC C++ client reads its connection only from a backup poller
@@ -118,6 +122,10 @@ class Server {
   int selected_port_ = 0;
   bool shut_down_ = false;
   std::atomic<bool> serving_{false};  // set once the gRPC listener is up
+  // Cluster membership when cluster.enabled, else null; outlives the metrics endpoint
+  // whose collector reads it.
+  std::unique_ptr<ClusterMember> cluster_;
+  std::atomic<const ClusterMember*> cluster_view_{nullptr};  // cluster_, for scrapes
   metrics::Registry metrics_;
   std::unique_ptr<metrics::HttpEndpoint> http_;  // null when metrics are disabled
   // How long opening the store took (with the NVMe tier: mostly the index rebuild).

@@ -1,0 +1,257 @@
+#include "server/cluster_member.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cluster/etcd_client.h"
+
+namespace kvstash::server {
+namespace {
+
+// How often the background thread looks at the registration and the member source.
+constexpr absl::Duration kTick = absl::Milliseconds(250);
+// How long one attempt to read the member set may take while etcd is unreachable, and
+// how long the thread waits before the next one.
+constexpr absl::Duration kFollowTimeout = absl::Seconds(2);
+constexpr absl::Duration kFollowRetry = absl::Seconds(2);
+// Longest wait for one Health probe, however long the interval between probes.
+constexpr absl::Duration kMaxProbeTimeout = absl::Seconds(2);
+
+bool IsWildcardHost(absl::string_view host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
+}
+
+std::set<std::string> IdsOf(const std::vector<cluster::Member>& members) {
+  std::set<std::string> ids;
+  for (const cluster::Member& m : members) ids.insert(m.id);
+  return ids;
+}
+
+}  // namespace
+
+std::string HostName() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+std::string AdvertisedAddress(absl::string_view host_port, absl::string_view hostname) {
+  const size_t colon = host_port.rfind(':');
+  if (colon == absl::string_view::npos) return std::string(host_port);
+  const absl::string_view host = host_port.substr(0, colon);
+  if (!IsWildcardHost(host)) return std::string(host_port);
+  return absl::StrCat(hostname, host_port.substr(colon));
+}
+
+absl::StatusOr<cluster::Member> SelfMember(const ServerConfig& config, const BoundListeners& bound,
+                                           absl::string_view hostname, absl::Time started) {
+  const ClusterConfig& c = config.cluster;
+  cluster::Member m;
+  m.id = c.member_id.empty() ? absl::StrCat(hostname, "-", bound.grpc_port) : c.member_id;
+  if (absl::Status s = cluster::ValidateMemberId(m.id); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster.member_id: the default \"", m.id,
+                                                   "\" is not usable (", s.message(),
+                                                   "); set cluster.member_id"));
+  }
+  if (!c.advertise_grpc.empty()) {
+    m.grpc_address = c.advertise_grpc;
+  } else if (absl::StartsWith(bound.grpc_listen, "unix:")) {
+    return absl::InvalidArgumentError(
+        "cluster.advertise_grpc: must be set when server.grpc_listen is a Unix socket "
+        "(other hosts cannot reach it)");
+  } else {
+    const std::string listen = bound.grpc_listen;
+    m.grpc_address = AdvertisedAddress(
+        absl::StrCat(listen.substr(0, listen.rfind(':')), ":", bound.grpc_port), hostname);
+  }
+  if (!bound.ucx_address.empty()) {
+    m.ucx_address =
+        c.advertise_ucx.empty() ? AdvertisedAddress(bound.ucx_address, hostname) : c.advertise_ucx;
+  }
+  m.zone = c.zone;
+  m.dram_capacity_bytes = config.storage.dram.capacity_bytes;
+  m.nvme_capacity_bytes = config.storage.nvme.enabled ? config.storage.nvme.capacity_bytes : 0;
+  m.started_unix_ms = absl::ToUnixMillis(started);
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(const ClusterConfig& config,
+                                                                    cluster::Member self, bool tls,
+                                                                    Logger* log) {
+  absl::StatusOr<std::vector<std::string>> endpoints =
+      cluster::ParseEtcdEndpoints(config.etcd_endpoints);
+  if (!endpoints.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster.etcd_endpoints: ", endpoints.status().message()));
+  }
+  cluster::RegistrarOptions options;
+  options.etcd.endpoints = *endpoints;
+  options.prefix = cluster::ClusterPrefix(config.name);
+  options.self = self;
+  options.lease_ttl_s = config.lease_ttl_s;
+  std::unique_ptr<ClusterMember> member(new ClusterMember(config, std::move(self), tls, log));
+  log->Info("cluster: registering", {{"cluster", config.name},
+                                     {"member", member->self_.id},
+                                     {"grpc", member->self_.grpc_address},
+                                     {"ucx", member->self_.ucx_address},
+                                     {"zone", member->self_.zone},
+                                     {"etcd", config.etcd_endpoints},
+                                     {"lease_ttl_s", config.lease_ttl_s}});
+  absl::StatusOr<std::unique_ptr<cluster::Registrar>> registrar =
+      cluster::Registrar::Create(options);
+  if (!registrar.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster: ", registrar.status().message()));
+  }
+  member->registrar_ = *std::move(registrar);
+  member->thread_ = std::thread([m = member.get()] { m->Run(); });
+  return member;
+}
+
+ClusterMember::ClusterMember(const ClusterConfig& config, cluster::Member self, bool tls,
+                             Logger* log)
+    : config_(config),
+      self_(std::move(self)),
+      log_(log),
+      prober_(PeerProberOptions{
+          self_.id, std::min(kMaxProbeTimeout, absl::Milliseconds(config.peer_probe_interval_ms)),
+          tls}) {}
+
+ClusterMember::~ClusterMember() { Stop(); }
+
+void ClusterMember::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (registrar_ != nullptr) {
+    registrar_->Stop();
+    log_->Info("cluster: withdrawn", {{"member", self_.id}});
+  }
+  stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+  source_view_.store(nullptr);
+  source_.reset();
+}
+
+void ClusterMember::Run() {
+  const absl::Duration probe_every = absl::Milliseconds(config_.peer_probe_interval_ms);
+  absl::Time next_follow = absl::InfinitePast();
+  absl::Time next_probe = absl::Now();
+  while (!stop_.WaitForNotificationWithTimeout(kTick)) {
+    WatchRegistration();
+    const absl::Time now = absl::Now();
+    if (source_ == nullptr && now >= next_follow && !FollowMembers()) {
+      next_follow = absl::Now() + kFollowRetry;
+    }
+    if (probe_every > absl::ZeroDuration() && now >= next_probe) {
+      prober_.ProbeAll(Members());
+      next_probe = now + probe_every;
+    }
+  }
+}
+
+void ClusterMember::WatchRegistration() {
+  const cluster::RegistrarStats now = registrar_->stats();
+  const cluster::RegistrarStats before = last_registration_;
+  last_registration_ = now;
+  if (now.registered && (!before.registered || now.registrations != before.registrations)) {
+    log_->Info(
+        "cluster: registered",
+        {{"member", self_.id}, {"cluster", config_.name}, {"registrations", now.registrations}});
+  } else if (!now.registered && before.registered) {
+    log_->Warn("cluster: registration lost (lease expired or etcd unreachable); retrying",
+               {{"member", self_.id}, {"etcd_errors", now.etcd_errors}});
+  }
+}
+
+bool ClusterMember::FollowMembers() {
+  cluster::EtcdOptions etcd;
+  etcd.endpoints = *cluster::ParseEtcdEndpoints(config_.etcd_endpoints);  // checked by Start
+  absl::StatusOr<std::unique_ptr<cluster::MemberSource>> source =
+      cluster::NewEtcdMemberSource(etcd, cluster::ClusterPrefix(config_.name));
+  absl::Status s = source.status();
+  if (s.ok()) {
+    s = (*source)->Start([this](const std::vector<cluster::Member>& m) { OnMembers(m); },
+                         kFollowTimeout);
+  }
+  if (!s.ok()) {
+    log_->Warn("cluster: cannot read the member set yet; retrying", {{"status", s}});
+    return false;
+  }
+  source_ = *std::move(source);
+  source_view_.store(source_.get());
+  return true;
+}
+
+void ClusterMember::OnMembers(const std::vector<cluster::Member>& members) {
+  std::set<std::string> before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = IdsOf(members_);
+    const bool changed = !have_members_ || members_ != members;
+    members_ = members;
+    have_members_ = true;
+    if (changed) member_changes_.Add();
+  }
+  const std::set<std::string> after = IdsOf(members);
+  for (const std::string& id : after) {
+    if (before.count(id) == 0) log_->Info("cluster: member joined", {{"member", id}});
+  }
+  for (const std::string& id : before) {
+    if (after.count(id) == 0) log_->Info("cluster: member left", {{"member", id}});
+  }
+  log_->Info("cluster: member set",
+             {{"members", members.size()}, {"ids", absl::StrJoin(after, ",")}});
+}
+
+std::vector<cluster::Member> ClusterMember::Members() const {
+  absl::MutexLock lock(&mu_);
+  return members_;
+}
+
+void ClusterMember::Collect(std::vector<metrics::Family>* out) const {
+  const cluster::RegistrarStats reg = registrar_->stats();
+  const cluster::MemberSource* source = source_view_.load();
+  ClusterCounts counts;
+  counts.registered = reg.registered;
+  counts.registrations = reg.registrations;
+  counts.etcd_errors = reg.etcd_errors + (source == nullptr ? 0 : source->stats().errors);
+  counts.members = Members().size();
+  counts.member_changes = member_changes_.Value();
+  AppendClusterFamilies(counts, out);
+  prober_.Collect(out);
+}
+
+void AppendClusterFamilies(const ClusterCounts& c, std::vector<metrics::Family>* out) {
+  using metrics::MetricType;
+  auto one = [out](const char* name, const char* help, MetricType type, double value) {
+    out->push_back({name, help, type, {{{}, value, {}}}});
+  };
+  one("kvstash_cluster_registered",
+      "1 while this daemon's registration is in etcd under a live lease, else 0.",
+      MetricType::kGauge, c.registered ? 1.0 : 0.0);
+  one("kvstash_cluster_registrations_total",
+      "Leases granted and member key put (more than 1: the lease was lost).", MetricType::kCounter,
+      static_cast<double>(c.registrations));
+  one("kvstash_cluster_etcd_errors_total",
+      "Failed etcd calls (registration and following the member set).", MetricType::kCounter,
+      static_cast<double>(c.etcd_errors));
+  one("kvstash_cluster_members", "Members in the cluster's member set as last read from etcd.",
+      MetricType::kGauge, static_cast<double>(c.members));
+  one("kvstash_cluster_member_changes_total",
+      "Member sets that differed from the previous one (placement changes).", MetricType::kCounter,
+      static_cast<double>(c.member_changes));
+}
+
+void CollectClusterMetrics(const ClusterMember* member, std::vector<metrics::Family>* out) {
+  if (member != nullptr) return member->Collect(out);
+  AppendClusterFamilies(ClusterCounts{}, out);
+  PeerProber(PeerProberOptions{}).Collect(out);
+}
+
+}  // namespace kvstash::server

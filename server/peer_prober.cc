@@ -1,0 +1,109 @@
+#include "server/peer_prober.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <set>
+#include <utility>
+
+#include "absl/synchronization/blocking_counter.h"
+#include "kvstash/v1/kvstash.grpc.pb.h"
+
+namespace kvstash::server {
+
+struct PeerProber::Peer {
+  std::string address;
+  std::unique_ptr<v1::KvStash::Stub> stub;
+  bool up = false;
+};
+
+namespace {
+
+// One probe in flight: the call's context and messages live until its callback ran.
+struct Probe {
+  grpc::ClientContext context;
+  v1::HealthRequest request;
+  v1::HealthResponse response;
+  grpc::Status status;
+};
+
+}  // namespace
+
+PeerProber::PeerProber(PeerProberOptions options)
+    : options_(std::move(options)),
+      credentials_(options_.tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
+                                : grpc::InsecureChannelCredentials()) {}
+
+PeerProber::~PeerProber() = default;
+
+PeerProber::Peer* PeerProber::PeerOf(const cluster::Member& member) {
+  std::unique_ptr<Peer>& peer = peers_[member.id];
+  if (peer == nullptr || peer->address != member.grpc_address) {
+    peer = std::make_unique<Peer>();
+    peer->address = member.grpc_address;
+    peer->stub = v1::KvStash::NewStub(grpc::CreateChannel(member.grpc_address, credentials_));
+  }
+  return peer.get();
+}
+
+void PeerProber::ProbeAll(const std::vector<cluster::Member>& members) {
+  struct Pending {
+    std::string id;
+    Peer* peer;
+    std::unique_ptr<Probe> probe;
+  };
+  std::vector<Pending> probes;
+  {
+    absl::MutexLock lock(&mu_);
+    std::set<std::string> listed;
+    for (const cluster::Member& m : members) {
+      if (m.id == options_.self_id || m.grpc_address.empty()) continue;
+      listed.insert(m.id);
+      probes.push_back({m.id, PeerOf(m), std::make_unique<Probe>()});
+    }
+    for (auto it = peers_.begin(); it != peers_.end();) {
+      it = listed.count(it->first) > 0 ? std::next(it) : peers_.erase(it);
+    }
+  }
+  // Peers are only erased here, on this thread, so the pointers stay valid unlocked.
+  absl::BlockingCounter pending(static_cast<int>(probes.size()));
+  for (auto& [id, peer, probe] : probes) {
+    probe->context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+    Probe* p = probe.get();
+    peer->stub->async()->Health(&p->context, &p->request, &p->response,
+                                [p, &pending](grpc::Status s) {
+                                  p->status = std::move(s);
+                                  pending.DecrementCount();
+                                });
+  }
+  pending.Wait();
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, peer, probe] : probes) {
+    peer->up = probe->status.ok() && probe->response.state() == v1::HealthResponse::SERVING;
+    if (!probe->status.ok()) ++errors_[id];
+  }
+}
+
+void PeerProber::Collect(std::vector<metrics::Family>* out) const {
+  using metrics::MetricType;
+  metrics::Family up{"kvstash_cluster_peer_up",
+                     "1 while the member answered its last Health probe as serving, else 0.",
+                     MetricType::kGauge,
+                     {}};
+  metrics::Family errors{"kvstash_cluster_peer_probe_errors_total",
+                         "Health probes of the member that failed or timed out.",
+                         MetricType::kCounter,
+                         {}};
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, peer] : peers_) {
+    up.samples.push_back({{{"member", id}}, peer->up ? 1.0 : 0.0, {}});
+  }
+  for (const auto& [id, n] : errors_) {
+    errors.samples.push_back({{{"member", id}}, static_cast<double>(n), {}});
+  }
+  out->push_back(std::move(up));
+  out->push_back(std::move(errors));
+}
+
+}  // namespace kvstash::server

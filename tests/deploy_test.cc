@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -106,6 +108,72 @@ TEST_F(DeployTest, DashboardParsesAndQueriesExportedMetrics) {
     EXPECT_FALSE(MetricTokens(q.expr).empty()) << q.title << ": " << q.expr;
   }
   ExpectOnlyExportedNames(path, ReadFile(path));
+}
+
+TEST_F(DeployTest, ClusterManifestsConfigureEachDaemonAsAMember) {
+  const std::string path = kDeploy + "k8s/kvstash-cluster.yaml";
+  const std::string text = ReadFile(path);
+  ASSERT_FALSE(text.empty()) << path;
+  std::string daemon_config;
+  std::map<std::string, std::string> cluster_map;  // the kvstash-cluster ConfigMap
+  YAML::Node container;
+  for (const YAML::Node& doc : YAML::LoadAll(text)) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "ConfigMap" && doc["data"]["kvstashd.yaml"]) {
+      daemon_config = doc["data"]["kvstashd.yaml"].as<std::string>();
+    } else if (kind == "ConfigMap") {
+      cluster_map = doc["data"].as<std::map<std::string, std::string>>();
+    } else if (kind == "DaemonSet") {
+      container = doc["spec"]["template"]["spec"]["containers"][0];
+    }
+  }
+  ASSERT_TRUE(container.IsDefined());
+  // The environment the DaemonSet gives the daemon, as Kubernetes would fill it in.
+  std::map<std::string, std::string> env = {{"NODE_NAME", "gpu-node-7"}, {"HOST_IP", "10.1.2.3"}};
+  for (const YAML::Node& e : container["env"]) {
+    const YAML::Node from = e["valueFrom"];
+    if (from["configMapKeyRef"]) {
+      const std::string key = from["configMapKeyRef"]["key"].as<std::string>();
+      ASSERT_TRUE(cluster_map.count(key)) << key;
+      env[e["name"].as<std::string>()] = cluster_map[key];
+    } else {
+      EXPECT_TRUE(from["fieldRef"]) << e["name"].as<std::string>();
+    }
+  }
+  std::vector<server::ConfigOverride> overrides;
+  const std::vector<std::string> args = container["args"].as<std::vector<std::string>>();
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--set") continue;
+    std::string value = args[i + 1];
+    for (const auto& [name, v] : env) {
+      value = absl::StrReplaceAll(value, {{absl::StrCat("$(", name, ")"), v}});
+    }
+    ASSERT_EQ(value.find("$("), std::string::npos) << "unset variable in " << args[i + 1];
+    const size_t eq = value.find('=');
+    overrides.push_back({value.substr(0, eq), value.substr(eq + 1)});
+  }
+  auto c = server::ParseConfig(daemon_config, overrides);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->cluster.enabled);
+  EXPECT_EQ(c->cluster.member_id, "gpu-node-7");
+  EXPECT_EQ(c->cluster.advertise_grpc, "10.1.2.3:7070");
+  EXPECT_EQ(c->cluster.etcd_endpoints, cluster_map["etcd_endpoints"]);
+  ExpectOnlyExportedNames(path, text);
+
+  // The etcd the endpoints name: three members behind the headless Service "etcd".
+  std::set<std::string> kinds;
+  for (const YAML::Node& doc : YAML::LoadAll(ReadFile(kDeploy + "k8s/etcd.yaml"))) {
+    kinds.insert(doc["kind"].as<std::string>());
+    if (doc["kind"].as<std::string>() == "StatefulSet") {
+      EXPECT_EQ(doc["spec"]["serviceName"].as<std::string>(), "etcd");
+      EXPECT_EQ(doc["spec"]["replicas"].as<int>(), 3);
+    }
+  }
+  EXPECT_TRUE(kinds.count("StatefulSet") && kinds.count("Service"));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(c->cluster.etcd_endpoints.find(absl::StrCat("etcd-", i, ".etcd.kvstash.svc:2379")),
+              std::string::npos);
+  }
 }
 
 TEST(DeployFilesTest, DefaultConfigFileMatchesTheEmbeddedDefault) {

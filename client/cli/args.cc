@@ -289,6 +289,10 @@ absl::StatusOr<Command> ParseCommand(const std::vector<std::string>& words) {
     if (sub == "hash") return Command::kTokenHash;
     return Usage("token: expected `token new` or `token hash` (see --help)");
   }
+  if (word == "cluster") {  // its URI may stand as a second word (see ParseArgs)
+    if (words.size() > 2) return Usage(absl::StrCat("unexpected argument \"", words[2], "\""));
+    return Command::kCluster;
+  }
   if (words.size() > 1) return Usage(absl::StrCat("unexpected argument \"", words[1], "\""));
   for (const auto& [name, cmd] : kCommands) {
     if (word == name) return cmd;
@@ -298,8 +302,8 @@ absl::StatusOr<Command> ParseCommand(const std::vector<std::string>& words) {
 
 const char* CommandName(Command c) {
   static constexpr const char* kNames[] = {
-      "",           "put",   "get", "lookup", "exists",      "delete",    "stats",     "health",
-      "namespaces", "clear", "pin", "unpin",  "end-session", "token new", "token hash"};
+      "",           "put",   "get", "lookup", "exists",      "delete",    "stats",      "health",
+      "namespaces", "clear", "pin", "unpin",  "end-session", "token new", "token hash", "cluster"};
   return kNames[static_cast<int>(c)];
 }
 
@@ -381,6 +385,10 @@ absl::StatusOr<CliArgs> ParseArgs(const std::vector<std::string>& argv) {
       return Usage(absl::StrCat("--", def->name, ": ", st.message()));
     }
   }
+  // `kvstash cluster URI` is `kvstash --server URI cluster`.
+  if (args.command == Command::kCluster && parsed->positional.size() == 2) {
+    args.server = parsed->positional[1];
+  }
   if (absl::Status st = args.ns.Validate(); !st.ok()) {
     return Usage(absl::StrCat("namespace flags: ", st.message()));
   }
@@ -411,6 +419,9 @@ Commands:
   stats   [--namespace]   counters and DRAM use; --namespace: this namespace only
   health
   namespaces  every namespace the daemon knows, with its use of DRAM and NVMe
+  cluster [URI]  the members of a cluster (etcd://HOST:PORT/NAME, static://A,B, dns://
+          NAME:PORT; default --server): id, address, zone, DRAM/NVMe capacity and use
+          (each member's Stats), and the client's connection and breaker state for it
 
 Admin commands; each names a namespace by the namespace flags or --namespace-id HEX:
   clear        deletes every chunk of the namespace

@@ -33,6 +33,7 @@ enum class Command {
   kEndSession,
   kTokenNew,   // `token new`: local, no daemon
   kTokenHash,  // `token hash`: local, no daemon
+  kCluster,    // `cluster [URI]`: the members of a cluster (client/cli/cluster_command.h)
 };
 
 // True for the commands that run without a daemon (client/cli/token_commands.h).

@@ -33,6 +33,23 @@ TEST(ArgsTest, DefaultsAndFlagsAfterCommand) {
   EXPECT_EQ(a->out, "/tmp/x");
 }
 
+TEST(ArgsTest, ClusterTakesItsUriAsAWordOrFromServer) {
+  auto a = Parse({"cluster", "etcd://127.0.0.1:2379/prod"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->command, Command::kCluster);
+  EXPECT_EQ(a->server, "etcd://127.0.0.1:2379/prod");
+  auto b = Parse({"--server", "static://10.0.0.1:7070,10.0.0.2:7070", "cluster"});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->server, "static://10.0.0.1:7070,10.0.0.2:7070");
+  // The word wins over --server, wherever the flag stands.
+  auto c = Parse({"cluster", "dns://kvstashd:7070", "--server", "grpc://x:1"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "dns://kvstashd:7070");
+  EXPECT_FALSE(Parse({"cluster", "etcd://a:1/x", "extra"}).ok());
+  EXPECT_FALSE(Parse({"health", "etcd://a:1/x"}).ok());
+  EXPECT_FALSE(Parse({"cluster", "--tokens", "0-15"}).ok());
+}
+
 TEST(ArgsTest, HelpWinsOverEverything) {
   auto a = Parse({"bogus", "--nope", "--help"});
   ASSERT_TRUE(a.ok());

@@ -49,6 +49,9 @@ class EtcdProcess {
  private:
   EtcdProcess() = default;
   absl::Status Spawn();
+  // Waits until etcd answers a read, or exits, or ready_timeout_ms passes.
+  absl::Status AwaitReady();
+  std::string LogPath() const { return dir_->Sub("etcd.log"); }
 
   EtcdOptions options_;
   std::unique_ptr<TempDir> dir_;

@@ -1,0 +1,55 @@
+#include "cluster/host_port.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace kvstash::cluster {
+namespace {
+
+bool ValidHostChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+}
+
+}  // namespace
+
+std::string HostPort::ToString() const {
+  if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port);
+  return absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address \"", text, "\" is not HOST:PORT: ", why));
+  };
+  size_t colon = text.rfind(':');
+  if (colon == absl::string_view::npos) return bad("no port");
+  absl::string_view host = text.substr(0, colon);
+  absl::string_view port_text = text.substr(colon + 1);
+  HostPort out;
+  if (!host.empty() && host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return bad("unbalanced brackets");
+    host = host.substr(1, host.size() - 2);
+    for (char c : host) {
+      if (!absl::ascii_isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') {
+        return bad("malformed IPv6 address");
+      }
+    }
+  } else {
+    if (host.empty()) return bad("empty host");
+    for (char c : host) {
+      if (!ValidHostChar(c)) return bad("bad character in host (IPv6 needs brackets)");
+    }
+  }
+  int port = 0;
+  if (port_text.empty() || !absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535 ||
+      !absl::ascii_isdigit(static_cast<unsigned char>(port_text.front()))) {
+    return bad("port must be 1..65535");
+  }
+  out.host = std::string(host);
+  out.port = port;
+  return out;
+}
+
+}  // namespace kvstash::cluster

@@ -180,9 +180,14 @@ bool ClusterMember::FollowMembers() {
                          kFollowTimeout);
   }
   if (!s.ok()) {
-    log_->Warn("cluster: cannot read the member set yet; retrying", {{"status", s}});
+    // Once per outage: the retries every few seconds would flood the log.
+    if (follow_failures_++ == 0) {
+      log_->Warn("cluster: cannot read the member set; retrying in the background",
+                 {{"status", s}});
+    }
     return false;
   }
+  log_->Info("cluster: following the member set", {{"failed_attempts", follow_failures_}});
   source_ = *std::move(source);
   source_view_.store(source_.get());
   return true;

@@ -113,6 +113,7 @@ class ClusterMember {
   bool stopped_ = false;  // Stop() ran; only the controlling thread touches it
   // Last registrar stats seen by WatchRegistration (background thread only).
   cluster::RegistrarStats last_registration_;
+  int64_t follow_failures_ = 0;  // failed FollowMembers so far (background thread only)
   metrics::Counter member_changes_;
   mutable absl::Mutex mu_;
   std::vector<cluster::Member> members_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,43 @@
+// `kvstash cluster [URI]`: the members of a cluster as the client library sees them
+// (Client::Cluster()), each with its capacity and its use, asked from the member itself
+// (Stats over a direct connection), and the client's connection and breaker state for it.
+//
+// Thread-safety: RunCluster is called once, from main; ClusterTable is a pure function.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "client/cli/args.h"
+#include "kvstash/client.h"
+
+namespace kvstash::cli {
+
+// One member's line.
+struct ClusterRow {
+  std::string id;
+  std::string address;  // gRPC HOST:PORT
+  std::string zone;     // "" = none
+  uint64_t dram_capacity_bytes = 0;
+  uint64_t nvme_capacity_bytes = 0;
+  // The client's view of the member: connection and breaker state, e.g. "ready closed".
+  std::string state;
+  // The member's own Stats; empty when it could not be asked (usage_error says why).
+  std::optional<ServerStats> usage;
+  std::string usage_error;
+};
+
+// A header line, one line per member (id, address, zone, DRAM used/capacity, NVMe
+// used/capacity, chunks, state), the reasons of failed Stats calls, and a count.
+std::string ClusterTable(absl::Span<const ClusterRow> rows);
+
+// Lists the members of the cluster `client` was connected to (args.server), asking each
+// for its Stats in parallel. An error only when the member set cannot be read; a member
+// that does not answer is listed with its error.
+absl::Status RunCluster(Client& client, const CliArgs& args, std::ostream& out);
+
+}  // namespace kvstash::cli

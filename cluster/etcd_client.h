@@ -52,6 +52,7 @@ struct EtcdEvent {
 };
 
 // A running watch; destroying it cancels the watch and waits for its thread.
+// REQUIRES: not destroyed from its own on_events / on_error (that is its thread).
 class EtcdWatch {
  public:
   virtual ~EtcdWatch() = default;

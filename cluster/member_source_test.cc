@@ -1,0 +1,154 @@
+// The etcd member source against a real etcd on loopback: joins, leaves, etcd outages.
+#include "cluster/member_source.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "cluster/cluster_test_util.h"
+#include "cluster/registrar.h"
+#include "gtest/gtest.h"
+#include "tests/etcd_process.h"
+
+namespace kvstash::cluster {
+namespace {
+
+using ::kvstash::cluster::testing::WaitFor;
+using ::kvstash::testing::EtcdProcess;
+
+constexpr char kPrefix[] = "/kvstash/srctest";
+
+// The member sets a listener got, as lists of ids.
+class Sets {
+ public:
+  MemberSource::Listener Listener() {
+    return [this](const std::vector<Member>& members) {
+      std::vector<std::string> ids;
+      for (const Member& m : members) ids.push_back(m.id);
+      absl::MutexLock lock(&mu_);
+      sets_.push_back(std::move(ids));
+    };
+  }
+  std::vector<std::string> Last() {
+    absl::MutexLock lock(&mu_);
+    return sets_.empty() ? std::vector<std::string>{"<none>"} : sets_.back();
+  }
+  size_t Count() {
+    absl::MutexLock lock(&mu_);
+    return sets_.size();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::vector<std::string>> sets_ ABSL_GUARDED_BY(mu_);
+};
+
+class EtcdMemberSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto etcd = EtcdProcess::Start({});
+    if (absl::IsFailedPrecondition(etcd.status())) GTEST_SKIP() << etcd.status();
+    ASSERT_TRUE(etcd.ok()) << etcd.status();
+    etcd_ = *std::move(etcd);
+    auto client = EtcdClient::Create(Etcd());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  EtcdOptions Etcd() const {
+    EtcdOptions etcd;
+    etcd.endpoints = {etcd_->endpoint()};
+    etcd.call_timeout_ms = 1000;
+    return etcd;
+  }
+
+  std::unique_ptr<Registrar> Register(const std::string& id) {
+    RegistrarOptions options;
+    options.etcd = Etcd();
+    options.prefix = kPrefix;
+    options.self.id = id;
+    options.self.grpc_address = id + ":7070";
+    options.lease_ttl_s = 2;
+    auto registrar = Registrar::Create(options);
+    EXPECT_TRUE(registrar.ok()) << registrar.status();
+    return registrar.ok() ? *std::move(registrar) : nullptr;
+  }
+
+  absl::Status PutMember(const std::string& id) {
+    Member m;
+    m.id = id;
+    return client_->Put(MemberKey(kPrefix, id), MemberToJson(m));
+  }
+
+  std::unique_ptr<MemberSource> Source() {
+    auto source = NewEtcdMemberSource(Etcd(), kPrefix);
+    EXPECT_TRUE(source.ok()) << source.status();
+    return source.ok() ? *std::move(source) : nullptr;
+  }
+
+  std::unique_ptr<EtcdProcess> etcd_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+using Ids = std::vector<std::string>;
+
+TEST_F(EtcdMemberSourceTest, SeesJoinAndLeave) {
+  auto a = Register("node-a");
+  auto source = Source();
+  Sets sets;
+  ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
+  EXPECT_EQ(sets.Count(), 1u);
+  EXPECT_EQ(sets.Last(), Ids{"node-a"});
+  EXPECT_EQ(source->Current()[0].grpc_address, "node-a:7070");
+
+  auto b = Register("node-b");
+  EXPECT_TRUE(WaitFor([&] { return sets.Last() == Ids({"node-a", "node-b"}); }));
+  a->Stop();
+  EXPECT_TRUE(WaitFor([&] { return sets.Last() == Ids{"node-b"}; }));
+  EXPECT_TRUE(source->stats().connected);
+  EXPECT_EQ(source->stats().updates, sets.Count());
+}
+
+TEST_F(EtcdMemberSourceTest, SkipsValuesThatDoNotParse) {
+  ASSERT_TRUE(PutMember("node-a").ok());
+  ASSERT_TRUE(client_->Put(MemberKey(kPrefix, "broken"), "{not json").ok());
+  auto source = Source();
+  Sets sets;
+  ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
+  EXPECT_EQ(sets.Last(), Ids{"node-a"});
+  EXPECT_EQ(source->stats().errors, 1u);
+  ASSERT_TRUE(client_->Put(MemberKey(kPrefix, "node-a"), "[]").ok());
+  EXPECT_TRUE(WaitFor([&] { return sets.Last().empty(); }));
+  EXPECT_EQ(source->stats().errors, 2u);
+}
+
+TEST_F(EtcdMemberSourceTest, KeepsTheLastSetWhileEtcdIsDownAndCatchesUp) {
+  ASSERT_TRUE(PutMember("node-a").ok());
+  auto source = Source();
+  Sets sets;
+  ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
+  etcd_->Kill();
+  EXPECT_TRUE(WaitFor([&] { return !source->stats().connected; }));
+  EXPECT_GT(source->stats().errors, 0u);
+  EXPECT_EQ(sets.Last(), Ids{"node-a"});
+  ASSERT_EQ(source->Current().size(), 1u);
+
+  ASSERT_TRUE(etcd_->Restart().ok());
+  ASSERT_TRUE(WaitFor([&] { return PutMember("node-b").ok(); }));
+  EXPECT_TRUE(WaitFor([&] { return sets.Last() == Ids({"node-a", "node-b"}); }));
+  EXPECT_TRUE(WaitFor([&] { return source->stats().connected; }));
+}
+
+TEST_F(EtcdMemberSourceTest, StartFailsWhileEtcdIsDown) {
+  etcd_->Kill();
+  auto source = Source();
+  Sets sets;
+  absl::Status started = source->Start(sets.Listener(), absl::Milliseconds(500));
+  EXPECT_TRUE(absl::IsUnavailable(started)) << started;
+  EXPECT_EQ(sets.Count(), 0u);
+  EXPECT_TRUE(absl::IsInvalidArgument(NewEtcdMemberSource(Etcd(), "no-slash").status()));
+}
+
+}  // namespace
+}  // namespace kvstash::cluster

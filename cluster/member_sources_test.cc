@@ -1,0 +1,81 @@
+// Static and DNS member sources (no etcd needed).
+#include <string>
+#include <vector>
+
+#include "cluster/member_source.h"
+#include "gtest/gtest.h"
+
+namespace kvstash::cluster {
+namespace {
+
+std::vector<std::string> Ids(const std::vector<Member>& members) {
+  std::vector<std::string> ids;
+  for (const Member& m : members) ids.push_back(m.id);
+  return ids;
+}
+
+TEST(StaticMemberSourceTest, DeliversTheListSortedOnce) {
+  auto source = NewStaticMemberSource({"h2:7070", "10.0.0.1:7070", "[::1]:7071", "h2:7070"});
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_TRUE((*source)->Current().empty());
+  std::vector<std::vector<Member>> seen;
+  ASSERT_TRUE(
+      (*source)
+          ->Start([&](const std::vector<Member>& m) { seen.push_back(m); }, absl::Seconds(1))
+          .ok());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(Ids(seen[0]), (std::vector<std::string>{"10.0.0.1:7070", "[::1]:7071", "h2:7070"}));
+  EXPECT_EQ(seen[0][0].grpc_address, "10.0.0.1:7070");
+  EXPECT_EQ(seen[0][0].ucx_address, "10.0.0.1:7070");
+  EXPECT_EQ((*source)->Current(), seen[0]);
+  EXPECT_EQ((*source)->stats().updates, 1u);
+  EXPECT_TRUE((*source)->stats().connected);
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      (*source)->Start([](const std::vector<Member>&) {}, absl::Seconds(1))));
+}
+
+TEST(StaticMemberSourceTest, BadListIsInvalidArgument) {
+  EXPECT_TRUE(absl::IsInvalidArgument(NewStaticMemberSource({}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(NewStaticMemberSource({"h:1", "nope"}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(NewStaticMemberSource({"h:0"}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(NewStaticMemberSource({""}).status()));
+}
+
+TEST(DnsMemberSourceTest, ResolvesLocalhost) {
+  auto source = NewDnsMemberSource("localhost", 7070, absl::Milliseconds(50));
+  ASSERT_TRUE(source.ok()) << source.status();
+  std::vector<std::vector<Member>> seen;
+  ASSERT_TRUE(
+      (*source)
+          ->Start([&](const std::vector<Member>& m) { seen.push_back(m); }, absl::Seconds(10))
+          .ok());
+  ASSERT_EQ(seen.size(), 1u);
+  const std::vector<std::string> ids = Ids(seen[0]);
+  EXPECT_TRUE(std::find(ids.begin(), ids.end(), "127.0.0.1:7070") != ids.end() ||
+              std::find(ids.begin(), ids.end(), "[::1]:7070") != ids.end())
+      << ::testing::PrintToString(ids);
+  // Re-resolved on its thread; the same answer is not delivered again.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ((*source)->Current(), seen[0]);
+  EXPECT_EQ((*source)->stats().updates, 1u);
+  EXPECT_TRUE((*source)->stats().connected);
+}
+
+TEST(DnsMemberSourceTest, UnresolvableNameIsUnavailable) {
+  auto source = NewDnsMemberSource("no-such-host.invalid", 7070, absl::Seconds(1));
+  ASSERT_TRUE(source.ok()) << source.status();
+  absl::Status started =
+      (*source)->Start([](const std::vector<Member>&) {}, absl::Milliseconds(300));
+  EXPECT_TRUE(absl::IsUnavailable(started)) << started;
+  EXPECT_GT((*source)->stats().errors, 0u);
+  EXPECT_FALSE((*source)->stats().connected);
+}
+
+TEST(DnsMemberSourceTest, BadArgumentsAreInvalidArgument) {
+  EXPECT_TRUE(absl::IsInvalidArgument(NewDnsMemberSource("", 7070, absl::Seconds(1)).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(NewDnsMemberSource("h", 0, absl::Seconds(1)).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(NewDnsMemberSource("h", 1, absl::ZeroDuration()).status()));
+}
+
+}  // namespace
+}  // namespace kvstash::cluster

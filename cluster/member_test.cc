@@ -1,0 +1,141 @@
+// Members, their JSON and key layout, and the parsing of etcd endpoints (no etcd needed).
+#include "cluster/member.h"
+
+#include <string>
+#include <vector>
+
+#include "cluster/etcd_client.h"
+#include "cluster/host_port.h"
+#include "gtest/gtest.h"
+
+namespace kvstash::cluster {
+namespace {
+
+Member Sample() {
+  Member m;
+  m.id = "node-1.a_b";
+  m.grpc_address = "10.0.0.1:7070";
+  m.ucx_address = "[fe80::1]:7071";
+  m.zone = "rack \"7\"\\\n";
+  m.dram_capacity_bytes = 18446744073709551615ull;
+  m.nvme_capacity_bytes = 4ull << 40;
+  m.started_unix_ms = 1795000000123;
+  return m;
+}
+
+TEST(MemberTest, JsonRoundTrip) {
+  const Member m = Sample();
+  const std::string json = MemberToJson(m);
+  EXPECT_NE(json.find("\"dram_capacity_bytes\":18446744073709551615"), std::string::npos) << json;
+  auto back = MemberFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status() << " " << json;
+  EXPECT_EQ(*back, m);
+  Member minimal;
+  minimal.id = "x";
+  auto min_back = MemberFromJson(MemberToJson(minimal));
+  ASSERT_TRUE(min_back.ok()) << min_back.status();
+  EXPECT_EQ(*min_back, minimal);
+}
+
+TEST(MemberTest, JsonIgnoresUnknownFieldsAndTakesNumbersAsStrings) {
+  auto m = MemberFromJson(
+      R"({"id":"n1","future":{"a":[1,2]},"dram_capacity_bytes":"42","started_unix_ms":-1})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->id, "n1");
+  EXPECT_EQ(m->dram_capacity_bytes, 42u);
+  EXPECT_EQ(m->started_unix_ms, -1);
+  EXPECT_TRUE(m->grpc_address.empty());
+}
+
+TEST(MemberTest, BadJsonIsInvalidArgument) {
+  for (const char* json : {"", "{", "[]", "{\"id\":\"n1\"", "{\"id\":7}", "{}", "{\"id\":\"\"}",
+                           "{\"id\":\"a b\"}", "{\"id\":\"n\",\"dram_capacity_bytes\":-5}",
+                           "{\"id\":\"n\",\"nvme_capacity_bytes\":1.5}", "null"}) {
+    auto m = MemberFromJson(json);
+    EXPECT_TRUE(absl::IsInvalidArgument(m.status())) << json << " -> " << m.status();
+  }
+  EXPECT_NE(MemberFromJson("{}").status().message().find("id"), absl::string_view::npos);
+}
+
+TEST(MemberTest, Validation) {
+  EXPECT_TRUE(ValidateMemberId("host-1.example_2").ok());
+  EXPECT_TRUE(ValidateMemberId(std::string(128, 'a')).ok());
+  EXPECT_FALSE(ValidateMemberId("").ok());
+  EXPECT_FALSE(ValidateMemberId(std::string(129, 'a')).ok());
+  EXPECT_FALSE(ValidateMemberId("a/b").ok());
+  EXPECT_FALSE(ValidateMemberId("a:1").ok());
+  EXPECT_TRUE(ValidateClusterName("prod-eu.1").ok());
+  EXPECT_FALSE(ValidateClusterName(std::string(65, 'a')).ok());
+  EXPECT_FALSE(ValidateClusterName("a b").ok());
+  EXPECT_TRUE(ValidateClusterPrefix("/kvstash/default").ok());
+  EXPECT_TRUE(ValidateClusterPrefix("/x").ok());
+  EXPECT_FALSE(ValidateClusterPrefix("").ok());
+  EXPECT_FALSE(ValidateClusterPrefix("/").ok());
+  EXPECT_FALSE(ValidateClusterPrefix("kvstash/default").ok());
+  EXPECT_FALSE(ValidateClusterPrefix("/kvstash/default/").ok());
+  EXPECT_FALSE(ValidateClusterPrefix("/kv stash").ok());
+  EXPECT_FALSE(ValidateClusterPrefix("/kv\tstash").ok());
+  EXPECT_FALSE(ValidateClusterPrefix(std::string("/kv\0x", 5)).ok());
+}
+
+TEST(MemberTest, KeyLayout) {
+  EXPECT_EQ(ClusterPrefix("default"), "/kvstash/default");
+  EXPECT_EQ(MembersPrefix("/kvstash/default"), "/kvstash/default/members/");
+  EXPECT_EQ(MemberKey("/kvstash/default", "n1"), "/kvstash/default/members/n1");
+}
+
+TEST(MemberTest, SortedByIdKeepsTheLastDuplicate) {
+  std::vector<Member> in(4);
+  in[0].id = "b";
+  in[1].id = "a";
+  in[2].id = "b";
+  in[2].zone = "later";
+  in[3].id = "c";
+  std::vector<Member> out = SortedById(in);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].id, "a");
+  EXPECT_EQ(out[1].id, "b");
+  EXPECT_EQ(out[1].zone, "later");
+  EXPECT_EQ(out[2].id, "c");
+  EXPECT_TRUE(SortedById({}).empty());
+}
+
+TEST(EtcdEndpointsTest, Parse) {
+  auto eps = ParseEtcdEndpoints(" h1:2379, http://h2:2380/ ,[::1]:2379,HTTP://10.0.0.1:1");
+  ASSERT_TRUE(eps.ok()) << eps.status();
+  EXPECT_EQ(*eps, (std::vector<std::string>{"h1:2379", "h2:2380", "[::1]:2379", "10.0.0.1:1"}));
+  for (const char* bad : {"", "h1:2379,", ",h1:1", "https://h1:2379", "h1", "h1:0", "h1:65536",
+                          "h1:x", ":2379", "unix:///tmp/x", "h 1:2379", "::1:2379"}) {
+    auto parsed = ParseEtcdEndpoints(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << bad << " -> " << parsed.status();
+  }
+  EXPECT_NE(ParseEtcdEndpoints("https://h:1").status().message().find("https"),
+            absl::string_view::npos);
+}
+
+TEST(EtcdEndpointsTest, OptionsValidate) {
+  EtcdOptions options;
+  EXPECT_TRUE(absl::IsInvalidArgument(options.Validate()));
+  options.endpoints = {"127.0.0.1:2379"};
+  EXPECT_TRUE(options.Validate().ok());
+  options.call_timeout_ms = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(options.Validate()));
+  options.call_timeout_ms = 100;
+  options.endpoints.push_back("bad");
+  EXPECT_TRUE(absl::IsInvalidArgument(options.Validate()));
+  EXPECT_TRUE(absl::IsInvalidArgument(EtcdClient::Create(options).status()));
+}
+
+TEST(HostPortTest, RoundTrip) {
+  auto hp = ParseHostPort("[2001:db8::1]:80");
+  ASSERT_TRUE(hp.ok()) << hp.status();
+  EXPECT_EQ(hp->host, "2001:db8::1");
+  EXPECT_EQ(hp->port, 80);
+  EXPECT_EQ(hp->ToString(), "[2001:db8::1]:80");
+  EXPECT_FALSE(ParseHostPort("[]:80").ok());
+  EXPECT_FALSE(ParseHostPort("[::1:80").ok());
+  EXPECT_FALSE(ParseHostPort("h:+80").ok());
+}
+
+}  // namespace
+}  // namespace kvstash::cluster

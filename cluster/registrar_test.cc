@@ -1,0 +1,149 @@
+// Registrar against a real etcd on loopback: registration, withdrawal, re-registration.
+#include "cluster/registrar.h"
+
+#include <memory>
+#include <string>
+
+#include "cluster/cluster_test_util.h"
+#include "gtest/gtest.h"
+#include "tests/etcd_process.h"
+
+namespace kvstash::cluster {
+namespace {
+
+using ::kvstash::cluster::testing::WaitFor;
+using ::kvstash::testing::EtcdProcess;
+
+constexpr char kPrefix[] = "/kvstash/regtest";
+
+class RegistrarTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto etcd = EtcdProcess::Start({});
+    if (absl::IsFailedPrecondition(etcd.status())) GTEST_SKIP() << etcd.status();
+    ASSERT_TRUE(etcd.ok()) << etcd.status();
+    etcd_ = *std::move(etcd);
+    auto client = EtcdClient::Create(EtcdFor());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  EtcdOptions EtcdFor() const {
+    EtcdOptions etcd;
+    etcd.endpoints = {etcd_->endpoint()};
+    etcd.call_timeout_ms = 1000;
+    return etcd;
+  }
+
+  RegistrarOptions Options() const {
+    RegistrarOptions options;
+    options.etcd = EtcdFor();
+    options.prefix = kPrefix;
+    options.self.id = "node-a";
+    options.self.grpc_address = "127.0.0.1:7070";
+    options.self.dram_capacity_bytes = 1 << 30;
+    options.self.started_unix_ms = 1234;
+    options.lease_ttl_s = 2;
+    return options;
+  }
+
+  // The registered key's value and lease; lease 0 when the key is absent or etcd failed.
+  EtcdKeyValue Registered() {
+    auto range = client_->GetPrefix(MemberKey(kPrefix, "node-a"));
+    if (!range.ok() || range->kvs.empty()) return {};
+    return range->kvs[0];
+  }
+
+  std::unique_ptr<EtcdProcess> etcd_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+TEST_F(RegistrarTest, RegistersAndStopWithdrawsAtOnce) {
+  auto registrar = Registrar::Create(Options());
+  ASSERT_TRUE(registrar.ok()) << registrar.status();
+  EXPECT_TRUE((*registrar)->stats().registered);
+  EXPECT_EQ((*registrar)->stats().registrations, 1u);
+  EtcdKeyValue kv = Registered();
+  ASSERT_NE(kv.lease, 0);
+  auto member = MemberFromJson(kv.value);
+  ASSERT_TRUE(member.ok()) << member.status();
+  EXPECT_EQ(*member, Options().self);
+
+  (*registrar)->Stop();
+  EXPECT_EQ(Registered().lease, 0);
+  EXPECT_TRUE(absl::IsNotFound(client_->KeepAliveOnce(kv.lease).status()));
+  EXPECT_FALSE((*registrar)->stats().registered);
+  (*registrar)->Stop();  // idempotent
+}
+
+TEST_F(RegistrarTest, KeepsTheLeaseAlivePastItsTtl) {
+  auto registrar = Registrar::Create(Options());
+  ASSERT_TRUE(registrar.ok()) << registrar.status();
+  const int64_t lease = Registered().lease;
+  ASSERT_NE(lease, 0);
+  absl::SleepFor(absl::Seconds(3 * Options().lease_ttl_s));
+  EXPECT_EQ(Registered().lease, lease);
+  EXPECT_EQ((*registrar)->stats().registrations, 1u);
+}
+
+TEST_F(RegistrarTest, RegistersAgainWhenTheLeaseIsRevoked) {
+  auto registrar = Registrar::Create(Options());
+  ASSERT_TRUE(registrar.ok()) << registrar.status();
+  const int64_t lease = Registered().lease;
+  ASSERT_NE(lease, 0);
+  ASSERT_TRUE(client_->RevokeLease(lease).ok());
+  EXPECT_TRUE(WaitFor([&] {
+    const int64_t now = Registered().lease;
+    return now != 0 && now != lease;
+  }));
+  EXPECT_TRUE(WaitFor([&] { return (*registrar)->stats().registrations == 2; }));
+  EXPECT_TRUE((*registrar)->stats().registered);
+}
+
+TEST_F(RegistrarTest, RegisteredAgainAfterEtcdRestart) {
+  auto registrar = Registrar::Create(Options());
+  ASSERT_TRUE(registrar.ok()) << registrar.status();
+  etcd_->Kill();
+  // Long enough for the lease to lapse from the daemon's point of view.
+  EXPECT_TRUE(WaitFor([&] { return !(*registrar)->stats().registered; }));
+  EXPECT_GT((*registrar)->stats().etcd_errors, 0u);
+  ASSERT_TRUE(etcd_->Restart().ok());
+  EXPECT_TRUE(WaitFor([&] { return Registered().lease != 0; }));
+  EXPECT_TRUE(WaitFor([&] { return (*registrar)->stats().registered; }));
+}
+
+TEST_F(RegistrarTest, StartsWhileEtcdIsDownAndRegistersWhenItIsUp) {
+  etcd_->Kill();
+  auto registrar = Registrar::Create(Options());
+  ASSERT_TRUE(registrar.ok()) << registrar.status();
+  EXPECT_FALSE((*registrar)->stats().registered);
+  EXPECT_GT((*registrar)->stats().etcd_errors, 0u);
+  ASSERT_TRUE(etcd_->Restart().ok());
+  EXPECT_TRUE(WaitFor([&] { return Registered().lease != 0; }));
+  EXPECT_TRUE(WaitFor([&] { return (*registrar)->stats().registered; }));
+  registrar->reset();  // destruction withdraws too
+  EXPECT_EQ(Registered().lease, 0);
+}
+
+TEST(RegistrarOptionsTest, BadOptionsAreInvalidArgument) {
+  RegistrarOptions options;
+  options.etcd.endpoints = {"127.0.0.1:1"};
+  options.prefix = "/kvstash/x";
+  options.self.id = "n1";
+  options.lease_ttl_s = 1;
+  EXPECT_TRUE(absl::IsInvalidArgument(Registrar::Create(options).status()));
+  options.lease_ttl_s = 3601;
+  EXPECT_TRUE(absl::IsInvalidArgument(Registrar::Create(options).status()));
+  options.lease_ttl_s = 10;
+  options.prefix = "kvstash/x";
+  EXPECT_TRUE(absl::IsInvalidArgument(Registrar::Create(options).status()));
+  options.prefix = "/kvstash/x";
+  options.self.id = "bad id";
+  EXPECT_TRUE(absl::IsInvalidArgument(Registrar::Create(options).status()));
+  options.self.id = "n1";
+  options.etcd.endpoints.clear();
+  EXPECT_TRUE(absl::IsInvalidArgument(Registrar::Create(options).status()));
+}
+
+}  // namespace
+}  // namespace kvstash::cluster

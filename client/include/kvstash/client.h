@@ -6,6 +6,11 @@
 //   auto hits = (*client)->Lookup(*ns, keys);            // leading chunks present
 //   (*client)->Get(*ns, absl::MakeSpan(items));          // into caller buffers
 //
+// A cluster of daemons (docs/cluster.md) is one Client too: "etcd://host:port[,host:port]/NAME"
+// follows the members of cluster NAME registered in etcd, "static://host:port,host:port"
+// a fixed list, "dns://name:port" every address a name resolves to (a Kubernetes headless
+// Service); ClientOptions::cluster says how chunks are placed on them.
+//
 // The URI scheme picks the transport: "grpc://host:port" (the daemon's gRPC port),
 // "grpcs://host:port" (the same over TLS; ClientOptions::tls_*) or "ucx://host:port" (its
 // UCX port, config `ucx.listen`: RDMA, shared memory or TCP as UCX chooses; see
@@ -31,6 +36,40 @@
 #include "kvstash/stats_counters.h"
 
 namespace kvstash {
+
+// How a cluster client (an etcd://, static:// or dns:// URI; docs/cluster.md) spreads
+// chunks over the daemons and copes with one failing. Every member gets a client of its own
+// with the ClientOptions it was given (deadline_ms aside: node_deadline_ms).
+struct ClusterOptions {
+  // Which address of each member to connect to: "grpc", "grpcs" (gRPC over TLS, with the
+  // tls_* options) or "ucx".
+  std::string transport = "grpc";
+  // Copies of each hot chunk: chunks put with PutHints priority kHigh or pin, and chunks
+  // this client fetched at least hot_fetches times (copied to the missing replicas when
+  // fetched). 1: no copies. A lookup or get asks the next copy when an owner fails.
+  int replicas = 1;
+  // Fetches of one chunk through this client after which it counts as hot; 0: only hints
+  // make a chunk hot.
+  int hot_fetches = 4;
+  // Deadline of one call to one member, retries included: a member slower than this
+  // counts as failed for that call, and its keys as misses.
+  int64_t node_deadline_ms = 2000;
+  // Circuit breaker: after this many consecutive failed calls to a member, calls to it are
+  // not made for breaker_open_ms (its keys are misses at once); then one call probes it.
+  int breaker_failures = 3;
+  int64_t breaker_open_ms = 2000;
+  // After the member set changes, a key whose owner changed and misses on its new owner is
+  // also looked up on its previous owner, for this long; chunks found there are copied to
+  // the new owner as they are fetched. 0: no hand-over.
+  int64_t handover_ms = 60000;
+  // dns:// only: how often the name is resolved again.
+  int64_t dns_refresh_ms = 5000;
+
+  // INVALID_ARGUMENT naming the first field out of range: transport one of the three;
+  // 1 <= replicas <= 8; 0 <= hot_fetches <= 1000000; node_deadline_ms, breaker_open_ms
+  // and dns_refresh_ms > 0; breaker_failures >= 1; handover_ms >= 0.
+  absl::Status Validate() const;
+};
 
 struct ClientOptions {
   // Deadline of each call, retries included.
@@ -108,6 +147,9 @@ struct ClientOptions {
   // such calls with UNAUTHENTICATED). Never taken from the URI, so it stays out of logs.
   std::string token;
 
+  // Cluster URIs only (etcd://, static://, dns://): see ClusterOptions.
+  ClusterOptions cluster;
+
   // The token calls present: `token`, else $KVSTASH_TOKEN, else "".
   std::string EffectiveToken() const;
 
@@ -184,6 +226,26 @@ struct ServerStats {
 #undef KVSTASH_CLIENT_STAT_MEMBER
 #undef KVSTASH_CLIENT_TIER_MEMBER
 #undef KVSTASH_CLIENT_NVME_MEMBER
+
+// One member of a cluster as a cluster client sees it (Client::Cluster).
+struct ClusterMemberStatus {
+  std::string id;
+  std::string address;  // the address this client connects to (ClusterOptions::transport)
+  std::string zone;
+  uint64_t dram_capacity_bytes = 0;
+  uint64_t nvme_capacity_bytes = 0;
+  bool connected = false;     // a client to it exists and its last call succeeded
+  bool breaker_open = false;  // calls to it are skipped for now
+  uint64_t calls = 0;         // calls made to it by this client
+  uint64_t call_errors = 0;   // of which failed (deadline, unavailable, ...)
+};
+
+struct ClusterStatus {
+  std::vector<ClusterMemberStatus> members;  // sorted by id
+  uint64_t member_set_changes = 0;           // member sets received after the first
+  uint64_t keys_moved = 0;                   // hand-over lookups made on a previous owner
+  bool source_connected = false;             // etcd (or DNS) answered the last time it was asked
+};
 
 struct HealthInfo {
   bool serving = false;
@@ -285,6 +347,12 @@ class Client {
   // priority (PutHints::session_id).
   virtual absl::Status EndSession(NamespaceHandle ns, uint64_t session_id) {
     return absl::UnimplementedError("EndSession");
+  }
+
+  // The member set and per-member call counters of a cluster client; FAILED_PRECONDITION
+  // for a client of one daemon.
+  virtual absl::StatusOr<ClusterStatus> Cluster() {
+    return absl::FailedPreconditionError("not a cluster client (etcd://, static://, dns://)");
   }
 
   // Registers [data, data + size) with the transport once, so later Put/Get calls whose

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client_impl.h"
+#include "client/cluster_client.h"
 #include "client/grpc_tls.h"
 #include "client/grpc_transport.h"
 #include "client/ucx_transport.h"
@@ -48,6 +49,9 @@ absl::Status CheckServing(client_internal::Transport* transport, absl::string_vi
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
                                                         const ClientOptions& options) {
+  if (client_internal::IsClusterUri(uri)) {
+    return client_internal::ClusterClient::Connect(uri, options);
+  }
   absl::StatusOr<client_internal::ParsedUri> parsed = client_internal::ParseUri(uri);
   if (!parsed.ok()) return parsed.status();
   if (absl::Status s = options.Validate(); !s.ok()) return s;

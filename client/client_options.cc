@@ -23,10 +23,18 @@ constexpr int64_t kMaxCopyThreads = 16;
 constexpr int64_t kMinTcpSegmentBytes = ucx_setup::kMinTcpSegmentBytes;
 constexpr int64_t kMaxTcpSegmentBytes = ucx_setup::kMaxTcpSegmentBytes;
 
+constexpr int64_t kMaxReplicas = 8;
+constexpr int64_t kMaxHotFetches = 1000000;
+
 absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("ClientOptions.", field, " = ", value, " is out of range [", lo, ", ", hi, "]"));
+}
+
+// ClusterOptions' fields are named as ClientOptions.cluster.<field>, where callers set them.
+absl::Status CheckClusterRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
+  return CheckRange(absl::StrCat("cluster.", field), value, lo, hi);
 }
 
 // A token travels in an HTTP/2 header and a length-prefixed UCX field; whitespace or a
@@ -75,6 +83,22 @@ absl::Status ClientOptions::Validate() const {
                    kMaxTcpSegmentBytes);
   }
   if (s.ok()) s = CheckToken(EffectiveToken(), token.empty());
+  return s;
+}
+
+absl::Status ClusterOptions::Validate() const {
+  constexpr int64_t kMax = INT64_MAX;
+  if (transport != "grpc" && transport != "grpcs" && transport != "ucx") {
+    return absl::InvalidArgumentError(absl::StrCat("ClientOptions.cluster.transport = \"",
+                                                   transport, "\" is not grpc, grpcs or ucx"));
+  }
+  absl::Status s = CheckClusterRange("replicas", replicas, 1, kMaxReplicas);
+  if (s.ok()) s = CheckClusterRange("hot_fetches", hot_fetches, 0, kMaxHotFetches);
+  if (s.ok()) s = CheckClusterRange("node_deadline_ms", node_deadline_ms, 1, kMax);
+  if (s.ok()) s = CheckClusterRange("breaker_failures", breaker_failures, 1, kMax);
+  if (s.ok()) s = CheckClusterRange("breaker_open_ms", breaker_open_ms, 1, kMax);
+  if (s.ok()) s = CheckClusterRange("handover_ms", handover_ms, 0, kMax);
+  if (s.ok()) s = CheckClusterRange("dns_refresh_ms", dns_refresh_ms, 1, kMax);
   return s;
 }
 

@@ -114,3 +114,66 @@ TEST(ClientConnectTest, NoDaemonIsUnavailable) {
 
 }  // namespace
 }  // namespace kvstash
+
+namespace kvstash {
+namespace {
+
+TEST(ClusterOptionsTest, DefaultsAreValid) { EXPECT_TRUE(ClusterOptions().Validate().ok()); }
+
+struct BadClusterCase {
+  const char* field;
+  void (*mutate)(ClusterOptions*);
+};
+
+TEST(ClusterOptionsTest, RejectsEachFieldOutOfRange) {
+  const BadClusterCase cases[] = {
+      {"cluster.transport", [](ClusterOptions* o) { o->transport = "tcp"; }},
+      {"cluster.transport", [](ClusterOptions* o) { o->transport = ""; }},
+      {"cluster.replicas", [](ClusterOptions* o) { o->replicas = 0; }},
+      {"cluster.replicas", [](ClusterOptions* o) { o->replicas = 9; }},
+      {"cluster.hot_fetches", [](ClusterOptions* o) { o->hot_fetches = -1; }},
+      {"cluster.hot_fetches", [](ClusterOptions* o) { o->hot_fetches = 1000001; }},
+      {"cluster.node_deadline_ms", [](ClusterOptions* o) { o->node_deadline_ms = 0; }},
+      {"cluster.breaker_failures", [](ClusterOptions* o) { o->breaker_failures = 0; }},
+      {"cluster.breaker_open_ms", [](ClusterOptions* o) { o->breaker_open_ms = 0; }},
+      {"cluster.handover_ms", [](ClusterOptions* o) { o->handover_ms = -1; }},
+      {"cluster.dns_refresh_ms", [](ClusterOptions* o) { o->dns_refresh_ms = 0; }},
+  };
+  for (const BadClusterCase& c : cases) {
+    ClusterOptions o;
+    c.mutate(&o);
+    absl::Status s = o.Validate();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.field << ": " << s;
+    EXPECT_NE(s.message().find(c.field), absl::string_view::npos) << s;
+  }
+}
+
+TEST(ClusterOptionsTest, AcceptsBoundaries) {
+  ClusterOptions o;
+  o.transport = "ucx";
+  o.replicas = 8;
+  o.hot_fetches = 0;
+  o.node_deadline_ms = 1;
+  o.breaker_failures = 1;
+  o.breaker_open_ms = 1;
+  o.handover_ms = 0;
+  o.dns_refresh_ms = 1;
+  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
+  o.transport = "grpcs";
+  o.replicas = 1;
+  o.hot_fetches = 1000000;
+  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
+}
+
+TEST(ClusterConnectTest, RejectsBadClusterUriAndOptionsBeforeConnecting) {
+  EXPECT_TRUE(absl::IsInvalidArgument(Client::Connect("static://", {}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Client::Connect("etcd://127.0.0.1:1", {}).status()));
+  ClientOptions options;
+  options.cluster.replicas = 0;
+  absl::Status s = Client::Connect("static://127.0.0.1:1", options).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("cluster.replicas"), absl::string_view::npos) << s;
+}
+
+}  // namespace
+}  // namespace kvstash

@@ -1,9 +1,13 @@
 #include "client/uri.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cluster/host_port.h"
+#include "cluster/member.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -41,6 +45,32 @@ bool SplitHostPort(absl::string_view hp, absl::string_view* host, absl::string_v
   return true;
 }
 
+absl::Status BadCluster(absl::string_view uri, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "bad cluster URI \"", uri, "\": ", why,
+      " (expected etcd://HOST:PORT[,HOST:PORT...]/NAME, static://HOST:PORT[,HOST:PORT...] or "
+      "dns://NAME:PORT)"));
+}
+
+// "h:p,h:p" -> normalized "h:p" entries; duplicates are an error (a typo, or a member
+// listed twice that would own two shares).
+absl::Status ParseAddressList(absl::string_view uri, absl::string_view list,
+                              std::vector<std::string>* out) {
+  if (list.empty()) return BadCluster(uri, "no HOST:PORT given");
+  absl::flat_hash_set<std::string> seen;
+  for (absl::string_view entry : absl::StrSplit(list, ',')) {
+    if (entry.empty()) return BadCluster(uri, "empty entry in the HOST:PORT list");
+    absl::StatusOr<cluster::HostPort> hp = cluster::ParseHostPort(entry);
+    if (!hp.ok()) return BadCluster(uri, hp.status().message());
+    std::string normalized = hp->ToString();
+    if (!seen.insert(normalized).second) {
+      return BadCluster(uri, absl::StrCat("\"", normalized, "\" is listed twice"));
+    }
+    out->push_back(std::move(normalized));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ParsedUri::HostPort() const {
@@ -75,6 +105,53 @@ absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
   out.host = std::string(host);
   out.port = port_num;
   return out;
+}
+
+bool IsClusterUri(absl::string_view uri) {
+  return absl::StartsWith(uri, "etcd://") || absl::StartsWith(uri, "static://") ||
+         absl::StartsWith(uri, "dns://");
+}
+
+absl::StatusOr<ClusterUri> ParseClusterUri(absl::string_view uri) {
+  size_t sep = uri.find("://");
+  if (sep == absl::string_view::npos) return BadCluster(uri, "missing scheme");
+  absl::string_view scheme = uri.substr(0, sep);
+  absl::string_view rest = uri.substr(sep + 3);
+  if (rest.find_first_of("?#@") != absl::string_view::npos) {
+    return BadCluster(uri, "no query, fragment or user info allowed");
+  }
+  ClusterUri out;
+  if (scheme == "etcd") {
+    out.scheme = ClusterScheme::kEtcd;
+    size_t slash = rest.find('/');
+    if (slash == absl::string_view::npos) return BadCluster(uri, "missing /NAME of the cluster");
+    out.name = std::string(rest.substr(slash + 1));
+    if (absl::Status s = cluster::ValidateClusterName(out.name); !s.ok()) {
+      return BadCluster(uri, s.message());
+    }
+    if (absl::Status s = ParseAddressList(uri, rest.substr(0, slash), &out.addresses); !s.ok()) {
+      return s;
+    }
+    return out;
+  }
+  if (rest.find('/') != absl::string_view::npos) {
+    return BadCluster(uri, "only HOST:PORT may follow the scheme");
+  }
+  if (scheme == "static") {
+    out.scheme = ClusterScheme::kStatic;
+    if (absl::Status s = ParseAddressList(uri, rest, &out.addresses); !s.ok()) return s;
+    return out;
+  }
+  if (scheme == "dns") {
+    out.scheme = ClusterScheme::kDns;
+    if (rest.find(',') != absl::string_view::npos) return BadCluster(uri, "one NAME:PORT only");
+    absl::StatusOr<cluster::HostPort> hp = cluster::ParseHostPort(rest);
+    if (!hp.ok()) return BadCluster(uri, hp.status().message());
+    out.host = hp->host;
+    out.port = hp->port;
+    return out;
+  }
+  return BadCluster(uri, absl::StrCat("unknown scheme \"", scheme, "\""));
 }
 
 }  // namespace kvstash::client_internal

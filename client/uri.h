@@ -1,9 +1,10 @@
-// Parsing of the daemon address handed to Client::Connect.
+// Parsing of the daemon or cluster address handed to Client::Connect.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -27,5 +28,28 @@ struct ParsedUri {
 // bracketed IPv6 address; PORT is 1..65535. Anything else, including a path, user info or
 // an unknown scheme, is INVALID_ARGUMENT with a message quoting the URI.
 absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri);
+
+enum class ClusterScheme { kEtcd, kStatic, kDns };
+
+// A cluster URI: where the member set comes from.
+struct ClusterUri {
+  ClusterScheme scheme = ClusterScheme::kStatic;
+  // etcd: its client endpoints; static: the members; each "host:port".
+  std::vector<std::string> addresses;
+  // etcd only: the cluster name (its etcd prefix is cluster::ClusterPrefix(name)).
+  std::string name;
+  // dns only: the name to resolve and the port every resolved address gets.
+  std::string host;
+  int port = 0;
+};
+
+// True when `uri` names a cluster (scheme etcd, static or dns), whether well formed or not.
+bool IsClusterUri(absl::string_view uri);
+
+// Accepts "etcd://HOST:PORT[,HOST:PORT...]/NAME" (NAME as cluster.name allows),
+// "static://HOST:PORT[,HOST:PORT...]" and "dns://NAME:PORT". INVALID_ARGUMENT quoting the
+// URI and saying what is wrong otherwise (no endpoints, an empty entry, a bad port, a
+// missing or invalid cluster name, a path where none belongs, duplicate static members).
+absl::StatusOr<ClusterUri> ParseClusterUri(absl::string_view uri);
 
 }  // namespace kvstash::client_internal

@@ -66,3 +66,73 @@ TEST(UriTest, UnknownSchemeIsNamed) {
 
 }  // namespace
 }  // namespace kvstash::client_internal
+
+namespace kvstash::client_internal {
+namespace {
+
+TEST(ClusterUriTest, ParsesEtcd) {
+  ASSERT_TRUE(IsClusterUri("etcd://127.0.0.1:2379/default"));
+  auto u = ParseClusterUri("etcd://127.0.0.1:2379,etcd-1.example:2379,[::1]:2380/prod.a-1");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->scheme, ClusterScheme::kEtcd);
+  EXPECT_EQ(u->addresses,
+            (std::vector<std::string>{"127.0.0.1:2379", "etcd-1.example:2379", "[::1]:2380"}));
+  EXPECT_EQ(u->name, "prod.a-1");
+}
+
+TEST(ClusterUriTest, ParsesStaticAndDns) {
+  auto u = ParseClusterUri("static://10.0.0.1:7070,10.0.0.2:7070");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->scheme, ClusterScheme::kStatic);
+  EXPECT_EQ(u->addresses, (std::vector<std::string>{"10.0.0.1:7070", "10.0.0.2:7070"}));
+  u = ParseClusterUri("static://node:7070");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->addresses.size(), 1u);
+
+  u = ParseClusterUri("dns://kvstash.default.svc.cluster.local:7070");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->scheme, ClusterScheme::kDns);
+  EXPECT_EQ(u->host, "kvstash.default.svc.cluster.local");
+  EXPECT_EQ(u->port, 7070);
+}
+
+TEST(ClusterUriTest, TellsClusterFromDaemonUris) {
+  EXPECT_TRUE(IsClusterUri("static://"));
+  EXPECT_TRUE(IsClusterUri("dns://x"));
+  EXPECT_FALSE(IsClusterUri("grpc://127.0.0.1:7070"));
+  EXPECT_FALSE(IsClusterUri("ucx://127.0.0.1:7070"));
+  EXPECT_FALSE(IsClusterUri("etcd:/x"));
+}
+
+TEST(ClusterUriTest, RejectsMalformedWithTheReason) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"etcd://127.0.0.1:2379", "NAME"},
+      {"etcd://127.0.0.1:2379/", "name"},
+      {"etcd://127.0.0.1:2379/a/b", "name"},
+      {"etcd://127.0.0.1:2379/bad name", "name"},
+      {"etcd:///default", "no HOST:PORT"},
+      {"etcd://127.0.0.1:2379,,h:1/default", "empty entry"},
+      {"etcd://127.0.0.1/default", "HOST:PORT"},
+      {"static://", "no HOST:PORT"},
+      {"static://a:1,", "empty entry"},
+      {"static://a:1,a:1", "twice"},
+      {"static://a:0", "1..65535"},
+      {"static://a:1/x", "only HOST:PORT"},
+      {"static://u@a:1", "user info"},
+      {"dns://name", "HOST:PORT"},
+      {"dns://a:1,b:1", "one NAME:PORT"},
+      {"dns://name:7070/path", "only HOST:PORT"},
+      {"dns://name:99999", "1..65535"},
+      {"zk://a:1", "unknown scheme"},
+  };
+  for (const auto& [uri, why] : bad) {
+    auto u = ParseClusterUri(uri);
+    EXPECT_TRUE(absl::IsInvalidArgument(u.status())) << uri << " -> " << u.status();
+    EXPECT_NE(u.status().message().find(why), absl::string_view::npos)
+        << uri << " -> " << u.status();
+    EXPECT_NE(u.status().message().find(uri), absl::string_view::npos) << u.status();
+  }
+}
+
+}  // namespace
+}  // namespace kvstash::client_internal

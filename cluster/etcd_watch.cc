@@ -88,7 +88,7 @@ void WatchImpl::Run() {
   const size_t n = endpoints_->list.size();
   size_t i = endpoints_->preferred.load(std::memory_order_relaxed);
   absl::Time failing_since = absl::InfiniteFuture();
-  std::string failures;
+  std::string last_failure;
   while (true) {
     const Endpoint& ep = endpoints_->list[i % n];
     bool created = false;
@@ -102,15 +102,14 @@ void WatchImpl::Run() {
     if (created) {
       endpoints_->preferred.store(i % n, std::memory_order_relaxed);
       failing_since = absl::Now();
-      failures.clear();
     } else if (failing_since == absl::InfiniteFuture()) {
       failing_since = absl::Now();
     }
-    absl::StrAppend(&failures, failures.empty() ? "" : "; ", why.message());
+    last_failure = std::string(why.message());
     if (absl::Now() - failing_since >= give_up_) {
       on_error_(absl::UnavailableError(
           absl::StrCat("etcd watch of ", prefix_, ": no endpoint answered for ",
-                       absl::FormatDuration(give_up_), " (", failures.substr(0, 1000), ")")));
+                       absl::FormatDuration(give_up_), " (last: ", last_failure, ")")));
       return;
     }
     ++i;

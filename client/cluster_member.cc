@@ -1,0 +1,127 @@
+#include "client/cluster_member.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace kvstash::client_internal {
+
+bool IsMemberFailure(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsCancelled(s) ||
+         absl::IsAborted(s) || absl::IsUnknown(s) || absl::IsInternal(s);
+}
+
+ClientOptions MemberClientOptions(const ClientOptions& options) {
+  ClientOptions out = options;
+  out.deadline_ms = options.cluster.node_deadline_ms;
+  out.connect_timeout_ms = std::min(options.connect_timeout_ms, options.cluster.node_deadline_ms);
+  // One quick retry rides out a dropped connection; more would only delay the miss.
+  out.max_retries = std::min(options.max_retries, 1);
+  // The cluster client runs the *Async calls itself.
+  out.async_threads = 1;
+  return out;
+}
+
+std::string MemberUri(const cluster::Member& member, absl::string_view transport) {
+  const std::string& address = transport == "ucx" ? member.ucx_address : member.grpc_address;
+  if (address.empty()) return "";
+  return absl::StrCat(transport, "://", address);
+}
+
+MemberConn::MemberConn(cluster::Member member, const ClientOptions& options, InitFn init,
+                       OpenFn open)
+    : member_(std::move(member)),
+      uri_(MemberUri(member_, options.cluster.transport)),
+      options_(MemberClientOptions(options)),
+      init_(std::move(init)),
+      open_(std::move(open)),
+      breaker_({.failures = options.cluster.breaker_failures,
+                .open_ms = options.cluster.breaker_open_ms}) {}
+
+absl::StatusOr<Client*> MemberConn::Connect() {
+  absl::MutexLock connect_lock(&connect_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (client_ != nullptr) return client_.get();
+  }
+  if (uri_.empty()) {
+    return absl::UnavailableError(absl::StrCat("cluster member ", member_.id, " publishes no ",
+                                               options_.cluster.transport, " address"));
+  }
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(uri_, options_);
+  if (!client.ok()) return client.status();
+  if (absl::Status s = init_(**client); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  client_ = *std::move(client);
+  return client_.get();
+}
+
+absl::StatusOr<Client*> MemberConn::Begin(const Key128* ns) {
+  if (!breaker_.Allow(absl::Now())) {
+    return absl::UnavailableError(
+        absl::StrCat("cluster member ", member_.id, ": circuit breaker open"));
+  }
+  absl::StatusOr<Client*> client = Connect();
+  if (client.ok() && ns != nullptr) {
+    bool registered;
+    {
+      absl::MutexLock lock(&mu_);
+      registered = namespaces_.contains(*ns);
+    }
+    if (!registered) {
+      absl::Status s = open_(**client, *ns);
+      if (s.ok()) {
+        absl::MutexLock lock(&mu_);
+        namespaces_.insert(*ns);
+      } else if (!absl::IsNotFound(s)) {  // NOT_FOUND: not opened here; the call decides
+        client = s;
+      }
+    }
+  }
+  if (!client.ok()) Done(client.status());
+  return client;
+}
+
+void MemberConn::Done(const absl::Status& s) {
+  const bool failed = IsMemberFailure(s);
+  breaker_.Record(!failed, absl::Now());
+  absl::MutexLock lock(&mu_);
+  ++calls_;
+  if (failed) ++call_errors_;
+  last_ok_ = !failed;
+}
+
+Client* MemberConn::connected() {
+  absl::MutexLock lock(&mu_);
+  return client_.get();
+}
+
+void MemberConn::ForgetNamespace(const Key128& ns) {
+  absl::MutexLock lock(&mu_);
+  namespaces_.erase(ns);
+}
+
+bool MemberConn::Skip() const {
+  return breaker_.state(absl::Now()) == CircuitBreaker::State::kOpen;
+}
+
+bool MemberConn::BreakerOpen() const { return breaker_.IsOpen(absl::Now()); }
+
+ClusterMemberStatus MemberConn::Status() const {
+  ClusterMemberStatus out;
+  out.id = member_.id;
+  out.address = uri_.empty() ? "" : uri_.substr(uri_.find("://") + 3);
+  out.zone = member_.zone;
+  out.dram_capacity_bytes = member_.dram_capacity_bytes;
+  out.nvme_capacity_bytes = member_.nvme_capacity_bytes;
+  out.breaker_open = BreakerOpen();
+  absl::MutexLock lock(&mu_);
+  out.connected = client_ != nullptr && last_ok_;
+  out.calls = calls_;
+  out.call_errors = call_errors_;
+  return out;
+}
+
+}  // namespace kvstash::client_internal

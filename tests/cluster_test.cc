@@ -199,10 +199,12 @@ INSTANTIATE_TEST_SUITE_P(Transports, ClusterTransportTest,
                          TransportTestName);
 
 // Threads that get known keys (checking every byte) and put fresh ones until stopped.
+// `may_miss[i]` says whether keys[i] may ever be a miss (its owner is the member killed).
 class Load {
  public:
-  Load(Client* client, NamespaceHandle ns, std::vector<Key128> keys, int threads)
-      : client_(client), ns_(ns), keys_(std::move(keys)) {
+  Load(Client* client, NamespaceHandle ns, std::vector<Key128> keys, std::vector<bool> may_miss,
+       int threads)
+      : client_(client), ns_(ns), keys_(std::move(keys)), may_miss_(std::move(may_miss)) {
     for (int t = 0; t < threads; ++t) threads_.emplace_back([this, t] { Run(t); });
   }
   ~Load() { Stop(); }
@@ -216,6 +218,11 @@ class Load {
   GetTally gets() {
     absl::MutexLock lock(&mu_);
     return gets_;
+  }
+  // Misses of keys that must always be found.
+  int foreign_misses() {
+    absl::MutexLock lock(&mu_);
+    return foreign_misses_;
   }
   int put_call_errors() {
     absl::MutexLock lock(&mu_);
@@ -231,8 +238,15 @@ class Load {
     std::mt19937_64 rng(100 + t);
     while (!stop_.load()) {
       std::vector<Key128> batch;
-      for (int i = 0; i < 8; ++i) batch.push_back(keys_[rng() % keys_.size()]);
-      const GetTally tally = GetChecked(*client_, ns_, batch);
+      std::vector<size_t> picked;
+      for (int i = 0; i < 8; ++i) picked.push_back(rng() % keys_.size());
+      for (size_t k : picked) batch.push_back(keys_[k]);
+      std::vector<bool> found;
+      const GetTally tally = GetChecked(*client_, ns_, batch, &found);
+      int foreign = 0;
+      for (size_t i = 0; tally.call_errors == 0 && i < picked.size(); ++i) {
+        foreign += !found[i] && !may_miss_[picked[i]] ? 1 : 0;
+      }
       Payload p;
       p.key = RandomKey(rng);
       p.bytes = PatternBytes(p.key, kChunk);
@@ -241,6 +255,7 @@ class Load {
       const absl::Status put = client_->Put(ns_, absl::MakeSpan(items));
       absl::MutexLock lock(&mu_);
       gets_.Add(tally);
+      foreign_misses_ += foreign;
       if (!put.ok()) {
         ++put_call_errors_;
         if (first_put_error_.empty()) first_put_error_ = put.ToString();
@@ -251,9 +266,11 @@ class Load {
   Client* const client_;
   const NamespaceHandle ns_;
   const std::vector<Key128> keys_;
+  const std::vector<bool> may_miss_;
   std::atomic<bool> stop_{false};
   absl::Mutex mu_;
   GetTally gets_ ABSL_GUARDED_BY(mu_);
+  int foreign_misses_ ABSL_GUARDED_BY(mu_) = 0;
   int put_call_errors_ ABSL_GUARDED_BY(mu_) = 0;
   std::string first_put_error_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_;  // last: start once the members above exist
@@ -282,8 +299,10 @@ void ExpectOnlyShareMissing(Client& client, NamespaceHandle ns, const std::vecto
 TEST_F(ClusterTest, KilledMemberUnderLoadGivesMissesForItsShareOnly) {
   const std::vector<Key128> keys = PutKeys(*client_, ns_, 240);
   const std::vector<std::string> owners = OwnersOf(MemberSet(), keys);
+  std::vector<bool> owned_by_victim;
+  for (const std::string& owner : owners) owned_by_victim.push_back(owner == MemberId(1));
   {
-    Load load(client_.get(), ns_, keys, 3);
+    Load load(client_.get(), ns_, keys, owned_by_victim, 3);
     ASSERT_TRUE(PollUntil([&] { return load.gets().hits >= 50; }, settle_timeout()));
     ASSERT_NO_FATAL_FAILURE(KillMember(1));
     // Calls to it stop: the client drops it (lease lapsed) or its breaker opens.
@@ -298,6 +317,7 @@ TEST_F(ClusterTest, KilledMemberUnderLoadGivesMissesForItsShareOnly) {
     EXPECT_EQ(tally.call_errors, 0) << tally.ToString();
     EXPECT_EQ(tally.item_errors, 0) << tally.ToString();
     EXPECT_GT(tally.misses, 0) << "no get ever missed: " << tally.ToString();
+    EXPECT_EQ(load.foreign_misses(), 0) << "keys of live members missed under load";
     EXPECT_EQ(load.put_call_errors(), 0) << load.first_put_error();
   }
   EXPECT_TRUE(AwaitRegistered(LiveIds()));
@@ -349,7 +369,15 @@ TEST_F(ClusterTest, FourthMemberTakesAboutAQuarterAndEveryKeyStaysFound) {
   EXPECT_LT(fraction, 0.35) << moved << " of " << keys.size() << " moved";
 
   // During the hand-over the moved keys are still found (the old owner is consulted on a
-  // miss), by this client and by one that only ever saw four members.
+  // miss); the gets copy them to their new owner, so a client that only ever saw four
+  // members finds them too.
+  // Lookup first: gets copy what they find on a previous owner to the new one.
+  absl::StatusOr<LookupResult> lookup = client_->Lookup(ns_, keys);
+  ASSERT_TRUE(lookup.ok()) << lookup.status();
+  EXPECT_EQ(lookup->hit_count, keys.size());
+  absl::StatusOr<ClusterStatus> status = client_->Cluster();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_GT(status->keys_moved, 0u) << "no lookup went to a previous owner";
   GetTally tally = GetAllChecked(*client_, ns_, keys);
   EXPECT_EQ(tally.hits, static_cast<int>(keys.size())) << tally.ToString();
   std::unique_ptr<Client> late;

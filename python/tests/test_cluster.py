@@ -34,7 +34,7 @@ def members() -> Iterator[Members]:
     try:
         find_etcd()
     except FileNotFoundError:
-        daemons = [Daemon() for _ in range(3)]
+        daemons = [Daemon({"storage.dram.capacity_bytes": "128MiB"}) for _ in range(3)]
         try:
             yield Members("static", daemons, None)
         finally:

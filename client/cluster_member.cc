@@ -41,19 +41,33 @@ MemberConn::MemberConn(cluster::Member member, const ClientOptions& options, Ini
                 .open_ms = options.cluster.breaker_open_ms}) {}
 
 absl::StatusOr<Client*> MemberConn::Connect() {
+  uint64_t failures_seen;
+  {
+    absl::MutexLock lock(&mu_);
+    if (client_ != nullptr) return client_.get();
+    failures_seen = connect_failures_;
+  }
   absl::MutexLock connect_lock(&connect_mu_);
   {
     absl::MutexLock lock(&mu_);
     if (client_ != nullptr) return client_.get();
+    // A connect that failed while this caller waited answers for it too: callers queued
+    // behind a dead member must not each wait out a connect timeout of their own.
+    if (connect_failures_ != failures_seen) return last_connect_error_;
   }
-  if (uri_.empty()) {
-    return absl::UnavailableError(absl::StrCat("cluster member ", member_.id, " publishes no ",
-                                               options_.cluster.transport, " address"));
-  }
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(uri_, options_);
-  if (!client.ok()) return client.status();
-  if (absl::Status s = init_(**client); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      uri_.empty()
+          ? absl::UnavailableError(absl::StrCat("cluster member ", member_.id, " publishes no ",
+                                                options_.cluster.transport, " address"))
+          : Client::Connect(uri_, options_);
+  absl::Status s = client.status();
+  if (s.ok()) s = init_(**client);
   absl::MutexLock lock(&mu_);
+  if (!s.ok()) {
+    ++connect_failures_;
+    last_connect_error_ = s;
+    return s;
+  }
   client_ = *std::move(client);
   return client_.get();
 }

@@ -78,6 +78,8 @@ class MemberConn {
   mutable absl::Mutex mu_;
   std::unique_ptr<Client> client_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<Key128> namespaces_ ABSL_GUARDED_BY(mu_);
+  uint64_t connect_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status last_connect_error_ ABSL_GUARDED_BY(mu_);
   bool last_ok_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t calls_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t call_errors_ ABSL_GUARDED_BY(mu_) = 0;

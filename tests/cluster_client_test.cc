@@ -71,6 +71,8 @@ class ClusterClientTest : public ::testing::TestWithParam<Transport> {
     options.ucx_tls = UcxTls(GetParam());
     options.cluster.transport = GetParam() == Transport::kGrpc ? "grpc" : "ucx";
     options.cluster.breaker_failures = 2;
+    // Generous for sanitizer builds: a slow member must not read as a dead one here.
+    options.cluster.node_deadline_ms = 10000;
     // Long enough that no probe goes out while a test runs: calls to a dead member stop.
     options.cluster.breaker_open_ms = 600000;
     return options;
@@ -399,6 +401,63 @@ TEST_P(ClusterClientTest, HotChunksSurviveTheirOwner) {
     ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
     EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
   }
+}
+
+TEST_P(ClusterClientTest, ConcurrentCallsWhileTheMemberSetChanges) {
+  ClientOptions options = Options();
+  options.cluster.handover_ms = 600000;
+  options.cluster.replicas = 2;
+  options.cluster.hot_fetches = 2;
+  SettableSource* source = nullptr;
+  NamespaceHandle ns;
+  std::unique_ptr<Client> client = ConnectSettable(2, options, &source, &ns);
+  ASSERT_NE(client, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> call_errors{0}, wrong_bytes{0}, rounds{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(100 + t);
+      while (!stop.load()) {
+        std::vector<Payload> chunks = Chunks(rng, 8);
+        std::vector<PutItem> puts;
+        for (const Payload& p : chunks) {
+          puts.push_back(p.AsPutItem());
+          puts.back().hints.priority = t % 2 == 0 ? Priority::kHigh : Priority::kNormal;
+        }
+        if (!client->Put(ns, absl::MakeSpan(puts)).ok()) ++call_errors;
+        const std::vector<Key128> keys = KeysOf(chunks);
+        auto hits = client->Lookup(ns, keys, /*lease_ms=*/10000);
+        if (!hits.ok()) ++call_errors;
+        std::vector<std::vector<uint8_t>> bufs;
+        std::vector<GetItem> items;
+        const uint64_t lease = hits.ok() ? hits->lease_id : 0;
+        for (int repeat = 0; repeat < 2; ++repeat) {
+          if (!GetMany(*client, ns, keys, kChunkBytes, &bufs, &items, lease).ok()) ++call_errors;
+          for (size_t i = 0; i < items.size(); ++i) {
+            if (items[i].status.ok() &&
+                FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size) != -1) {
+              ++wrong_bytes;
+            }
+          }
+        }
+        if (!client->Exists(ns, keys).ok() || !client->Stats().ok()) ++call_errors;
+        ++rounds;
+      }
+    });
+  }
+  for (int change = 0; change < 10; ++change) {
+    const int at = rounds.load();
+    ASSERT_TRUE(PollUntil([&] { return rounds.load() >= at + 4; }, absl::Seconds(60)));
+    std::vector<cluster::Member> set = {MemberOf(0), MemberOf(1)};
+    if (change % 2 == 0) set.push_back(MemberOf(2));
+    source->Set(set);
+  }
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(call_errors.load(), 0);
+  EXPECT_EQ(wrong_bytes.load(), 0);
+  EXPECT_EQ(client->Cluster()->member_set_changes, 10u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ClusterClientTest,

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -21,6 +22,7 @@
 #include "tests/daemon_process.h"
 #include "tests/etcd_process.h"
 #include "tests/metrics_test_util.h"
+#include "tests/subprocess.h"
 #include "tests/test_util.h"
 
 namespace kvstash::testing {
@@ -215,6 +217,37 @@ TEST_F(ClusterDaemonTest, StartsAndServesWhileEtcdIsDown) {
   ASSERT_TRUE(etcd_->Restart().ok());
   EXPECT_TRUE(WaitRegistered("node-g"));
   EXPECT_TRUE(WaitMetric(*daemon, "kvstash_cluster_members", 1));
+}
+
+TEST_F(ClusterDaemonTest, CliListsTheMembersWithCapacityAndUsage) {
+  std::unique_ptr<DaemonProcess> a = StartMember("node-h");
+  std::unique_ptr<DaemonProcess> b = StartMember("node-i");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(WaitRegistered("node-h") && WaitRegistered("node-i"));
+  const std::string uri = absl::StrCat("etcd://", etcd_->endpoint(), "/", kCluster);
+  auto listed = RunCommand({KVSTASH_CLI_PATH, "cluster", uri}, absl::Seconds(60));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_TRUE(listed->exit.exited && listed->exit.code == 0) << listed->output;
+  for (const DaemonProcess* d : {a.get(), b.get()}) {
+    EXPECT_TRUE(absl::StrContains(listed->output, d->address())) << listed->output;
+  }
+  for (const char* want : {"node-h", "node-i", "zone-a", "0 B / 32.0 MiB", "idle", "2 members"}) {
+    EXPECT_TRUE(absl::StrContains(listed->output, want)) << want << "\n" << listed->output;
+  }
+  EXPECT_FALSE(absl::StrContains(listed->output, ": stats: ")) << listed->output;
+
+  // A static list names the members by address; one daemon is no cluster.
+  auto fixed = RunCommand(
+      {KVSTASH_CLI_PATH, "cluster", absl::StrCat("static://", a->address(), ",", b->address())},
+      absl::Seconds(60));
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_TRUE(fixed->exit.exited && fixed->exit.code == 0) << fixed->output;
+  EXPECT_TRUE(absl::StrContains(fixed->output, "2 members")) << fixed->output;
+  auto single = RunCommand({KVSTASH_CLI_PATH, "cluster", a->uri()}, absl::Seconds(60));
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_TRUE(single->exit.exited && single->exit.code == 1) << single->output;
+  EXPECT_TRUE(absl::StrContains(single->output, "FAILED_PRECONDITION")) << single->output;
 }
 
 }  // namespace

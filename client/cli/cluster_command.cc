@@ -29,9 +29,25 @@ absl::StatusOr<ServerStats> MemberStats(const std::string& address, ClientOption
   options.deadline_ms = std::min(options.deadline_ms, kMemberDeadlineMs);
   options.max_retries = 0;
   absl::StatusOr<std::unique_ptr<Client>> client =
-      Client::Connect(absl::StrCat("grpc://", address), options);
+      Client::Connect(absl::StrCat(options.cluster.transport, "://", address), options);
   if (!client.ok()) return client.status();
   return (*client)->Stats(nullptr);
+}
+
+// Fills in each row's usage, asking the members in parallel.
+void AddUsage(const ClientOptions& options, std::vector<ClusterRow>* rows) {
+  std::vector<std::future<absl::StatusOr<ServerStats>>> stats;
+  for (const ClusterRow& r : *rows) {
+    stats.push_back(std::async(std::launch::async, MemberStats, r.address, options));
+  }
+  for (size_t i = 0; i < rows->size(); ++i) {
+    absl::StatusOr<ServerStats> s = stats[i].get();
+    if (s.ok()) {
+      (*rows)[i].usage = *std::move(s);
+    } else {
+      (*rows)[i].usage_error = s.status().ToString();
+    }
+  }
 }
 
 }  // namespace
@@ -61,20 +77,30 @@ std::string ClusterTable(absl::Span<const ClusterRow> rows) {
   return out;
 }
 
-// Fills in each row's usage, asking the members in parallel.
-void AddUsage(const ClientOptions& options, std::vector<ClusterRow>* rows) {
-  std::vector<std::future<absl::StatusOr<ServerStats>>> stats;
-  for (const ClusterRow& r : *rows) {
-    stats.push_back(std::async(std::launch::async, MemberStats, r.address, options));
+absl::Status RunCluster(Client& client, const ClientOptions& options, std::ostream& out) {
+  absl::StatusOr<ClusterStatus> status = client.Cluster();
+  if (!status.ok()) return status.status();
+  std::vector<ClusterRow> rows;
+  for (const ClusterMemberStatus& m : status->members) {
+    ClusterRow r;
+    r.id = m.id;
+    r.address = m.address;
+    r.zone = m.zone;
+    r.dram_capacity_bytes = m.dram_capacity_bytes;
+    r.nvme_capacity_bytes = m.nvme_capacity_bytes;
+    // This client's view: idle until it called the member, then whether calls succeed.
+    const char* state = m.breaker_open ? "breaker-open"
+                        : m.calls == 0 ? "idle"
+                        : m.connected  ? "connected"
+                                       : "failing";
+    r.state = absl::StrCat(state, " calls=", m.calls, " errors=", m.call_errors);
+    rows.push_back(std::move(r));
   }
-  for (size_t i = 0; i < rows->size(); ++i) {
-    absl::StatusOr<ServerStats> s = stats[i].get();
-    if (s.ok()) {
-      (*rows)[i].usage = *std::move(s);
-    } else {
-      (*rows)[i].usage_error = s.status().ToString();
-    }
-  }
+  AddUsage(options, &rows);
+  out << ClusterTable(rows);
+  out << "member source " << (status->source_connected ? "connected" : "unreachable")
+      << ", member set changes=" << status->member_set_changes << "\n";
+  return absl::OkStatus();
 }
 
 }  // namespace kvstash::cli

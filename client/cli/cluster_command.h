@@ -12,7 +12,6 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "client/cli/args.h"
 #include "kvstash/client.h"
 
 namespace kvstash::cli {
@@ -24,7 +23,8 @@ struct ClusterRow {
   std::string zone;     // "" = none
   uint64_t dram_capacity_bytes = 0;
   uint64_t nvme_capacity_bytes = 0;
-  // The client's view of the member: connection and breaker state, e.g. "ready closed".
+  // The client's view of the member: idle, connected, failing or breaker-open, and its
+  // calls, e.g. "connected calls=3 errors=0".
   std::string state;
   // The member's own Stats; empty when it could not be asked (usage_error says why).
   std::optional<ServerStats> usage;
@@ -35,9 +35,10 @@ struct ClusterRow {
 // used/capacity, chunks, state), the reasons of failed Stats calls, and a count.
 std::string ClusterTable(absl::Span<const ClusterRow> rows);
 
-// Lists the members of the cluster `client` was connected to (args.server), asking each
-// for its Stats in parallel. An error only when the member set cannot be read; a member
-// that does not answer is listed with its error.
-absl::Status RunCluster(Client& client, const CliArgs& args, std::ostream& out);
+// Lists the members of the cluster `client` was connected to, asking each for its Stats in
+// parallel over a connection of its own (ClusterOptions::transport, `options` otherwise).
+// FAILED_PRECONDITION for a client of one daemon; a member that does not answer is listed
+// with its error.
+absl::Status RunCluster(Client& client, const ClientOptions& options, std::ostream& out);
 
 }  // namespace kvstash::cli

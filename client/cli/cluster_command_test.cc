@@ -16,7 +16,7 @@ TEST(ClusterTableTest, ListsEachMemberWithCapacityUsageAndState) {
   rows[0].zone = "rack-a";
   rows[0].dram_capacity_bytes = 4ull << 30;
   rows[0].nvme_capacity_bytes = 64ull << 30;
-  rows[0].state = "ready closed";
+  rows[0].state = "connected calls=3 errors=0";
   rows[0].usage = ServerStats();
   rows[0].usage->dram_used_bytes = 1ull << 30;
   rows[0].usage->nvme_used_bytes = 2ull << 30;
@@ -24,7 +24,7 @@ TEST(ClusterTableTest, ListsEachMemberWithCapacityUsageAndState) {
   rows[1].id = "node-2";
   rows[1].address = "10.0.0.2:7070";
   rows[1].dram_capacity_bytes = 4ull << 30;
-  rows[1].state = "failing open";
+  rows[1].state = "breaker-open calls=9 errors=9";
   rows[1].usage_error = "UNAVAILABLE: connection refused";
   const std::string table = ClusterTable(rows);
   EXPECT_TRUE(absl::StrContains(table, "member")) << table;
@@ -34,7 +34,7 @@ TEST(ClusterTableTest, ListsEachMemberWithCapacityUsageAndState) {
   EXPECT_TRUE(absl::StrContains(table, "1.0 GiB / 4.0 GiB")) << table;
   EXPECT_TRUE(absl::StrContains(table, "2.0 GiB / 64.0 GiB")) << table;
   EXPECT_TRUE(absl::StrContains(table, " 42 ")) << table;
-  EXPECT_TRUE(absl::StrContains(table, "ready closed")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "connected calls=3 errors=0")) << table;
   // A member that did not answer: its capacity from the member set, no usage, the reason.
   EXPECT_TRUE(absl::StrContains(table, "- / 4.0 GiB")) << table;
   EXPECT_TRUE(absl::StrContains(table, "node-2: stats: UNAVAILABLE: connection refused")) << table;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "client/cli/cluster_command.h"
 #include "client/cli/output.h"
 #include "kvstash/client.h"
 
@@ -189,7 +190,7 @@ absl::Status RunEndSession(Client& client, NamespaceHandle ns, const CliArgs& a,
 
 bool NeedsNamespace(const CliArgs& a) {
   return a.command != Command::kHealth && a.command != Command::kNamespaces &&
-         (a.command != Command::kStats || a.namespace_stats);
+         a.command != Command::kCluster && (a.command != Command::kStats || a.namespace_stats);
 }
 
 absl::Status Dispatch(Client& client, const CliArgs& a, std::ostream& out) {
@@ -268,7 +269,8 @@ int RunCommand(const CliArgs& args, std::ostream& out, std::ostream& err) {
     // A URI that does not parse is the user's typo, not a failed call.
     return absl::IsInvalidArgument(client.status()) ? kExitUsage : kExitCallFailed;
   }
-  absl::Status s = Dispatch(**client, args, out);
+  absl::Status s = args.command == Command::kCluster ? RunCluster(**client, *options, out)
+                                                     : Dispatch(**client, args, out);
   if (!s.ok()) {
     PrintError(s, err);
     return kExitCallFailed;

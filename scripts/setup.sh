@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kvstash builds and tests with (clang and its runtime
 # libraries build the fuzz targets, scripts/fuzz.sh; openssl makes the TLS tests'
-# certificates). Idempotent: installs only
-# what is missing, and uses sudo only when not running as root.
+# certificates; etcd-server and etcd-client run the cluster tests' etcd). Idempotent:
+# installs only what is missing, and uses sudo only when not running as root.
 #   scripts/setup.sh [--bench]   (--bench also installs the peers: redis-server, memcached,
 #                                 fio for the raw-disk rows of the NVMe benchmark, and
 #                                 ucx-utils for the ucx_perftest rows of --ucx,
@@ -15,7 +15,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libxxhash-dev libssl-dev librocksdb-dev
   libgtest-dev libgmock-dev
-  libcivetweb-dev libsystemd-dev libucx-dev prometheus
+  libcivetweb-dev libsystemd-dev libucx-dev prometheus etcd-server etcd-client
   python3-dev python3-venv
 )
 if [[ "${1:-}" == "--bench" ]]; then

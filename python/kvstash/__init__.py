@@ -15,12 +15,16 @@ from ._client import Client, Namespace, default_options, key_from_engine_hash
 from ._errors import (DeadlineExceeded, Error, InvalidArgument, NotFound, StatusCode,
                       Unavailable)
 from ._fetch import FetchAdvisor, fetch_advisor_defaults
-from ._types import LookupResult, NamespaceUsage, Priority, Tier
+from ._types import (ClusterMember, ClusterOptions, ClusterStatus, LookupResult, NamespaceUsage,
+                     Priority, Tier)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client",
+    "ClusterMember",
+    "ClusterOptions",
+    "ClusterStatus",
     "DeadlineExceeded",
     "Error",
     "FetchAdvisor",

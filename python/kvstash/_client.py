@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import dataclasses
 import itertools
 import threading
 import weakref
@@ -12,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _native
 from ._errors import Error
-from ._types import LookupResult, NamespaceUsage, Priority, Tier
+from ._types import ClusterOptions, ClusterStatus, LookupResult, NamespaceUsage, Priority, Tier
 
 Namespace = _native.Namespace
 Keys = Sequence[bytes]
@@ -33,7 +34,8 @@ def _put_hints(session_id: int, ttl_ms: int, priority: "Priority | int", pin: bo
 
 
 def default_options() -> Dict[str, Any]:
-    """Every option ``Client`` takes, with its default (as in the C++ ``ClientOptions``)."""
+    """Every option ``Client`` takes, with its default (as in the C++ ``ClientOptions``);
+    ``"cluster"`` holds :class:`ClusterOptions`' fields as a dict."""
     return dict(_native.default_options())
 
 
@@ -102,7 +104,10 @@ class _Dispatcher:
 
 class Client:
     """A connection to kvstashd, over ``grpc://host:port``, ``grpcs://host:port`` (TLS) or
-    ``ucx://host:port``.
+    ``ucx://host:port``; or to a cluster of them, ``etcd://host:port[,host:port]/<name>``
+    (the members registered in etcd, followed as they change), ``static://host:port,...``
+    or ``dns://name:port``, placing each chunk on its member by rendezvous hashing.
+    ``cluster`` (:class:`ClusterOptions`) tunes how; :meth:`cluster` shows the members.
 
     ``options`` are the C++ ``ClientOptions`` fields by name (``deadline_ms``,
     ``connect_timeout_ms``, ``max_retries``, ``initial_backoff_ms``, ``max_backoff_ms``,
@@ -123,7 +128,13 @@ class Client:
     Thread-safety: thread-safe; calls from many threads run concurrently.
     """
 
-    def __init__(self, uri: str, **options: Any) -> None:
+    def __init__(self, uri: str, *, cluster: Optional[ClusterOptions] = None,
+                 **options: Any) -> None:
+        if cluster is not None:
+            if not isinstance(cluster, ClusterOptions):
+                raise TypeError(f"cluster: expected kvstash.ClusterOptions, got "
+                                f"{type(cluster).__name__}")
+            options["cluster"] = dataclasses.asdict(cluster)
         self._native = _native.Client(uri, options)
         self._dispatcher: Optional[_Dispatcher] = None
         self._dispatcher_lock = threading.Lock()
@@ -234,6 +245,12 @@ class Client:
     def health(self) -> Dict[str, Any]:
         """``{"serving": bool, "version": str, "uptime_ms": int}``."""
         return self._native.health()
+
+    def cluster(self) -> ClusterStatus:
+        """The members a cluster client places chunks on, as it sees them now, with its
+        calls, errors and breaker state per member (no call is made). Raises
+        :class:`Error` (FAILED_PRECONDITION) for a client of one daemon."""
+        return ClusterStatus._from_native(self._native.cluster())
 
     # -- admin calls -------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ._errors import Error
 from ._types import LookupResult, Tier
 
-def default_options() -> Dict[str, Any]: ...
+def default_options() -> Dict[str, Any]:
+    """ClientOptions' fields; "cluster" a dict of kvstash.ClusterOptions' fields."""
+
 def key_from_engine_hash(engine_hash: "bytes | str") -> bytes: ...
 def memory_at(address: int, size: int) -> memoryview:
     """A writable memoryview of ``size`` bytes at ``address`` (the caller vouches for it)."""
@@ -143,6 +145,8 @@ class Client:
                       keys: Sequence[bytes]) -> None: ...
     def stats(self, ns: Optional[Namespace] = None) -> Dict[str, int]: ...
     def health(self) -> Dict[str, Any]: ...
+    def cluster(self) -> Dict[str, Any]:
+        """kvstash.ClusterStatus's fields; "members" a list of kvstash.ClusterMember's."""
     def list_namespaces(
         self,
     ) -> List[Tuple[bytes, Optional[Namespace], str, int, int, int, int, int]]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from typing import TYPE_CHECKING, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
 
 if TYPE_CHECKING:
     from ._native import Namespace
@@ -59,3 +60,78 @@ class NamespaceUsage(NamedTuple):
     """Payload bytes of its chunks on NVMe."""
     pinned_bytes: int
     """Payload bytes of its pinned chunks."""
+
+
+@dataclasses.dataclass
+class ClusterOptions:
+    """How a cluster client (``etcd://``, ``static://`` or ``dns://`` URI; docs/cluster.md)
+    spreads chunks over the members and copes with one failing: the C++ ``ClusterOptions``
+    (``ClientOptions::cluster``) field by field, with the same defaults. Pass it as
+    ``kvstash.Client(uri, cluster=...)``; the C++ client checks the values
+    (:class:`kvstash.InvalidArgument` naming the field). Every member gets a connection with
+    the client's other options (``deadline_ms`` aside: ``node_deadline_ms``)."""
+
+    transport: str = "grpc"
+    """Which address of each member to connect to: ``"grpc"``, ``"grpcs"`` (gRPC over TLS,
+    with the ``tls_*`` options) or ``"ucx"`` (the ``ucx_*`` options apply)."""
+    replicas: int = 1
+    """Copies of each hot chunk (put with priority HIGH or pin, or fetched ``hot_fetches``
+    times); 1: no copies. A get asks the next copy when an owner fails. 1 to 8."""
+    hot_fetches: int = 4
+    """Fetches of one chunk through this client after which it counts as hot; 0: only
+    hints make a chunk hot."""
+    node_deadline_ms: int = 2000
+    """Deadline of one call to one member, retries included: a slower member counts as
+    failed for that call, and its keys as misses."""
+    breaker_failures: int = 3
+    """Consecutive failed calls to a member after which its circuit breaker opens: its keys
+    are misses at once for ``breaker_open_ms``, then one call probes it."""
+    breaker_open_ms: int = 2000
+    """How long an open breaker skips its member."""
+    handover_ms: int = 60000
+    """After the member set changes, a key whose owner changed and misses on its new owner
+    is also looked up on its previous owner for this long (and copied over as fetched);
+    0: no hand-over."""
+    dns_refresh_ms: int = 5000
+    """``dns://`` only: how often the name is resolved again."""
+
+
+class ClusterMember(NamedTuple):
+    """One member as a cluster client sees it (C++ ``ClusterMemberStatus``)."""
+
+    id: str
+    """The member's id (config ``cluster.member_id``; the address for ``static://``)."""
+    address: str
+    """The address this client connects to (``ClusterOptions.transport``)."""
+    zone: str
+    """Its failure domain (config ``cluster.zone``); empty: none."""
+    dram_capacity_bytes: int
+    nvme_capacity_bytes: int
+    """Capacities the member registered with."""
+    connected: bool
+    """A connection to it exists and its last call succeeded."""
+    breaker_open: bool
+    """Calls to it are skipped for now (its keys are misses)."""
+    calls: int
+    """Calls this client made to it."""
+    call_errors: int
+    """Of which failed (deadline, unavailable, ...)."""
+
+
+class ClusterStatus(NamedTuple):
+    """Answer of :meth:`kvstash.Client.cluster` (C++ ``ClusterStatus``)."""
+
+    members: List[ClusterMember]
+    """The member set the client places chunks on, sorted by id."""
+    member_set_changes: int
+    """Member sets received after the first."""
+    keys_moved: int
+    """Hand-over lookups made on a previous owner."""
+    source_connected: bool
+    """etcd (or DNS) answered the last time it was asked."""
+
+    @classmethod
+    def _from_native(cls, status: Dict[str, Any]) -> "ClusterStatus":
+        fields = dict(status)
+        members = [ClusterMember(**m) for m in fields.pop("members")]
+        return cls(members=members, **fields)

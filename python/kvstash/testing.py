@@ -1,9 +1,13 @@
-"""Run a real kvstashd for tests and benchmarks: free loopback ports, a private data dir.
+"""Run a real kvstashd for tests and benchmarks: free loopback ports, a private data dir;
+and a cluster of them registered in a real etcd.
 
     with kvstash.testing.Daemon() as d:          # kvstashd from $KVSTASHD or PATH
         client = kvstash.Client(d.ucx_uri)
 
-Thread-safety: a Daemon is driven by one thread.
+    with kvstash.testing.Cluster(members=3) as c:  # etcd from $KVSTASH_ETCD or PATH
+        client = kvstash.Client(c.uri)             # "etcd://127.0.0.1:PORT/<name>"
+
+Thread-safety: a Daemon, Etcd or Cluster is driven by one thread.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 from typing import Dict, List, Optional, Sequence
 
 
@@ -148,4 +154,156 @@ class Daemon:
         self.close()
 
 
-__all__: Sequence[str] = ["Daemon", "find_kvstashd", "parse_ready_file"]
+def find_etcd() -> str:
+    """``$KVSTASH_ETCD``, else ``etcd`` on PATH, else ``/usr/bin/etcd`` (Debian's
+    etcd-server). Raises FileNotFoundError."""
+    path = os.environ.get("KVSTASH_ETCD") or shutil.which("etcd") or "/usr/bin/etcd"
+    if not os.access(path, os.X_OK):
+        raise FileNotFoundError("etcd not found: install etcd-server or set KVSTASH_ETCD")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Etcd:
+    """A single-node etcd on loopback, in a private data dir, on free ports.
+
+    ``restart()`` kills it (SIGKILL) and starts it again on the same ports and data, so
+    its keys and leases survive as they would a crash.
+    """
+
+    def __init__(self, etcd: Optional[str] = None, start_timeout_s: float = 30.0) -> None:
+        self.etcd = etcd or find_etcd()
+        self.dir = tempfile.mkdtemp(prefix="kvstash-etcd-")
+        self.client_port = _free_port()
+        self.peer_port = _free_port()
+        self.start_timeout_s = start_timeout_s
+        self.proc: Optional[subprocess.Popen] = None
+        self.start()
+
+    @property
+    def endpoint(self) -> str:
+        """``127.0.0.1:PORT``, as ``cluster.etcd_endpoints`` and etcd:// URIs take it."""
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.dir, "etcd.log")
+
+    def start(self) -> None:
+        client = f"http://{self.endpoint}"
+        peer = f"http://127.0.0.1:{self.peer_port}"
+        args = [self.etcd, "--name", "kvstash-test", "--data-dir", os.path.join(self.dir, "data"),
+                "--listen-client-urls", client, "--advertise-client-urls", client,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                "--initial-cluster", f"kvstash-test={peer}"]
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.start_timeout_s
+        while not self._healthy():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"etcd did not start; log: {self.log_tail()}")
+            time.sleep(0.05)
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{self.endpoint}/health", timeout=1) as r:
+                return b'"true"' in r.read()
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_path) as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        try:
+            self.kill()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> "Etcd":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Cluster:
+    """An etcd and ``members`` kvstashd registered in it (config section ``cluster:``) as
+    members ``m0``, ``m1``, ...; ``uri`` is what a cluster client connects to. Members
+    run with NVMe off unless ``settings`` say otherwise.
+    """
+
+    def __init__(self, members: int = 3, name: Optional[str] = None, lease_ttl_s: int = 2,
+                 settings: Optional[Dict[str, str]] = None) -> None:
+        self.name = name or f"py-{os.getpid()}-{int(time.monotonic() * 1000)}"
+        self.lease_ttl_s = lease_ttl_s
+        self.settings = dict(settings or {})
+        self.etcd = Etcd()
+        self.daemons: List[Daemon] = []
+        try:
+            for _ in range(members):
+                self.add_member()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def uri(self) -> str:
+        return f"etcd://{self.etcd.endpoint}/{self.name}"
+
+    @property
+    def static_uri(self) -> str:
+        """``static://host:port,...``: the members' gRPC addresses, without etcd."""
+        return "static://" + ",".join(d.addresses["grpc"] for d in self.daemons)
+
+    def add_member(self) -> Daemon:
+        """Starts member ``m<len(daemons)>`` and returns it."""
+        settings = {
+            "cluster.enabled": "true",
+            "cluster.name": self.name,
+            "cluster.etcd_endpoints": self.etcd.endpoint,
+            "cluster.member_id": f"m{len(self.daemons)}",
+            "cluster.lease_ttl_s": str(self.lease_ttl_s),
+            "storage.dram.capacity_bytes": "128MiB",
+        }
+        settings.update(self.settings)
+        daemon = Daemon(settings, dir_prefix="kvstash-py-cluster-")
+        self.daemons.append(daemon)
+        return daemon
+
+    def close(self) -> None:
+        """Stops the members, then etcd, and removes their directories."""
+        try:
+            for d in self.daemons:
+                d.close()
+        finally:
+            self.etcd.close()
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__: Sequence[str] = ["Cluster", "Daemon", "Etcd", "find_etcd", "find_kvstashd",
+                          "parse_ready_file"]

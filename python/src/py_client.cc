@@ -12,6 +12,7 @@
 #include "nanobind/stl/string.h"
 #include "nanobind/stl/vector.h"
 #include "ops.h"
+#include "py_cluster.h"
 #include "py_namespace.h"
 
 namespace nb = nanobind;
@@ -65,6 +66,12 @@ ClientOptions ParseOptions(const nb::dict& kwargs) {
   ClientOptions options;
   for (auto [key, value] : kwargs) {
     std::string name = nb::cast<std::string>(key);
+    if (name == "cluster") {
+      ParseClusterOptions(value, &options.cluster);
+      // Bad cluster options fail here, before any member is reached.
+      ThrowIfError(options.cluster.Validate());
+      continue;
+    }
     const OptionField* field = nullptr;
     for (const OptionField& f : kOptionFields) {
       if (name == f.name) field = &f;
@@ -73,6 +80,7 @@ ClientOptions ParseOptions(const nb::dict& kwargs) {
       std::string known;
       for (const OptionField& f : kOptionFields)
         absl::StrAppend(&known, known.empty() ? "" : ", ", f.name);
+      absl::StrAppend(&known, ", cluster");
       ThrowInvalid(absl::StrCat("unknown client option '", name, "' (known: ", known, ")"));
     }
     if (PyBool_Check(value.ptr()) != PyBool_Check(field->get(options).ptr())) {
@@ -96,6 +104,7 @@ nb::dict DefaultOptions() {
   nb::dict out;
   const ClientOptions defaults;
   for (const OptionField& f : kOptionFields) out[f.name] = f.get(defaults);
+  out["cluster"] = ClusterOptionDefaults();
   return out;
 }
 
@@ -257,6 +266,18 @@ class PyClient {
     return out;
   }
 
+  // Client::Cluster() as kvstash.ClusterStatus's fields (py_cluster.h).
+  nb::dict Cluster() {
+    std::shared_ptr<Client> client = this->client();
+    absl::StatusOr<ClusterStatus> status;
+    {
+      nb::gil_scoped_release release;
+      status = client->Cluster();
+    }
+    ThrowIfError(status.status());
+    return ClusterStatusDict(*status);
+  }
+
   const std::string& uri() const { return uri_; }
 
  private:
@@ -368,6 +389,7 @@ void BindClient(nb::module_& m) {
               nb::handle keys) { c.Submit(q, token, MakeDeleteOp(Handle(ns), keys)); })
       .def("stats", &PyClient::Stats, nb::arg("ns").none() = nb::none())
       .def("health", &PyClient::Health)
+      .def("cluster", &PyClient::Cluster)
       .def("list_namespaces", &PyClient::ListNamespaces)
       .def("clear_namespace", &PyClient::ClearNamespace)
       .def("pin", &PyClient::Pin)

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "cluster/member.h"
 #include "fuzz_util.h"
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
@@ -234,6 +235,21 @@ void TokenFile() {
         "  read: [shared]\n");
 }
 
+void Members() {
+  cluster::Member m;
+  m.id = "node-a.zone1";
+  m.grpc_address = "10.0.0.7:7070";
+  m.ucx_address = "[fd00::7]:7072";
+  m.zone = "rack-3";
+  m.dram_capacity_bytes = 64ull << 30;
+  m.nvme_capacity_bytes = 2ull << 40;
+  m.started_unix_ms = 1795000000000;
+  Write("member_json_fuzz", "full", cluster::MemberToJson(m));
+  cluster::Member minimal;
+  minimal.id = "m0";
+  Write("member_json_fuzz", "minimal", cluster::MemberToJson(minimal));
+}
+
 }  // namespace
 }  // namespace kvstash::fuzz
 
@@ -250,5 +266,6 @@ int main(int argc, char** argv) {
   kvstash::fuzz::Config();
   kvstash::fuzz::Namespaces();
   kvstash::fuzz::TokenFile();
+  kvstash::fuzz::Members();
   return 0;
 }

@@ -64,12 +64,13 @@ class StaticMemberSource final : public MemberSource {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Resolves `host` (IPv4 and IPv6, TCP): members "ip:port", sorted; an error when the name
-// does not resolve.
-absl::StatusOr<std::vector<Member>> Resolve(const std::string& host, int port) {
+// Resolves `host` to addresses of `family`: members "ip:port", sorted; an error when the
+// name has none.
+absl::StatusOr<std::vector<Member>> Resolve(const std::string& host, int port, DnsFamily family) {
   addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
+  hints.ai_family = family == DnsFamily::kIPv6 ? AF_INET6 : AF_INET;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG;
   addrinfo* result = nullptr;
   const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &result);
   if (rc != 0) {
@@ -90,7 +91,8 @@ absl::StatusOr<std::vector<Member>> Resolve(const std::string& host, int port) {
   }
   freeaddrinfo(result);
   if (members.empty()) {
-    return absl::UnavailableError(absl::StrCat("\"", host, "\" has no IPv4 or IPv6 address"));
+    return absl::UnavailableError(absl::StrCat(
+        "\"", host, "\" has no ", family == DnsFamily::kIPv6 ? "IPv6" : "IPv4", " address"));
   }
   return SortedById(std::move(members));
 }
@@ -99,8 +101,8 @@ absl::StatusOr<std::vector<Member>> Resolve(const std::string& host, int port) {
 // Thread-safe.
 class DnsMemberSource final : public MemberSource {
  public:
-  DnsMemberSource(std::string host, int port, absl::Duration refresh)
-      : host_(std::move(host)), port_(port), refresh_(refresh) {}
+  DnsMemberSource(std::string host, int port, absl::Duration refresh, DnsFamily family)
+      : host_(std::move(host)), port_(port), refresh_(refresh), family_(family) {}
 
   ~DnsMemberSource() override {
     {
@@ -121,7 +123,7 @@ class DnsMemberSource final : public MemberSource {
     const absl::Time deadline = absl::Now() + timeout;
     absl::Status status = Refresh();
     while (!status.ok() && absl::Now() + kStartRetry < deadline) {
-      absl::SleepFor(kStartRetry);
+      absl::SleepFor(kStartRetry);  // the destructor cannot run during Start
       status = Refresh();
     }
     if (!status.ok()) {
@@ -146,12 +148,14 @@ class DnsMemberSource final : public MemberSource {
  private:
   // One lookup; delivers the set when it changed.
   absl::Status Refresh() {
-    absl::StatusOr<std::vector<Member>> members = Resolve(host_, port_);
+    absl::StatusOr<std::vector<Member>> members = Resolve(host_, port_, family_);
     {
       absl::MutexLock lock(&mu_);
+      ++stats_.lookups;
       stats_.connected = members.ok();
       if (!members.ok()) {
         ++stats_.errors;
+        stats_.last_error = std::string(members.status().message());
         return members.status();
       }
       if (stats_.updates > 0 && *members == current_) return absl::OkStatus();
@@ -165,8 +169,10 @@ class DnsMemberSource final : public MemberSource {
   void Run() {
     while (true) {
       {
+        const absl::Time until = absl::Now() + refresh_;
         absl::MutexLock lock(&mu_);
-        cv_.WaitWithTimeout(&mu_, refresh_);
+        while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
+        }
         if (stopping_) return;
       }
       Refresh().IgnoreError();  // counted in stats; the last set stays
@@ -176,6 +182,7 @@ class DnsMemberSource final : public MemberSource {
   const std::string host_;
   const int port_;
   const absl::Duration refresh_;
+  const DnsFamily family_;
   Listener listener_;  // set by Start before the thread exists
 
   mutable absl::Mutex mu_;
@@ -205,7 +212,8 @@ absl::StatusOr<std::unique_ptr<MemberSource>> NewStaticMemberSource(
 }
 
 absl::StatusOr<std::unique_ptr<MemberSource>> NewDnsMemberSource(std::string host, int port,
-                                                                 absl::Duration refresh) {
+                                                                 absl::Duration refresh,
+                                                                 DnsFamily family) {
   if (absl::Status s = ParseHostPort(absl::StrCat(host, ":", port)).status(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("DNS member source: ", s.message()));
   }
@@ -213,7 +221,7 @@ absl::StatusOr<std::unique_ptr<MemberSource>> NewDnsMemberSource(std::string hos
     return absl::InvalidArgumentError(
         absl::StrCat("DNS member source: refresh ", absl::FormatDuration(refresh), " must be > 0"));
   }
-  return std::unique_ptr<MemberSource>(new DnsMemberSource(std::move(host), port, refresh));
+  return std::unique_ptr<MemberSource>(new DnsMemberSource(std::move(host), port, refresh, family));
 }
 
 }  // namespace kvstash::cluster

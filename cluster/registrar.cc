@@ -89,7 +89,8 @@ class RegistrarImpl final : public Registrar {
   void Run();
   // Grants a lease and puts the key with it; false (lease_ left 0) on failure.
   bool Register();
-  // Refreshes the lease: false when it is lost (lease_ cleared) or etcd did not answer.
+  // Refreshes the lease and checks the key: false when the lease is lost (lease_ cleared)
+  // or etcd did not answer.
   bool KeepAlive();
   // Puts the key again when it is missing or under an older registration.
   void EnsureKey();
@@ -190,7 +191,7 @@ bool RegistrarImpl::KeepAlive() {
       ++stats_.refreshes;
     }
     EnsureKey();
-    return true;
+    return lease_ != 0;
   }
   Count(ttl.status());
   // Lost for sure: etcd says so, or no refresh reached it within the TTL.
@@ -201,6 +202,7 @@ bool RegistrarImpl::KeepAlive() {
 void RegistrarImpl::EnsureKey() {
   // Done before the next refresh is due, so checking never delays it.
   const absl::Time deadline = Deadline(last_refresh_ + refresh_);
+  if (deadline <= absl::Now()) return;  // the refresh took its time: check after the next
   absl::StatusOr<EtcdRange> range = etcd_->GetPrefix(key_, deadline);
   if (!Count(range.status())) return;
   const EtcdKeyValue* found = nullptr;

@@ -63,8 +63,9 @@ enum class DnsFamily { kIPv4, kIPv6 };
 // The addresses of `family` (IPv4 unless told) that `host` resolves to, each with `port`,
 // re-resolved every `refresh`: members id'd "ip:port" as in a static list. Addresses of a
 // family this host has no (non-loopback) address of are not asked for (AI_ADDRCONFIG). A
-// lookup that fails keeps the last set. Start and the destructor wait for a lookup in
-// flight, which the system resolver bounds (resolv.conf timeout x attempts).
+// lookup that fails keeps the last set. Lookups run on a detached thread, so neither Start
+// (bounded by its timeout) nor the destructor waits for one the resolver holds up; the
+// destructor waits only for a listener call in progress.
 absl::StatusOr<std::unique_ptr<MemberSource>> NewDnsMemberSource(
     std::string host, int port, absl::Duration refresh, DnsFamily family = DnsFamily::kIPv4);
 

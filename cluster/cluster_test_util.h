@@ -67,7 +67,8 @@ class DeadEndpoint {
 };
 
 // Relays loopback connections to `target_port`; Cut() closes every connection and refuses
-// new ones until Restore(), as a network partition would for the clients behind it.
+// new ones until Restore(), as a network partition would for the clients behind it; Hang()
+// stops relaying and holds new connections unanswered, as a hung server would.
 class TcpRelay {
  public:
   explicit TcpRelay(int target_port) : target_port_(target_port) {
@@ -85,6 +86,7 @@ class TcpRelay {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
     for (const Pair& p : pairs_) CloseBoth(p);
+    for (int fd : held_) close(fd);
     if (listen_fd_ >= 0) close(listen_fd_);
   }
   TcpRelay(const TcpRelay&) = delete;
@@ -98,7 +100,11 @@ class TcpRelay {
     const uint64_t seen = rounds_.load();
     while (rounds_.load() < seen + 2) absl::SleepFor(absl::Milliseconds(5));
   }
-  void Restore() { cut_ = false; }
+  void Hang() { hang_ = true; }
+  void Restore() {
+    cut_ = false;
+    hang_ = false;
+  }
 
  private:
   struct Pair {
@@ -131,6 +137,10 @@ class TcpRelay {
   void Accept() {
     const int client = accept(listen_fd_, nullptr, nullptr);
     if (client < 0) return;
+    if (hang_) {
+      held_.push_back(client);
+      return;
+    }
     const int server = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr = Loopback(target_port_);
     if (cut_ || server < 0 ||
@@ -149,6 +159,11 @@ class TcpRelay {
         pairs_.clear();
       }
       std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
+      if (hang_) {
+        ++rounds_;
+        if (poll(fds.data(), 1, 20) > 0) Accept();
+        continue;
+      }
       for (const Pair& p : pairs_) {
         fds.push_back({p.client, POLLIN, 0});
         fds.push_back({p.server, POLLIN, 0});
@@ -178,8 +193,10 @@ class TcpRelay {
   std::string endpoint_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> cut_{false};
+  std::atomic<bool> hang_{false};
   std::atomic<uint64_t> rounds_{0};
   std::vector<Pair> pairs_;  // the relay's thread only (and the destructor after it)
+  std::vector<int> held_;    // connections accepted while hung; likewise
   std::thread thread_;
 };
 

@@ -228,6 +228,11 @@ class GrpcEtcdClient final : public EtcdClient {
         return absl::OkStatus();
       }
       if (!IsEndpointFailure(status)) return FromGrpc(status, name, ep.address);
+      // The next call starts past a failed endpoint: a caller retrying under a short
+      // deadline (a lease refresh) would otherwise meet the same hung endpoint each time.
+      size_t expected = i;
+      endpoints_->preferred.compare_exchange_strong(expected, (i + 1) % n,
+                                                    std::memory_order_relaxed);
       absl::StrAppend(&failures, failures.empty() ? "" : "; ", ep.address, ": ",
                       status.error_message());
     }

@@ -11,6 +11,7 @@
 namespace kvstash::cluster {
 namespace {
 
+using ::kvstash::cluster::testing::TcpRelay;
 using ::kvstash::cluster::testing::WaitFor;
 using ::kvstash::testing::EtcdProcess;
 
@@ -54,6 +55,11 @@ class RegistrarTest : public ::testing::Test {
     return range->kvs[0];
   }
 
+  int EtcdPort() const {
+    const std::string& endpoint = etcd_->endpoint();
+    return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+  }
+
   std::unique_ptr<EtcdProcess> etcd_;
   std::unique_ptr<EtcdClient> client_;
 };
@@ -88,6 +94,27 @@ TEST_F(RegistrarTest, KeepsTheLeaseAlivePastItsTtl) {
   EXPECT_EQ(Registered().lease, lease);
   EXPECT_EQ((*registrar)->stats().registrations, 1u);
   EXPECT_TRUE((*registrar)->stats().registered);
+}
+
+TEST_F(RegistrarTest, RefreshMovesPastAHungEndpointWithinTheLease) {
+  TcpRelay relay(EtcdPort());
+  ASSERT_FALSE(relay.endpoint().empty());
+  RegistrarOptions options = Options();
+  options.lease_ttl_s = 5;
+  // One endpoint's attempt may outlast the lease; the refresh must not wait that long.
+  options.etcd.call_timeout_ms = 30000;
+  options.etcd.endpoints = {relay.endpoint(), etcd_->endpoint()};
+  auto registrar = Registrar::Create(options);
+  ASSERT_TRUE(registrar.ok()) << registrar.status();
+  const int64_t lease = Registered().lease;
+  ASSERT_NE(lease, 0);
+  relay.Hang();
+  const uint64_t refreshes = (*registrar)->stats().refreshes;
+  EXPECT_TRUE(WaitFor([&] { return (*registrar)->stats().refreshes >= refreshes + 4; }));
+  EXPECT_GT((*registrar)->stats().etcd_errors, 0u);  // the hung endpoint was tried
+  EXPECT_EQ((*registrar)->stats().registrations, 1u);
+  EXPECT_EQ(Registered().lease, lease);
+  relay.Restore();
 }
 
 TEST_F(RegistrarTest, PutsItsKeyBackWhenItGoesMissing) {

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -9,6 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "cluster/etcd_internal.h"
 #include "cluster/host_port.h"
 
@@ -67,13 +70,32 @@ class GrpcEtcdClient final : public EtcdClient {
       : endpoints_(std::move(endpoints)) {}
 
   absl::StatusOr<EtcdRange> GetPrefix(absl::string_view prefix) override {
+    return GetPrefix(prefix, absl::InfiniteFuture());
+  }
+  absl::Status Put(absl::string_view key, absl::string_view value, int64_t lease) override {
+    return Put(key, value, lease, absl::InfiniteFuture());
+  }
+  absl::StatusOr<int64_t> GrantLease(int64_t ttl_s) override {
+    return GrantLease(ttl_s, absl::InfiniteFuture());
+  }
+  absl::StatusOr<int64_t> KeepAliveOnce(int64_t lease) override {
+    return KeepAliveOnce(lease, absl::InfiniteFuture());
+  }
+  absl::Status RevokeLease(int64_t lease) override {
+    return RevokeLease(lease, absl::InfiniteFuture());
+  }
+
+  absl::StatusOr<EtcdRange> GetPrefix(absl::string_view prefix, absl::Time deadline) override {
     etcdserverpb::RangeRequest request;
     request.set_key(std::string(prefix));
     request.set_range_end(PrefixEnd(prefix));
     etcdserverpb::RangeResponse response;
-    absl::Status status = Call("Range", [&](const Endpoint& ep, grpc::ClientContext* ctx) {
-      return ep.kv->Range(ctx, request, &response);
-    });
+    absl::Status status = Call(
+        "Range",
+        [&](const Endpoint& ep, grpc::ClientContext* ctx) {
+          return ep.kv->Range(ctx, request, &response);
+        },
+        deadline);
     if (!status.ok()) return status;
     EtcdRange range;
     range.revision = response.header().revision();
@@ -82,36 +104,46 @@ class GrpcEtcdClient final : public EtcdClient {
     return range;
   }
 
-  absl::Status Put(absl::string_view key, absl::string_view value, int64_t lease) override {
+  absl::Status Put(absl::string_view key, absl::string_view value, int64_t lease,
+                   absl::Time deadline) override {
     etcdserverpb::PutRequest request;
     request.set_key(std::string(key));
     request.set_value(std::string(value));
     request.set_lease(lease);
     etcdserverpb::PutResponse response;
-    return Call("Put", [&](const Endpoint& ep, grpc::ClientContext* ctx) {
-      return ep.kv->Put(ctx, request, &response);
-    });
+    return Call(
+        "Put",
+        [&](const Endpoint& ep, grpc::ClientContext* ctx) {
+          return ep.kv->Put(ctx, request, &response);
+        },
+        deadline);
   }
 
   absl::Status Delete(absl::string_view key) override {
     etcdserverpb::DeleteRangeRequest request;
     request.set_key(std::string(key));
     etcdserverpb::DeleteRangeResponse response;
-    return Call("DeleteRange", [&](const Endpoint& ep, grpc::ClientContext* ctx) {
-      return ep.kv->DeleteRange(ctx, request, &response);
-    });
+    return Call(
+        "DeleteRange",
+        [&](const Endpoint& ep, grpc::ClientContext* ctx) {
+          return ep.kv->DeleteRange(ctx, request, &response);
+        },
+        absl::InfiniteFuture());
   }
 
-  absl::StatusOr<int64_t> GrantLease(int64_t ttl_s) override {
+  absl::StatusOr<int64_t> GrantLease(int64_t ttl_s, absl::Time deadline) override {
     if (ttl_s <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("lease TTL ", ttl_s, " s: must be > 0"));
     }
     etcdserverpb::LeaseGrantRequest request;
     request.set_ttl(ttl_s);
     etcdserverpb::LeaseGrantResponse response;
-    absl::Status status = Call("LeaseGrant", [&](const Endpoint& ep, grpc::ClientContext* ctx) {
-      return ep.lease->LeaseGrant(ctx, request, &response);
-    });
+    absl::Status status = Call(
+        "LeaseGrant",
+        [&](const Endpoint& ep, grpc::ClientContext* ctx) {
+          return ep.lease->LeaseGrant(ctx, request, &response);
+        },
+        deadline);
     if (!status.ok()) return status;
     if (!response.error().empty()) {
       return absl::InternalError(absl::StrCat("etcd LeaseGrant: ", response.error()));
@@ -119,20 +151,23 @@ class GrpcEtcdClient final : public EtcdClient {
     return response.id();
   }
 
-  absl::StatusOr<int64_t> KeepAliveOnce(int64_t lease) override {
+  absl::StatusOr<int64_t> KeepAliveOnce(int64_t lease, absl::Time deadline) override {
     etcdserverpb::LeaseKeepAliveRequest request;
     request.set_id(lease);
     etcdserverpb::LeaseKeepAliveResponse response;
-    absl::Status status = Call("LeaseKeepAlive", [&](const Endpoint& ep, grpc::ClientContext* ctx) {
-      auto stream = ep.lease->LeaseKeepAlive(ctx);
-      if (stream->Write(request) && stream->Read(&response)) {
-        // One answer is all this call wants; cancelling ends the stream at once.
-        ctx->TryCancel();
-        stream->Finish().IgnoreError();
-        return grpc::Status::OK;
-      }
-      return stream->Finish();
-    });
+    absl::Status status = Call(
+        "LeaseKeepAlive",
+        [&](const Endpoint& ep, grpc::ClientContext* ctx) {
+          auto stream = ep.lease->LeaseKeepAlive(ctx);
+          if (stream->Write(request) && stream->Read(&response)) {
+            // One answer is all this call wants; cancelling ends the stream at once.
+            ctx->TryCancel();
+            stream->Finish().IgnoreError();
+            return grpc::Status::OK;
+          }
+          return stream->Finish();
+        },
+        deadline);
     if (!status.ok()) return status;
     if (response.ttl() <= 0) {
       return absl::NotFoundError(absl::StrCat("etcd lease ", lease, " expired or was revoked"));
@@ -140,13 +175,16 @@ class GrpcEtcdClient final : public EtcdClient {
     return response.ttl();
   }
 
-  absl::Status RevokeLease(int64_t lease) override {
+  absl::Status RevokeLease(int64_t lease, absl::Time deadline) override {
     etcdserverpb::LeaseRevokeRequest request;
     request.set_id(lease);
     etcdserverpb::LeaseRevokeResponse response;
-    return Call("LeaseRevoke", [&](const Endpoint& ep, grpc::ClientContext* ctx) {
-      return ep.lease->LeaseRevoke(ctx, request, &response);
-    });
+    return Call(
+        "LeaseRevoke",
+        [&](const Endpoint& ep, grpc::ClientContext* ctx) {
+          return ep.lease->LeaseRevoke(ctx, request, &response);
+        },
+        deadline);
   }
 
   absl::StatusOr<std::unique_ptr<EtcdWatch>> WatchPrefix(
@@ -166,24 +204,35 @@ class GrpcEtcdClient final : public EtcdClient {
  private:
   using Attempt = std::function<grpc::Status(const Endpoint& ep, grpc::ClientContext* ctx)>;
 
-  // Runs `attempt` on each endpoint in turn until one answers; only an unreachable or
-  // too slow endpoint moves the call on, any other error is etcd's answer.
-  absl::Status Call(absl::string_view name, const Attempt& attempt) {
+  // Runs `attempt` on each endpoint in turn until one answers or `deadline` passes; only an
+  // unreachable or too slow endpoint moves the call on, any other error is etcd's answer.
+  absl::Status Call(absl::string_view name, const Attempt& attempt, absl::Time deadline) {
     const size_t n = endpoints_->list.size();
     const size_t start = endpoints_->preferred.load(std::memory_order_relaxed);
     std::string failures;
     for (size_t k = 0; k < n; ++k) {
       const size_t i = (start + k) % n;
       const Endpoint& ep = endpoints_->list[i];
+      const absl::Time now = absl::Now();
+      if (now >= deadline) {
+        absl::StrAppend(&failures, failures.empty() ? "" : "; ", "deadline passed before ",
+                        ep.address, " was tried");
+        break;
+      }
       grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(endpoints_->options.call_timeout_ms));
+      ctx.set_deadline(absl::ToChronoTime(
+          std::min(deadline, now + absl::Milliseconds(endpoints_->options.call_timeout_ms))));
       grpc::Status status = attempt(ep, &ctx);
       if (status.ok()) {
         endpoints_->preferred.store(i, std::memory_order_relaxed);
         return absl::OkStatus();
       }
       if (!IsEndpointFailure(status)) return FromGrpc(status, name, ep.address);
+      // The next call starts past a failed endpoint: a caller retrying under a short
+      // deadline (a lease refresh) would otherwise meet the same hung endpoint each time.
+      size_t expected = i;
+      endpoints_->preferred.compare_exchange_strong(expected, (i + 1) % n,
+                                                    std::memory_order_relaxed);
       absl::StrAppend(&failures, failures.empty() ? "" : "; ", ep.address, ": ",
                       status.error_message());
     }

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 
 namespace kvstash::cluster {
@@ -52,7 +53,8 @@ struct EtcdEvent {
 };
 
 // A running watch; destroying it cancels the watch and waits for its thread.
-// REQUIRES: not destroyed from its own on_events / on_error (that is its thread).
+// REQUIRES: not destroyed from its own on_events / on_error (that is its thread); doing so
+// aborts the process with a message saying so.
 class EtcdWatch {
  public:
   virtual ~EtcdWatch() = default;
@@ -75,6 +77,27 @@ class EtcdClient {
   // or was revoked (etcd answers TTL <= 0).
   virtual absl::StatusOr<int64_t> KeepAliveOnce(int64_t lease) = 0;
   virtual absl::Status RevokeLease(int64_t lease) = 0;
+
+  // The same calls, ending by `deadline` as well: each endpoint's attempt is cut at the
+  // earlier of call_timeout_ms and `deadline`, and no endpoint is tried once it passed
+  // (UNAVAILABLE then). Without a deadline a call may take endpoints x call_timeout_ms.
+  // These defaults ignore `deadline`, for implementations that do not support one.
+  virtual absl::StatusOr<EtcdRange> GetPrefix(absl::string_view prefix, absl::Time deadline) {
+    return GetPrefix(prefix);
+  }
+  virtual absl::Status Put(absl::string_view key, absl::string_view value, int64_t lease,
+                           absl::Time deadline) {
+    return Put(key, value, lease);
+  }
+  virtual absl::StatusOr<int64_t> GrantLease(int64_t ttl_s, absl::Time deadline) {
+    return GrantLease(ttl_s);
+  }
+  virtual absl::StatusOr<int64_t> KeepAliveOnce(int64_t lease, absl::Time deadline) {
+    return KeepAliveOnce(lease);
+  }
+  virtual absl::Status RevokeLease(int64_t lease, absl::Time deadline) {
+    return RevokeLease(lease);
+  }
 
   // Watches keys starting with `prefix` from `start_revision` (the revision after a
   // GetPrefix). `on_events` gets each batch with the revision it brings the view to;

@@ -1,8 +1,10 @@
 // EtcdClient against a real etcd on loopback (tests/etcd_process.h).
 #include "cluster/etcd_client.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -148,6 +150,81 @@ TEST_F(EtcdClientTest, WatchSeesPutsAndDeletes) {
   EXPECT_TRUE(WaitFor([&] { return recorder.lines().size() >= want.size(); }));
   EXPECT_EQ(recorder.lines(), want);
   EXPECT_TRUE(recorder.errors().empty());
+}
+
+TEST_F(EtcdClientTest, CallsStopAtTheirDeadline) {
+  const absl::Time past = absl::Now() - absl::Seconds(1);
+  absl::Status status = client_->Put("/d/k", "v", 0, past);
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+  EXPECT_NE(status.message().find("deadline"), std::string::npos) << status;
+  EXPECT_TRUE(absl::IsUnavailable(client_->GetPrefix("/d/", past).status()));
+  EXPECT_TRUE(absl::IsUnavailable(client_->GrantLease(5, past).status()));
+  EXPECT_TRUE(Keys("/d/").empty());
+
+  const absl::Time later = absl::Now() + absl::Seconds(30);
+  ASSERT_TRUE(client_->Put("/d/k", "v", 0, later).ok());
+  auto lease = client_->GrantLease(5, later);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  auto ttl = client_->KeepAliveOnce(*lease, later);
+  ASSERT_TRUE(ttl.ok()) << ttl.status();
+  EXPECT_TRUE(absl::IsUnavailable(client_->KeepAliveOnce(*lease, past).status()));
+  EXPECT_TRUE(client_->RevokeLease(*lease, later).ok());
+  auto range = client_->GetPrefix("/d/", later);
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_EQ(range->kvs.size(), 1u);
+}
+
+TEST_F(EtcdClientTest, WatchDestroyedWhileEventsFlow) {
+  auto writer = NewClient({etcd_->endpoint()});
+  std::atomic<bool> stop{false};
+  std::thread put([&] {
+    for (int i = 0; !stop; ++i) writer->Put(absl::StrCat("/e/", i % 50), "v").IgnoreError();
+  });
+  for (int round = 0; round < 20; ++round) {
+    Recorder recorder;
+    auto watch = recorder.Watch(*client_, "/e/", 0);
+    ASSERT_NE(watch, nullptr);
+    if (round % 2 == 0) {
+      EXPECT_TRUE(WaitFor([&] { return !recorder.lines().empty(); }));
+    }
+    watch.reset();  // while events arrive
+    const size_t seen = recorder.lines().size();
+    EXPECT_TRUE(WaitFor([&] { return client_->Put("/e/marker", "m").ok(); }));
+    EXPECT_EQ(recorder.lines().size(), seen);  // nothing delivered after destruction
+  }
+  stop = true;
+  put.join();
+}
+
+// No etcd: the watch gives up on a dead endpoint at once and calls on_error, which
+// destroys it.
+TEST(EtcdWatchTest, DestroyedFromItsOwnCallbackSaysSo) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        DeadEndpoint dead;
+        EtcdOptions options;
+        options.endpoints = {dead.endpoint()};
+        auto client = EtcdClient::Create(options);
+        std::unique_ptr<EtcdWatch> watch;
+        absl::Mutex mu;
+        bool ready = false;
+        auto made = (*client)->WatchPrefix(
+            "/s/", 0, [](absl::Span<const EtcdEvent>, int64_t) {},
+            [&](const absl::Status&) {
+              absl::MutexLock lock(&mu);
+              mu.Await(absl::Condition(&ready));
+              watch.reset();
+            },
+            /*give_up_ms=*/0);
+        {
+          absl::MutexLock lock(&mu);
+          watch = *std::move(made);
+          ready = true;
+        }
+        absl::SleepFor(absl::Seconds(60));
+      },
+      "destroyed from its own on_events or on_error");
 }
 
 TEST_F(EtcdClientTest, SecondEndpointUsedWhenTheFirstIsDead) {

@@ -4,6 +4,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -38,6 +40,14 @@ class WatchImpl final : public EtcdWatch {
   }
 
   ~WatchImpl() override {
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      // Joining its own thread would throw from a destructor and terminate anyway; say why.
+      std::fprintf(stderr,
+                   "kvstash: an etcd watch of %s was destroyed from its own on_events or "
+                   "on_error callback (see EtcdWatch in cluster/etcd_client.h)\n",
+                   prefix_.c_str());
+      std::abort();
+    }
     {
       absl::MutexLock lock(&mu_);
       stopping_ = true;
@@ -65,8 +75,10 @@ class WatchImpl final : public EtcdWatch {
   }
   // Sleeps up to `d`; false when the watch is stopping.
   bool Pause(absl::Duration d) {
+    const absl::Time until = absl::Now() + d;
     absl::MutexLock lock(&mu_);
-    cv_.WaitWithTimeout(&mu_, d);
+    while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
+    }
     return !stopping_;
   }
 
@@ -143,6 +155,9 @@ WatchImpl::Outcome WatchImpl::RunStream(const Endpoint& ep, bool* created, absl:
     if (stopping_) return Outcome::kStopped;
     context_ = context;
   }
+  // etcd's require-leader: a member cut off from its cluster ends the stream instead of
+  // keeping it open and silent, so the watch moves to an endpoint that still has a leader.
+  context->AddMetadata("hasleader", "true");
   auto stream = ep.watch->Watch(context.get());
   etcdserverpb::WatchRequest request;
   etcdserverpb::WatchCreateRequest* create = request.mutable_create_request();

@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cluster/host_port.h"
 #include "cluster/member_record.pb.h"
 
 namespace kvstash::cluster {
@@ -51,6 +52,41 @@ void AppendJsonString(std::string* out, absl::string_view s) {
   out->push_back('"');
 }
 
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+// past U+10FFFF), as protobuf's JSON reader demands.
+bool IsUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t extra = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xbf;  // range of the byte after the lead one
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      extra = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      extra = 2;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      extra = 3;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    } else {
+      return false;
+    }
+    if (s.size() - i <= extra) return false;
+    for (size_t k = 1; k <= extra; ++k) {
+      const unsigned char t = static_cast<unsigned char>(s[i + k]);
+      if (t < (k == 1 ? lo : 0x80) || t > (k == 1 ? hi : 0xbf)) return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool Member::operator==(const Member& o) const {
@@ -61,6 +97,23 @@ bool Member::operator==(const Member& o) const {
 
 absl::Status ValidateMemberId(absl::string_view id) {
   return ValidateToken("member id", id, kMaxMemberIdChars);
+}
+
+absl::Status ValidateMember(const Member& member) {
+  if (absl::Status s = ValidateMemberId(member.id); !s.ok()) return s;
+  for (const auto& [field, address] :
+       {std::pair<absl::string_view, absl::string_view>("grpc_address", member.grpc_address),
+        {"ucx_address", member.ucx_address}}) {
+    if (address.empty()) continue;
+    if (absl::Status s = ParseHostPort(address).status(); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("member ", field, ": ", s.message()));
+    }
+  }
+  if (!IsUtf8(member.zone)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("member zone \"", absl::CHexEscape(member.zone), "\": not valid UTF-8"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateClusterName(absl::string_view name) {

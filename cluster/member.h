@@ -36,6 +36,10 @@ struct Member {
 
 // INVALID_ARGUMENT unless `id` is 1..128 characters of [A-Za-z0-9._-].
 absl::Status ValidateMemberId(absl::string_view id);
+// INVALID_ARGUMENT naming the field unless the member can be registered and read back: a
+// valid id, addresses empty or HOST:PORT, a zone of valid UTF-8 (JSON readers reject
+// anything else, so clients would drop the member).
+absl::Status ValidateMember(const Member& member);
 // INVALID_ARGUMENT unless `prefix` starts with '/', does not end with '/', and has no
 // whitespace or control characters ("/kvstash/default").
 absl::Status ValidateClusterPrefix(absl::string_view prefix);

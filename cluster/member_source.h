@@ -21,9 +21,11 @@
 namespace kvstash::cluster {
 
 struct MemberSourceStats {
-  uint64_t updates = 0;    // member sets delivered to the listener
-  uint64_t errors = 0;     // failed etcd calls or DNS lookups (the last set is kept)
+  uint64_t updates = 0;  // member sets delivered to the listener
+  uint64_t errors = 0;   // failed etcd calls or DNS lookups, skipped values (the last set is kept)
   bool connected = false;  // the last etcd call or DNS lookup succeeded
+  uint64_t lookups = 0;    // etcd range reads or DNS lookups done, failed ones included
+  std::string last_error;  // the last error counted in `errors`; empty when none
 };
 
 class MemberSource {
@@ -54,10 +56,17 @@ absl::StatusOr<std::unique_ptr<MemberSource>> NewEtcdMemberSource(const EtcdOpti
 absl::StatusOr<std::unique_ptr<MemberSource>> NewStaticMemberSource(
     const std::vector<std::string>& addresses);
 
-// The IPv4/IPv6 addresses `host` resolves to, each with `port`, re-resolved every
-// `refresh`: members id'd "ip:port" as in a static list. A lookup that fails keeps the
-// last set.
-absl::StatusOr<std::unique_ptr<MemberSource>> NewDnsMemberSource(std::string host, int port,
-                                                                 absl::Duration refresh);
+// Which addresses a DNS member source takes. One family only: a dual-stack name lists each
+// server under both, and counting it twice would double its share of the keys.
+enum class DnsFamily { kIPv4, kIPv6 };
+
+// The addresses of `family` (IPv4 unless told) that `host` resolves to, each with `port`,
+// re-resolved every `refresh`: members id'd "ip:port" as in a static list. Addresses of a
+// family this host has no (non-loopback) address of are not asked for (AI_ADDRCONFIG). A
+// lookup that fails keeps the last set. Lookups run on a detached thread, so neither Start
+// (bounded by its timeout) nor the destructor waits for one the resolver holds up; the
+// destructor waits only for a listener call in progress.
+absl::StatusOr<std::unique_ptr<MemberSource>> NewDnsMemberSource(
+    std::string host, int port, absl::Duration refresh, DnsFamily family = DnsFamily::kIPv4);
 
 }  // namespace kvstash::cluster

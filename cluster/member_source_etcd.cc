@@ -53,18 +53,21 @@ class EtcdMemberSource final : public MemberSource {
   }
 
  private:
-  // Reads every member; on success replaces the map and delivers the set if it changed.
-  absl::Status Read();
+  // Reads every member, giving up at `deadline`; on success replaces the map and delivers
+  // the set if it changed.
+  absl::Status Read(absl::Time deadline = absl::InfiniteFuture());
   void Run();
   void OnEvents(absl::Span<const EtcdEvent> events, int64_t revision);
-  // Applies `kv` to the map (a value that does not parse drops the key and counts an error).
+  // Applies `kv` to the map; a value that does not parse, or names another id than its key,
+  // drops the key and counts an error.
   void PutLocked(const EtcdKeyValue& kv) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Delivers the map's members when they differ from the last set delivered.
   void DeliverIfChanged() ABSL_EXCLUSIVE_LOCKS_REQUIRED(deliver_mu_);
-  void CountError(bool connected) {
+  void CountError(const absl::Status& why) {
     absl::MutexLock lock(&mu_);
     ++stats_.errors;
-    stats_.connected = connected;
+    stats_.last_error = std::string(why.message());
+    stats_.connected = false;
   }
 
   const std::unique_ptr<EtcdClient> etcd_;
@@ -93,10 +96,10 @@ absl::Status EtcdMemberSource::Start(Listener listener, absl::Duration timeout) 
   }
   listener_ = std::move(listener);
   const absl::Time deadline = absl::Now() + timeout;
-  absl::Status read = Read();
+  absl::Status read = Read(deadline);
   while (!read.ok() && absl::Now() < deadline) {
     absl::SleepFor(std::min(retry_.Next(), std::max(deadline - absl::Now(), absl::Duration())));
-    read = Read();
+    read = Read(deadline);
   }
   if (!read.ok()) {
     absl::MutexLock lock(&mu_);
@@ -110,10 +113,14 @@ absl::Status EtcdMemberSource::Start(Listener listener, absl::Duration timeout) 
   return absl::OkStatus();
 }
 
-absl::Status EtcdMemberSource::Read() {
-  absl::StatusOr<EtcdRange> range = etcd_->GetPrefix(prefix_);
+absl::Status EtcdMemberSource::Read(absl::Time deadline) {
+  absl::StatusOr<EtcdRange> range = etcd_->GetPrefix(prefix_, deadline);
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.lookups;
+  }
   if (!range.ok()) {
-    CountError(/*connected=*/false);
+    CountError(range.status());
     return range.status();
   }
   revision_ = range->revision;
@@ -130,12 +137,19 @@ absl::Status EtcdMemberSource::Read() {
 
 void EtcdMemberSource::PutLocked(const EtcdKeyValue& kv) {
   absl::StatusOr<Member> member = MemberFromJson(kv.value);
-  if (member.ok()) {
-    by_key_[kv.key] = *std::move(member);
-  } else {
-    by_key_.erase(kv.key);
-    ++stats_.errors;
+  absl::Status bad = member.status();
+  // Two keys naming one id would otherwise collapse into one member without a trace.
+  if (member.ok() && kv.key.substr(std::min(prefix_.size(), kv.key.size())) != member->id) {
+    bad = absl::InvalidArgumentError(
+        absl::StrCat("member id \"", member->id, "\" does not match its key"));
   }
+  if (bad.ok()) {
+    by_key_[kv.key] = *std::move(member);
+    return;
+  }
+  by_key_.erase(kv.key);
+  ++stats_.errors;
+  stats_.last_error = absl::StrCat("etcd key ", kv.key, ": ", bad.message());
 }
 
 void EtcdMemberSource::OnEvents(absl::Span<const EtcdEvent> events, int64_t revision) {
@@ -177,7 +191,7 @@ void EtcdMemberSource::Run() {
           OnEvents(events, revision);
         },
         [this](const absl::Status& why) {
-          CountError(/*connected=*/false);
+          CountError(why);
           absl::MutexLock lock(&mu_);
           watch_failed_ = true;
           cv_.SignalAll();
@@ -189,12 +203,14 @@ void EtcdMemberSource::Run() {
       if (stopping_) return;
       watch_failed_ = false;
     } else {
-      CountError(/*connected=*/false);
+      CountError(watch.status());
     }
     if (watch.ok()) watch->reset();  // the watch's thread ends before the source reads again
     while (!Read().ok()) {
+      const absl::Time until = absl::Now() + retry_.Next();
       absl::MutexLock lock(&mu_);
-      cv_.WaitWithTimeout(&mu_, retry_.Next());
+      while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
+      }
       if (stopping_) return;
     }
     retry_.Reset();

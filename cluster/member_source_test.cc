@@ -8,12 +8,14 @@
 #include "absl/synchronization/mutex.h"
 #include "cluster/cluster_test_util.h"
 #include "cluster/registrar.h"
+#include "common/subprocess.h"
 #include "gtest/gtest.h"
 #include "tests/etcd_process.h"
 
 namespace kvstash::cluster {
 namespace {
 
+using ::kvstash::cluster::testing::TcpRelay;
 using ::kvstash::cluster::testing::WaitFor;
 using ::kvstash::testing::EtcdProcess;
 
@@ -81,10 +83,32 @@ class EtcdMemberSourceTest : public ::testing::Test {
     return client_->Put(MemberKey(kPrefix, id), MemberToJson(m));
   }
 
-  std::unique_ptr<MemberSource> Source() {
-    auto source = NewEtcdMemberSource(Etcd(), kPrefix);
+  // A source reaching etcd at `endpoint` (the test's etcd unless told).
+  std::unique_ptr<MemberSource> Source(const std::string& endpoint = "") {
+    EtcdOptions etcd = Etcd();
+    if (!endpoint.empty()) etcd.endpoints = {endpoint};
+    auto source = NewEtcdMemberSource(etcd, kPrefix);
     EXPECT_TRUE(source.ok()) << source.status();
     return source.ok() ? *std::move(source) : nullptr;
+  }
+
+  int EtcdPort() const {
+    const std::string& endpoint = etcd_->endpoint();
+    return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+  }
+
+  // Compacts etcd's history up to its current revision; false when etcdctl failed.
+  bool Compact() {
+    auto range = client_->GetPrefix("/");
+    if (!range.ok()) return false;
+    SpawnOptions compact;
+    compact.argv = {"etcdctl", "--endpoints=" + etcd_->endpoint(), "compact",
+                    std::to_string(range->revision)};
+    compact.env = {"ETCDCTL_API=3"};
+    auto process = Subprocess::Spawn(compact);
+    if (!process.ok()) return false;
+    auto exit = (*process)->Wait(absl::Now() + absl::Seconds(30));
+    return exit.ok() && exit->exited && exit->code == 0;
   }
 
   std::unique_ptr<EtcdProcess> etcd_;
@@ -121,6 +145,62 @@ TEST_F(EtcdMemberSourceTest, SkipsValuesThatDoNotParse) {
   ASSERT_TRUE(client_->Put(MemberKey(kPrefix, "node-a"), "[]").ok());
   EXPECT_TRUE(WaitFor([&] { return sets.Last().empty(); }));
   EXPECT_EQ(source->stats().errors, 2u);
+}
+
+TEST_F(EtcdMemberSourceTest, SkipsAValueNamingAnotherId) {
+  ASSERT_TRUE(PutMember("node-a").ok());
+  Member alias;
+  alias.id = "node-a";
+  alias.grpc_address = "elsewhere:7070";
+  ASSERT_TRUE(client_->Put(MemberKey(kPrefix, "alias"), MemberToJson(alias)).ok());
+  auto source = Source();
+  Sets sets;
+  ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
+  EXPECT_EQ(sets.Last(), Ids{"node-a"});
+  ASSERT_EQ(source->Current().size(), 1u);
+  EXPECT_EQ(source->Current()[0].grpc_address, "");
+  EXPECT_EQ(source->stats().errors, 1u);
+  EXPECT_NE(source->stats().last_error.find("alias"), std::string::npos)
+      << source->stats().last_error;
+}
+
+TEST_F(EtcdMemberSourceTest, DropsAMemberWhoseKeyWentWhileCutOff) {
+  ASSERT_TRUE(PutMember("node-a").ok());
+  ASSERT_TRUE(PutMember("node-b").ok());
+  TcpRelay relay(EtcdPort());
+  ASSERT_FALSE(relay.endpoint().empty());
+  auto source = Source(relay.endpoint());
+  Sets sets;
+  ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
+  EXPECT_EQ(sets.Last(), Ids({"node-a", "node-b"}));
+  relay.Cut();
+  ASSERT_TRUE(client_->Delete(MemberKey(kPrefix, "node-b")).ok());
+  ASSERT_TRUE(PutMember("node-c").ok());
+  relay.Restore();
+  EXPECT_TRUE(WaitFor([&] { return sets.Last() == Ids({"node-a", "node-c"}); }));
+}
+
+TEST_F(EtcdMemberSourceTest, ReadsAgainWhenItsRevisionWasCompacted) {
+  ASSERT_TRUE(PutMember("node-a").ok());
+  ASSERT_TRUE(PutMember("node-b").ok());
+  TcpRelay relay(EtcdPort());
+  ASSERT_FALSE(relay.endpoint().empty());
+  auto source = Source(relay.endpoint());
+  Sets sets;
+  ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
+  EXPECT_EQ(source->stats().lookups, 1u);
+  relay.Cut();
+  ASSERT_TRUE(client_->Delete(MemberKey(kPrefix, "node-b")).ok());
+  ASSERT_TRUE(PutMember("node-c").ok());
+  if (!Compact()) GTEST_SKIP() << "etcdctl compact failed";
+  relay.Restore();
+  // The watch cannot resume from a compacted revision: the source reads the range again.
+  EXPECT_TRUE(WaitFor([&] { return sets.Last() == Ids({"node-a", "node-c"}); }));
+  EXPECT_GE(source->stats().lookups, 2u);
+  EXPECT_TRUE(WaitFor([&] { return source->stats().connected; }));
+  // And watches on from the new read.
+  ASSERT_TRUE(PutMember("node-d").ok());
+  EXPECT_TRUE(WaitFor([&] { return sets.Last() == Ids({"node-a", "node-c", "node-d"}); }));
 }
 
 TEST_F(EtcdMemberSourceTest, KeepsTheLastSetWhileEtcdIsDownAndCatchesUp) {

@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -64,12 +65,13 @@ class StaticMemberSource final : public MemberSource {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Resolves `host` (IPv4 and IPv6, TCP): members "ip:port", sorted; an error when the name
-// does not resolve.
-absl::StatusOr<std::vector<Member>> Resolve(const std::string& host, int port) {
+// Resolves `host` to addresses of `family`: members "ip:port", sorted; an error when the
+// name has none.
+absl::StatusOr<std::vector<Member>> Resolve(const std::string& host, int port, DnsFamily family) {
   addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
+  hints.ai_family = family == DnsFamily::kIPv6 ? AF_INET6 : AF_INET;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG;
   addrinfo* result = nullptr;
   const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &result);
   if (rc != 0) {
@@ -90,102 +92,146 @@ absl::StatusOr<std::vector<Member>> Resolve(const std::string& host, int port) {
   }
   freeaddrinfo(result);
   if (members.empty()) {
-    return absl::UnavailableError(absl::StrCat("\"", host, "\" has no IPv4 or IPv6 address"));
+    return absl::UnavailableError(absl::StrCat(
+        "\"", host, "\" has no ", family == DnsFamily::kIPv6 ? "IPv6" : "IPv4", " address"));
   }
   return SortedById(std::move(members));
 }
 
-// Re-resolves a name every `refresh` on its own thread; a failed lookup keeps the last set.
-// Thread-safe.
+// What a DNS source shares with its lookup thread. The thread is detached and holds the
+// state past the source, so neither Start nor the destructor waits for a lookup that hangs
+// in the resolver. Thread-safe.
+struct DnsState {
+  DnsState(std::string host, int port, absl::Duration refresh, DnsFamily family)
+      : host(std::move(host)), port(port), refresh(refresh), family(family) {}
+
+  const std::string host;
+  const int port;
+  const absl::Duration refresh;
+  const DnsFamily family;
+
+  // Held while the listener runs: the source takes it to wait for a delivery in progress.
+  absl::Mutex deliver_mu;
+  MemberSource::Listener listener ABSL_GUARDED_BY(deliver_mu);
+
+  absl::Mutex mu;
+  absl::CondVar cv;
+  // Which thread may deliver: a thread whose generation is not the current one, or that
+  // sees `stopping`, ends after its lookup.
+  uint64_t generation ABSL_GUARDED_BY(mu) = 0;
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  bool delivered ABSL_GUARDED_BY(mu) = false;  // the current thread delivered a set
+  absl::Status last ABSL_GUARDED_BY(mu);       // of the last lookup
+  std::vector<Member> current ABSL_GUARDED_BY(mu);
+  MemberSourceStats stats ABSL_GUARDED_BY(mu);
+};
+
+// One lookup: counts it, and delivers the set when it changed and `generation` may.
+// False when that thread should end.
+bool LookUpOnce(DnsState& s, uint64_t generation) {
+  absl::StatusOr<std::vector<Member>> members = Resolve(s.host, s.port, s.family);
+  absl::MutexLock deliver(&s.deliver_mu);
+  bool changed = false;
+  {
+    absl::MutexLock lock(&s.mu);
+    ++s.stats.lookups;
+    s.stats.connected = members.ok();
+    s.last = members.status();
+    if (!members.ok()) {
+      ++s.stats.errors;
+      s.stats.last_error = std::string(members.status().message());
+    }
+    if (s.stopping || s.generation != generation) return false;
+    if (members.ok() && (s.stats.updates == 0 || *members != s.current)) {
+      s.current = *members;
+      ++s.stats.updates;
+      changed = true;
+    }
+  }
+  if (changed) s.listener(*members);
+  absl::MutexLock lock(&s.mu);
+  if (members.ok()) s.delivered = true;
+  s.cv.SignalAll();
+  return true;
+}
+
+// The lookup thread: every kStartRetry until the first set, then every `refresh`.
+void RunLookups(std::shared_ptr<DnsState> s, uint64_t generation) {
+  while (LookUpOnce(*s, generation)) {
+    absl::MutexLock lock(&s->mu);
+    const absl::Time until = absl::Now() + (s->delivered ? s->refresh : kStartRetry);
+    while (!s->stopping && s->generation == generation && !s->cv.WaitWithDeadline(&s->mu, until)) {
+    }
+    if (s->stopping || s->generation != generation) return;
+  }
+}
+
+// Re-resolves a name every `refresh` on a detached thread; a failed lookup keeps the last
+// set. Thread-safe.
 class DnsMemberSource final : public MemberSource {
  public:
-  DnsMemberSource(std::string host, int port, absl::Duration refresh)
-      : host_(std::move(host)), port_(port), refresh_(refresh) {}
+  DnsMemberSource(std::string host, int port, absl::Duration refresh, DnsFamily family)
+      : state_(std::make_shared<DnsState>(std::move(host), port, refresh, family)) {}
 
   ~DnsMemberSource() override {
     {
-      absl::MutexLock lock(&mu_);
-      stopping_ = true;
-      cv_.SignalAll();
+      absl::MutexLock lock(&state_->mu);
+      state_->stopping = true;
+      state_->cv.SignalAll();
     }
-    if (thread_.joinable()) thread_.join();
+    absl::MutexLock deliver(&state_->deliver_mu);  // no listener call runs past this point
   }
 
-  absl::Status Start(Listener listener, absl::Duration timeout) override {
-    {
-      absl::MutexLock lock(&mu_);
-      if (started_) return absl::FailedPreconditionError("member source already started");
-      started_ = true;
-    }
-    listener_ = std::move(listener);
-    const absl::Time deadline = absl::Now() + timeout;
-    absl::Status status = Refresh();
-    while (!status.ok() && absl::Now() + kStartRetry < deadline) {
-      absl::SleepFor(kStartRetry);
-      status = Refresh();
-    }
-    if (!status.ok()) {
-      absl::MutexLock lock(&mu_);
-      started_ = false;
-      return status;
-    }
-    thread_ = std::thread([this] { Run(); });
-    return absl::OkStatus();
-  }
+  absl::Status Start(Listener listener, absl::Duration timeout) override;
 
   std::vector<Member> Current() const override {
-    absl::MutexLock lock(&mu_);
-    return current_;
+    absl::MutexLock lock(&state_->mu);
+    return state_->current;
   }
 
   MemberSourceStats stats() const override {
-    absl::MutexLock lock(&mu_);
-    return stats_;
+    absl::MutexLock lock(&state_->mu);
+    return state_->stats;
   }
 
  private:
-  // One lookup; delivers the set when it changed.
-  absl::Status Refresh() {
-    absl::StatusOr<std::vector<Member>> members = Resolve(host_, port_);
-    {
-      absl::MutexLock lock(&mu_);
-      stats_.connected = members.ok();
-      if (!members.ok()) {
-        ++stats_.errors;
-        return members.status();
-      }
-      if (stats_.updates > 0 && *members == current_) return absl::OkStatus();
-      current_ = *members;
-      ++stats_.updates;
+  const std::shared_ptr<DnsState> state_;
+  absl::Mutex start_mu_;
+  bool started_ ABSL_GUARDED_BY(start_mu_) = false;
+};
+
+absl::Status DnsMemberSource::Start(Listener listener, absl::Duration timeout) {
+  absl::MutexLock start(&start_mu_);
+  if (started_) return absl::FailedPreconditionError("member source already started");
+  const absl::Time deadline = absl::Now() + timeout;
+  uint64_t generation;
+  {
+    absl::MutexLock deliver(&state_->deliver_mu);
+    state_->listener = std::move(listener);
+    absl::MutexLock lock(&state_->mu);
+    generation = ++state_->generation;
+    state_->delivered = false;
+  }
+  std::thread(RunLookups, state_, generation).detach();
+  {
+    absl::MutexLock lock(&state_->mu);
+    while (!state_->delivered && !state_->cv.WaitWithDeadline(&state_->mu, deadline)) {
     }
-    listener_(*members);
+  }
+  // Taken first so a delivery in progress either finishes (and counts) or never starts.
+  absl::MutexLock deliver(&state_->deliver_mu);
+  absl::MutexLock lock(&state_->mu);
+  if (state_->delivered) {
+    started_ = true;
     return absl::OkStatus();
   }
-
-  void Run() {
-    while (true) {
-      {
-        absl::MutexLock lock(&mu_);
-        cv_.WaitWithTimeout(&mu_, refresh_);
-        if (stopping_) return;
-      }
-      Refresh().IgnoreError();  // counted in stats; the last set stays
-    }
-  }
-
-  const std::string host_;
-  const int port_;
-  const absl::Duration refresh_;
-  Listener listener_;  // set by Start before the thread exists
-
-  mutable absl::Mutex mu_;
-  absl::CondVar cv_;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<Member> current_ ABSL_GUARDED_BY(mu_);
-  MemberSourceStats stats_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;
-};
+  ++state_->generation;  // the thread ends after its lookup
+  state_->cv.SignalAll();
+  if (!state_->last.ok() && state_->stats.lookups > 0) return state_->last;
+  return absl::UnavailableError(absl::StrCat("DNS lookup of \"", state_->host,
+                                             "\" gave no address within ",
+                                             absl::FormatDuration(timeout)));
+}
 
 }  // namespace
 
@@ -205,7 +251,8 @@ absl::StatusOr<std::unique_ptr<MemberSource>> NewStaticMemberSource(
 }
 
 absl::StatusOr<std::unique_ptr<MemberSource>> NewDnsMemberSource(std::string host, int port,
-                                                                 absl::Duration refresh) {
+                                                                 absl::Duration refresh,
+                                                                 DnsFamily family) {
   if (absl::Status s = ParseHostPort(absl::StrCat(host, ":", port)).status(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("DNS member source: ", s.message()));
   }
@@ -213,7 +260,7 @@ absl::StatusOr<std::unique_ptr<MemberSource>> NewDnsMemberSource(std::string hos
     return absl::InvalidArgumentError(
         absl::StrCat("DNS member source: refresh ", absl::FormatDuration(refresh), " must be > 0"));
   }
-  return std::unique_ptr<MemberSource>(new DnsMemberSource(std::move(host), port, refresh));
+  return std::unique_ptr<MemberSource>(new DnsMemberSource(std::move(host), port, refresh, family));
 }
 
 }  // namespace kvstash::cluster

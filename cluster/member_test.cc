@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "cluster/etcd_client.h"
 #include "cluster/host_port.h"
 #include "gtest/gtest.h"
@@ -76,6 +77,38 @@ TEST(MemberTest, Validation) {
   EXPECT_FALSE(ValidateClusterPrefix("/kv stash").ok());
   EXPECT_FALSE(ValidateClusterPrefix("/kv\tstash").ok());
   EXPECT_FALSE(ValidateClusterPrefix(std::string("/kv\0x", 5)).ok());
+}
+
+TEST(MemberTest, ValidateMemberChecksWhatClientsWouldReject) {
+  EXPECT_TRUE(ValidateMember(Sample()).ok());
+  Member m = Sample();
+  m.grpc_address = "";
+  m.ucx_address = "";
+  EXPECT_TRUE(ValidateMember(m).ok());
+  for (const char* zone : {"r\xc3\xa9gion", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xef\xbf\xbf"}) {
+    m.zone = zone;
+    EXPECT_TRUE(ValidateMember(m).ok()) << zone;
+    // What passes here the JSON reader takes.
+    auto back = MemberFromJson(MemberToJson(m));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->zone, m.zone);
+  }
+  // Latin-1, a lone continuation byte, cut short, overlong, a surrogate, past U+10FFFF.
+  for (const char* zone : {"r\xe9gion", "\x80", "\xe2\x82", "\xc0\xaf", "\xe0\x80\xaf",
+                           "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff"}) {
+    m.zone = zone;
+    EXPECT_TRUE(absl::IsInvalidArgument(ValidateMember(m))) << absl::CHexEscape(zone);
+    EXPECT_FALSE(MemberFromJson(MemberToJson(m)).ok()) << absl::CHexEscape(zone);
+  }
+  m.zone = "";
+  m.grpc_address = "nohost";
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateMember(m)));
+  m.grpc_address = "h:1";
+  m.ucx_address = "h:99999";
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateMember(m)));
+  m.ucx_address = "h:2";
+  m.id = "bad id";
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateMember(m)));
 }
 
 TEST(MemberTest, KeyLayout) {

@@ -60,13 +60,17 @@ absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start(const EtcdOption
   absl::StatusOr<std::unique_ptr<TempDir>> dir = TempDir::Create("kvstash-etcd");
   if (!dir.ok()) return dir.status();
   etcd->dir_ = *std::move(dir);
-  absl::Status last;
+  absl::Status last = absl::UnknownError("no attempt made");
   for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
     absl::StatusOr<int> client_port = PickFreePort();
     absl::StatusOr<int> peer_port = PickFreePort();
     if (!client_port.ok()) return client_port.status();
     if (!peer_port.ok()) return peer_port.status();
-    if (*client_port == *peer_port) continue;
+    if (*client_port == *peer_port) {
+      last =
+          absl::UnavailableError(absl::StrCat("client and peer port both picked ", *client_port));
+      continue;
+    }
     etcd->client_port_ = *client_port;
     etcd->peer_port_ = *peer_port;
     etcd->endpoint_ = absl::StrCat("127.0.0.1:", etcd->client_port_);

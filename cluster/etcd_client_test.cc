@@ -19,6 +19,7 @@ namespace {
 using ::kvstash::cluster::testing::DeadEndpoint;
 using ::kvstash::cluster::testing::WaitFor;
 using ::kvstash::testing::EtcdProcess;
+using ::kvstash::testing::EtcdTest;
 
 // What a watch delivered, collected from its thread.
 class Recorder {
@@ -60,16 +61,8 @@ class Recorder {
   int64_t last_revision_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-class EtcdClientTest : public ::testing::Test {
+class EtcdClientTest : public EtcdTest {
  protected:
-  void SetUp() override {
-    auto etcd = EtcdProcess::Start({});
-    if (absl::IsFailedPrecondition(etcd.status())) GTEST_SKIP() << etcd.status();
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = *std::move(etcd);
-    client_ = NewClient({etcd_->endpoint()});
-  }
-
   std::unique_ptr<EtcdClient> NewClient(std::vector<std::string> endpoints) {
     EtcdOptions options;
     options.endpoints = std::move(endpoints);
@@ -88,9 +81,6 @@ class EtcdClientTest : public ::testing::Test {
     }
     return keys;
   }
-
-  std::unique_ptr<EtcdProcess> etcd_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 TEST_F(EtcdClientTest, PutGetPrefixDelete) {

@@ -18,6 +18,7 @@ namespace {
 using ::kvstash::cluster::testing::TcpRelay;
 using ::kvstash::cluster::testing::WaitFor;
 using ::kvstash::testing::EtcdProcess;
+using ::kvstash::testing::EtcdTest;
 
 constexpr char kPrefix[] = "/kvstash/srctest";
 
@@ -46,28 +47,11 @@ class Sets {
   std::vector<std::vector<std::string>> sets_ ABSL_GUARDED_BY(mu_);
 };
 
-class EtcdMemberSourceTest : public ::testing::Test {
+class EtcdMemberSourceTest : public EtcdTest {
  protected:
-  void SetUp() override {
-    auto etcd = EtcdProcess::Start({});
-    if (absl::IsFailedPrecondition(etcd.status())) GTEST_SKIP() << etcd.status();
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = *std::move(etcd);
-    auto client = EtcdClient::Create(Etcd());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = *std::move(client);
-  }
-
-  EtcdOptions Etcd() const {
-    EtcdOptions etcd;
-    etcd.endpoints = {etcd_->endpoint()};
-    etcd.call_timeout_ms = 1000;
-    return etcd;
-  }
-
   std::unique_ptr<Registrar> Register(const std::string& id) {
     RegistrarOptions options;
-    options.etcd = Etcd();
+    options.etcd = EtcdFor();
     options.prefix = kPrefix;
     options.self.id = id;
     options.self.grpc_address = id + ":7070";
@@ -85,7 +69,7 @@ class EtcdMemberSourceTest : public ::testing::Test {
 
   // A source reaching etcd at `endpoint` (the test's etcd unless told).
   std::unique_ptr<MemberSource> Source(const std::string& endpoint = "") {
-    EtcdOptions etcd = Etcd();
+    EtcdOptions etcd = EtcdFor();
     if (!endpoint.empty()) etcd.endpoints = {endpoint};
     auto source = NewEtcdMemberSource(etcd, kPrefix);
     EXPECT_TRUE(source.ok()) << source.status();
@@ -110,9 +94,6 @@ class EtcdMemberSourceTest : public ::testing::Test {
     auto exit = (*process)->Wait(absl::Now() + absl::Seconds(30));
     return exit.ok() && exit->exited && exit->code == 0;
   }
-
-  std::unique_ptr<EtcdProcess> etcd_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 using Ids = std::vector<std::string>;
@@ -227,7 +208,7 @@ TEST_F(EtcdMemberSourceTest, StartFailsWhileEtcdIsDown) {
   absl::Status started = source->Start(sets.Listener(), absl::Milliseconds(500));
   EXPECT_TRUE(absl::IsUnavailable(started)) << started;
   EXPECT_EQ(sets.Count(), 0u);
-  EXPECT_TRUE(absl::IsInvalidArgument(NewEtcdMemberSource(Etcd(), "no-slash").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(NewEtcdMemberSource(EtcdFor(), "no-slash").status()));
 }
 
 }  // namespace

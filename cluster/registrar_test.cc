@@ -14,28 +14,12 @@ namespace {
 using ::kvstash::cluster::testing::TcpRelay;
 using ::kvstash::cluster::testing::WaitFor;
 using ::kvstash::testing::EtcdProcess;
+using ::kvstash::testing::EtcdTest;
 
 constexpr char kPrefix[] = "/kvstash/regtest";
 
-class RegistrarTest : public ::testing::Test {
+class RegistrarTest : public EtcdTest {
  protected:
-  void SetUp() override {
-    auto etcd = EtcdProcess::Start({});
-    if (absl::IsFailedPrecondition(etcd.status())) GTEST_SKIP() << etcd.status();
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = *std::move(etcd);
-    auto client = EtcdClient::Create(EtcdFor());
-    ASSERT_TRUE(client.ok()) << client.status();
-    client_ = *std::move(client);
-  }
-
-  EtcdOptions EtcdFor() const {
-    EtcdOptions etcd;
-    etcd.endpoints = {etcd_->endpoint()};
-    etcd.call_timeout_ms = 1000;
-    return etcd;
-  }
-
   RegistrarOptions Options() const {
     RegistrarOptions options;
     options.etcd = EtcdFor();
@@ -59,9 +43,6 @@ class RegistrarTest : public ::testing::Test {
     const std::string& endpoint = etcd_->endpoint();
     return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
   }
-
-  std::unique_ptr<EtcdProcess> etcd_;
-  std::unique_ptr<EtcdClient> client_;
 };
 
 TEST_F(RegistrarTest, RegistersAndStopWithdrawsAtOnce) {

@@ -33,20 +33,8 @@ constexpr absl::Duration kWait = absl::Seconds(60);
 constexpr char kCluster[] = "ctest";
 constexpr int kLeaseTtlS = 2;
 
-class ClusterDaemonTest : public ::testing::Test {
+class ClusterDaemonTest : public EtcdTest {
  protected:
-  void SetUp() override {
-    auto etcd = EtcdProcess::Start({});
-    if (absl::IsFailedPrecondition(etcd.status())) GTEST_SKIP() << etcd.status();
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = *std::move(etcd);
-    cluster::EtcdOptions options;
-    options.endpoints = {etcd_->endpoint()};
-    auto client = cluster::EtcdClient::Create(options);
-    ASSERT_TRUE(client.ok()) << client.status();
-    etcd_client_ = *std::move(client);
-  }
-
   std::unique_ptr<DaemonProcess> StartMember(const std::string& id,
                                              std::vector<std::string> more = {}) {
     DaemonOptions options;
@@ -67,7 +55,7 @@ class ClusterDaemonTest : public ::testing::Test {
   // The member registered under `id`, NOT_FOUND while there is none.
   absl::StatusOr<cluster::Member> Registered(const std::string& id) {
     const std::string key = cluster::MemberKey(cluster::ClusterPrefix(kCluster), id);
-    absl::StatusOr<cluster::EtcdRange> range = etcd_client_->GetPrefix(key);
+    absl::StatusOr<cluster::EtcdRange> range = client_->GetPrefix(key);
     if (!range.ok()) return range.status();
     for (const cluster::EtcdKeyValue& kv : range->kvs) {
       if (kv.key == key) {
@@ -85,9 +73,6 @@ class ClusterDaemonTest : public ::testing::Test {
     return PollUntil([&] { return absl::IsNotFound(Registered(id).status()); }, kWait,
                      absl::Milliseconds(100));
   }
-
-  std::unique_ptr<EtcdProcess> etcd_;
-  std::unique_ptr<cluster::EtcdClient> etcd_client_;
 };
 
 // The value of the sample `series` (name with its labels, as rendered) in a scrape of

@@ -157,4 +157,22 @@ absl::Status EtcdProcess::AwaitReady() {
                                                   " ms: ", last.message()));
 }
 
+void EtcdTest::SetUp() {
+  absl::StatusOr<std::unique_ptr<EtcdProcess>> etcd = EtcdProcess::Start({});
+  if (absl::IsFailedPrecondition(etcd.status())) GTEST_SKIP() << etcd.status();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  etcd_ = *std::move(etcd);
+  absl::StatusOr<std::unique_ptr<cluster::EtcdClient>> client =
+      cluster::EtcdClient::Create(EtcdFor());
+  ASSERT_TRUE(client.ok()) << client.status();
+  client_ = *std::move(client);
+}
+
+cluster::EtcdOptions EtcdTest::EtcdFor() const {
+  cluster::EtcdOptions options;
+  options.endpoints = {etcd_->endpoint()};
+  options.call_timeout_ms = 1000;
+  return options;
+}
+
 }  // namespace kvstash::testing

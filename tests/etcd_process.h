@@ -19,8 +19,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cluster/etcd_client.h"
 #include "common/subprocess.h"
 #include "common/temp_dir.h"
+#include "gtest/gtest.h"
 
 namespace kvstash::testing {
 
@@ -59,6 +61,18 @@ class EtcdProcess {
   int client_port_ = 0;
   int peer_port_ = 0;
   std::unique_ptr<::kvstash::Subprocess> process_;
+};
+
+// A fixture with a fresh etcd (the test is skipped where the binary is missing) and a
+// client of it.
+class EtcdTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  // A client's options for this etcd: its endpoint, 1 s calls.
+  cluster::EtcdOptions EtcdFor() const;
+
+  std::unique_ptr<EtcdProcess> etcd_;
+  std::unique_ptr<cluster::EtcdClient> client_;
 };
 
 }  // namespace kvstash::testing

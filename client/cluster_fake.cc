@@ -120,6 +120,10 @@ class FakeClient final : public Client {
     d_->chunks.clear();
     return n;
   }
+  absl::Status RegisterMemory(const void*, size_t) override {
+    absl::MutexLock lock(&d_->mu);
+    return d_->refuse_memory ? absl::InvalidArgumentError("cannot map") : absl::OkStatus();
+  }
   absl::StatusOr<ServerStats> Stats(const NamespaceHandle*) override { return ServerStats{}; }
   absl::StatusOr<HealthInfo> Health() override { return HealthInfo{true, "fake", 1}; }
 

@@ -38,6 +38,8 @@ struct FakeDaemon {
   // (lease id passed, key) per item of every Get.
   std::vector<std::pair<uint64_t, Key128>> gets ABSL_GUARDED_BY(mu);
   uint64_t calls ABSL_GUARDED_BY(mu) = 0;
+  // RegisterMemory answers INVALID_ARGUMENT.
+  bool refuse_memory ABSL_GUARDED_BY(mu) = false;
 };
 
 // A member set the test changes by hand (Set), delivered on the test's thread.

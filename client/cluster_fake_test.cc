@@ -340,5 +340,42 @@ TEST(ClusterFakeTest, BreakerProbeBringsAFailedMemberBack) {
   EXPECT_EQ(client->Lookup(kNs, {K(1)})->hit_count, 1u);
 }
 
+TEST(ClusterFakeTest, AReplayedMemoryRangeAMemberRefusesDoesNotFailItsConnection) {
+  FakeCluster cluster(2);
+  std::unique_ptr<Client> client = cluster.Connect(Options(1));
+  ASSERT_NE(client, nullptr);
+  {
+    FakeDaemon& d = cluster.daemon(0);
+    absl::MutexLock lock(&d.mu);
+    d.refuse_memory = true;
+  }
+  std::vector<char> arena(4096);
+  // No member is connected yet: the range is kept and replayed as each connects.
+  ASSERT_TRUE(client->RegisterMemory(arena.data(), arena.size()).ok());
+  std::vector<Key128> keys;
+  for (int i = 0; i < 16; ++i) keys.push_back(K(i));
+  std::vector<PutItem> puts;
+  ASSERT_TRUE(PutKeys(*client, keys, false, &puts).ok());
+  for (const PutItem& p : puts) EXPECT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(client->Lookup(kNs, keys)->hit_count, keys.size());
+  // Now connected: a member refusing a new range fails the call, and it is kept nowhere.
+  std::vector<char> more(4096);
+  EXPECT_TRUE(absl::IsInvalidArgument(client->RegisterMemory(more.data(), more.size())));
+  EXPECT_TRUE(absl::IsNotFound(client->UnregisterMemory(more.data())));
+  EXPECT_TRUE(client->UnregisterMemory(arena.data()).ok());
+}
+
+TEST(ClusterFakeTest, OpenNamespaceWithNoMembersKeepsTheSpec) {
+  FakeCluster cluster(0);
+  std::unique_ptr<Client> client = cluster.Connect(Options(1));
+  ASSERT_NE(client, nullptr);
+  Namespace spec;
+  spec.model_id = "fake";
+  spec.chunk_tokens = 16;
+  auto ns = client->OpenNamespace(spec);
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  EXPECT_EQ(ns->id, spec.Id());
+}
+
 }  // namespace
 }  // namespace kvstash::client_internal

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/fan_out.h"
+#include "client/grpc_tls.h"
 #include "client/uri.h"
 
 namespace kvstash::client_internal {
@@ -35,13 +36,14 @@ absl::StatusOr<std::unique_ptr<cluster::MemberSource>> MakeSource(const ClusterU
 template <typename T>
 using Answers = std::vector<absl::StatusOr<T>>;
 
-// Makes `call` on every member of `view` at once.
+// Makes `call` on every member of `conns` at once.
 template <typename T, typename Call>
-Answers<T> OnEveryMember(const ClusterView& view, const Key128* ns, Call call) {
-  Answers<T> out(view.conns.size(), absl::UnavailableError("not asked"));
-  FanOut(view.conns.size(), [&](size_t i) {
-    MemberConn& conn = *view.conns[i];
-    absl::StatusOr<Client*> client = conn.Begin(ns);
+Answers<T> OnEveryMember(FanOutPool& pool, const std::vector<MemberConnPtr>& conns,
+                         const Key128* ns, absl::Time deadline, Call call) {
+  Answers<T> out(conns.size(), absl::UnavailableError("not asked"));
+  pool.Run(conns.size(), [&](size_t i) {
+    MemberConn& conn = *conns[i];
+    absl::StatusOr<Client*> client = conn.Begin(ns, deadline);
     if (!client.ok()) {
       out[i] = client.status();
       return;
@@ -50,6 +52,39 @@ Answers<T> OnEveryMember(const ClusterView& view, const Key128* ns, Call call) {
     conn.Done(out[i].status());
   });
   return out;
+}
+
+// The members of `view`, then those of its hand-over's previous view not among them.
+std::vector<MemberConnPtr> WithPrevious(const ClusterView& view, absl::Time now) {
+  std::vector<MemberConnPtr> out = view.conns;
+  if (const ClusterView* previous = view.Handover(now); previous != nullptr) {
+    for (const MemberConnPtr& c : previous->conns) {
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// A view of `placement` whose members are the connections of now where they are still
+// members (by id), else `old_conns` (the connections `placement` had).
+std::shared_ptr<ClusterView> Rebind(const cluster::Placement& placement,
+                                    const std::vector<MemberConnPtr>& old_conns,
+                                    const absl::flat_hash_map<std::string, MemberConnPtr>& now) {
+  auto out = std::make_shared<ClusterView>();
+  out->current = placement;
+  for (size_t i = 0; i < placement.members().size(); ++i) {
+    auto it = now.find(placement.members()[i].id);
+    out->conns.push_back(it != now.end() ? it->second : old_conns[i]);
+  }
+  return out;
+}
+
+bool SameIds(const cluster::Placement& a, const cluster::Placement& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a.members()[i].id != b.members()[i].id) return false;
+  }
+  return true;
 }
 
 // OK when some member answered; else the first member's error (UNAVAILABLE for none).
@@ -106,6 +141,10 @@ absl::StatusOr<std::unique_ptr<Client>> ClusterClient::Connect(absl::string_view
   if (!parsed.ok()) return parsed.status();
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (absl::Status s = options.cluster.Validate(); !s.ok()) return s;
+  // Up front: otherwise every member's connect would fail and reach the engine as misses.
+  if (options.cluster.transport == "ucx") {
+    if (absl::Status s = CheckNoTlsOptions(options); !s.ok()) return s;
+  }
   absl::StatusOr<std::unique_ptr<cluster::MemberSource>> source =
       MakeSource(*parsed, options.cluster);
   if (!source.ok()) return source.status();
@@ -115,8 +154,10 @@ absl::StatusOr<std::unique_ptr<Client>> ClusterClient::Connect(absl::string_view
 }
 
 absl::StatusOr<std::unique_ptr<ClusterClient>> ClusterClient::Create(
-    std::unique_ptr<cluster::MemberSource> source, const ClientOptions& options) {
-  std::unique_ptr<ClusterClient> client(new ClusterClient(std::move(source), options));
+    std::unique_ptr<cluster::MemberSource> source, const ClientOptions& options,
+    MemberConn::ConnectFn connect) {
+  std::unique_ptr<ClusterClient> client(
+      new ClusterClient(std::move(source), options, std::move(connect)));
   absl::Status s = client->source_->Start(
       [c = client.get()](const std::vector<cluster::Member>& members) { c->OnMembers(members); },
       absl::Milliseconds(options.connect_timeout_ms));
@@ -125,14 +166,20 @@ absl::StatusOr<std::unique_ptr<ClusterClient>> ClusterClient::Create(
 }
 
 ClusterClient::ClusterClient(std::unique_ptr<cluster::MemberSource> source,
-                             const ClientOptions& options)
+                             const ClientOptions& options, MemberConn::ConnectFn connect)
     : options_(options),
+      connect_(std::move(connect)),
       source_(std::move(source)),
       view_(std::make_shared<ClusterView>()),
       executor_(options.async_threads) {}
 
 // The source goes first: its thread calls OnMembers, which uses everything else.
 ClusterClient::~ClusterClient() { source_.reset(); }
+
+absl::Time ClusterClient::CallDeadline() const {
+  // Two node deadlines: a member that times out still leaves time to ask its replica.
+  return absl::Now() + 2 * absl::Milliseconds(options_.cluster.node_deadline_ms);
+}
 
 std::shared_ptr<const ClusterView> ClusterClient::view() const {
   absl::MutexLock lock(&mu_);
@@ -142,31 +189,42 @@ std::shared_ptr<const ClusterView> ClusterClient::view() const {
 MemberConnPtr ClusterClient::MakeConn(const cluster::Member& member) {
   return std::make_shared<MemberConn>(
       member, options_, [this](Client& c) { return InitMember(c); },
-      [this](Client& c, const Key128& ns) { return OpenOnMember(c, ns); });
+      [this](Client& c, const Key128& ns) { return OpenOnMember(c, ns); }, connect_);
 }
 
 void ClusterClient::OnMembers(const std::vector<cluster::Member>& members) {
   auto next = std::make_shared<ClusterView>();
   next->current = cluster::Placement(members);
-  absl::MutexLock lock(&mu_);
-  absl::flat_hash_map<std::string, MemberConnPtr> conns;
-  for (const cluster::Member& m : next->current.members()) {
-    auto it = conns_.find(m.id);
-    // A member whose address changed (restarted elsewhere) gets a fresh connection.
-    MemberConnPtr conn = it != conns_.end() && it->second->member() == m ? it->second : MakeConn(m);
-    next->conns.push_back(conn);
-    conns[m.id] = std::move(conn);
+  // Dropped after mu_ is released: tearing connections down may take a while.
+  std::shared_ptr<const ClusterView> old_view;
+  absl::flat_hash_map<std::string, MemberConnPtr> old_conns;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::flat_hash_map<std::string, MemberConnPtr> conns;
+    for (const cluster::Member& m : next->current.members()) {
+      auto it = conns_.find(m.id);
+      // Same address: the connection stays (its client re-registers namespaces after a
+      // restart); a member that moved gets a fresh one.
+      const bool keep =
+          it != conns_.end() && it->second->uri() == MemberUri(m, options_.cluster.transport);
+      MemberConnPtr conn = keep ? it->second : MakeConn(m);
+      next->conns.push_back(conn);
+      conns[m.id] = std::move(conn);
+    }
+    const bool ids_changed = member_sets_++ > 0 && !SameIds(view_->current, next->current);
+    if (options_.cluster.handover_ms > 0 && ids_changed) {
+      // Only the placement before this change is kept: one hand-over at a time.
+      next->previous = Rebind(view_->current, view_->conns, conns);
+      next->handover_until = absl::Now() + absl::Milliseconds(options_.cluster.handover_ms);
+    } else if (view_->previous != nullptr) {
+      // Same ids (a restart, new capacities): the hand-over in progress goes on.
+      next->previous = Rebind(view_->previous->current, view_->previous->conns, conns);
+      next->handover_until = view_->handover_until;
+    }
+    old_view = std::exchange(view_, std::move(next));
+    old_conns = std::exchange(conns_, std::move(conns));
   }
-  if (member_sets_++ > 0 && options_.cluster.handover_ms > 0) {
-    // Only the placement before this change is kept: one hand-over at a time.
-    auto previous = std::make_shared<ClusterView>();
-    previous->current = view_->current;
-    previous->conns = view_->conns;
-    next->previous = std::move(previous);
-    next->handover_until = absl::Now() + absl::Milliseconds(options_.cluster.handover_ms);
-  }
-  conns_ = std::move(conns);
-  view_ = std::move(next);
+  pool_.EnsureThreads(members.size());
 }
 
 absl::Status ClusterClient::InitMember(Client& client) {
@@ -175,10 +233,10 @@ absl::Status ClusterClient::InitMember(Client& client) {
     absl::MutexLock lock(&mu_);
     memory = memory_;
   }
-  for (const auto& [data, size] : memory) {
-    if (absl::Status s = client.RegisterMemory(data, size); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  // Every range is tried: one the member refuses leaves its calls on unregistered buffers.
+  absl::Status first;
+  for (const auto& [data, size] : memory) first.Update(client.RegisterMemory(data, size));
+  return first;
 }
 
 absl::Status ClusterClient::OpenOnMember(Client& client, const Key128& ns) {
@@ -200,11 +258,18 @@ absl::StatusOr<NamespaceHandle> ClusterClient::OpenNamespace(const Namespace& sp
     namespaces_.insert_or_assign(handle.id, spec);
   }
   std::shared_ptr<const ClusterView> v = view();
+  // No members yet: the spec is registered on each as it is first used.
+  if (v->conns.empty()) return handle;
   // Begin registers the spec on each member; members reached later get it on first use.
   for (const MemberConnPtr& conn : v->conns) conn->ForgetNamespace(handle.id);
-  Answers<bool> answers =
-      OnEveryMember<bool>(*v, &handle.id, [](Client&) -> absl::StatusOr<bool> { return true; });
-  if (absl::Status s = FirstRefusal(answers); !s.ok()) return s;
+  Answers<bool> answers = OnEveryMember<bool>(pool_, v->conns, &handle.id, CallDeadline(),
+                                              [](Client&) -> absl::StatusOr<bool> { return true; });
+  if (absl::Status s = FirstRefusal(answers); !s.ok()) {
+    // A spec a member refuses must not be registered behind the caller's back later.
+    absl::MutexLock lock(&mu_);
+    namespaces_.erase(handle.id);
+    return s;
+  }
   if (absl::Status s = AnyAnswered(answers); !s.ok()) {
     return absl::UnavailableError(
         absl::StrCat("no cluster member could register the namespace: ", s.message()));
@@ -225,8 +290,9 @@ void ClusterClient::RunAsync(std::function<void()> task) { executor_.Post(std::m
 
 absl::StatusOr<ServerStats> ClusterClient::Stats(const NamespaceHandle* ns) {
   std::shared_ptr<const ClusterView> v = view();
-  Answers<ServerStats> answers = OnEveryMember<ServerStats>(
-      *v, ns != nullptr ? &ns->id : nullptr, [ns](Client& c) { return c.Stats(ns); });
+  Answers<ServerStats> answers =
+      OnEveryMember<ServerStats>(pool_, v->conns, ns != nullptr ? &ns->id : nullptr, CallDeadline(),
+                                 [ns](Client& c) { return c.Stats(ns); });
   if (absl::Status s = AnyAnswered(answers); !s.ok()) return s;
   ServerStats out;
   for (const auto& a : answers) {
@@ -237,8 +303,8 @@ absl::StatusOr<ServerStats> ClusterClient::Stats(const NamespaceHandle* ns) {
 
 absl::StatusOr<HealthInfo> ClusterClient::Health() {
   std::shared_ptr<const ClusterView> v = view();
-  Answers<HealthInfo> answers =
-      OnEveryMember<HealthInfo>(*v, nullptr, [](Client& c) { return c.Health(); });
+  Answers<HealthInfo> answers = OnEveryMember<HealthInfo>(pool_, v->conns, nullptr, CallDeadline(),
+                                                          [](Client& c) { return c.Health(); });
   if (absl::Status s = AnyAnswered(answers); !s.ok()) return s;
   HealthInfo out;
   for (const auto& a : answers) {
@@ -253,7 +319,7 @@ absl::StatusOr<HealthInfo> ClusterClient::Health() {
 absl::StatusOr<std::vector<NamespaceUsage>> ClusterClient::ListNamespaces() {
   std::shared_ptr<const ClusterView> v = view();
   Answers<std::vector<NamespaceUsage>> answers = OnEveryMember<std::vector<NamespaceUsage>>(
-      *v, nullptr, [](Client& c) { return c.ListNamespaces(); });
+      pool_, v->conns, nullptr, CallDeadline(), [](Client& c) { return c.ListNamespaces(); });
   if (absl::Status s = AnyAnswered(answers); !s.ok()) return s;
   absl::flat_hash_map<Key128, NamespaceUsage> merged;
   for (const auto& a : answers) {
@@ -283,14 +349,16 @@ absl::StatusOr<std::vector<NamespaceUsage>> ClusterClient::ListNamespaces() {
 
 absl::StatusOr<uint64_t> ClusterClient::ClearNamespace(NamespaceHandle ns) {
   std::shared_ptr<const ClusterView> v = view();
-  Answers<uint64_t> answers =
-      OnEveryMember<uint64_t>(*v, &ns.id, [ns](Client& c) { return c.ClearNamespace(ns); });
+  // Previous owners too: lookups still ask them while the hand-over lasts.
+  const std::vector<MemberConnPtr> conns = WithPrevious(*v, absl::Now());
+  Answers<uint64_t> answers = OnEveryMember<uint64_t>(
+      pool_, conns, &ns.id, CallDeadline(), [ns](Client& c) { return c.ClearNamespace(ns); });
   uint64_t cleared = 0;
   for (size_t i = 0; i < answers.size(); ++i) {
     if (!answers[i].ok()) {
       // A member left holding its chunks must not look cleared.
       return absl::Status(answers[i].status().code(),
-                          absl::StrCat("cluster member ", v->conns[i]->member().id,
+                          absl::StrCat("cluster member ", conns[i]->member().id,
                                        " was not cleared: ", answers[i].status().message()));
     }
     cleared += *answers[i];
@@ -301,11 +369,12 @@ absl::StatusOr<uint64_t> ClusterClient::ClearNamespace(NamespaceHandle ns) {
 absl::Status ClusterClient::EndSession(NamespaceHandle ns, uint64_t session_id) {
   if (session_id == 0) return absl::InvalidArgumentError("session_id must not be 0");
   std::shared_ptr<const ClusterView> v = view();
-  Answers<bool> answers = OnEveryMember<bool>(*v, &ns.id, [&](Client& c) -> absl::StatusOr<bool> {
-    absl::Status s = c.EndSession(ns, session_id);
-    if (!s.ok()) return s;
-    return true;
-  });
+  Answers<bool> answers = OnEveryMember<bool>(pool_, v->conns, &ns.id, CallDeadline(),
+                                              [&](Client& c) -> absl::StatusOr<bool> {
+                                                absl::Status s = c.EndSession(ns, session_id);
+                                                if (!s.ok()) return s;
+                                                return true;
+                                              });
   if (absl::Status s = FirstRefusal(answers); !s.ok()) return s;
   // A member that is down keeps the session until its own session timeout.
   return AnyAnswered(answers);
@@ -326,28 +395,40 @@ absl::StatusOr<ClusterStatus> ClusterClient::Cluster() {
 
 absl::Status ClusterClient::RegisterMemory(const void* data, size_t size) {
   if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty memory range");
+  absl::MutexLock memory_lock(&memory_mu_);
   {
     absl::MutexLock lock(&mu_);
     memory_[data] = size;
   }
-  // Members connected from now on register it in InitMember; these already are.
-  std::shared_ptr<const ClusterView> v = view();
-  for (const MemberConnPtr& conn : v->conns) {
-    if (Client* c = conn->connected(); c != nullptr) {
-      if (absl::Status s = c->RegisterMemory(data, size); !s.ok()) return s;
+  // Members connecting from now on register it in InitMember; WithConnected waits for a
+  // connect in progress, so no connection misses the range.
+  const std::vector<MemberConnPtr> conns = WithPrevious(*view(), absl::Now());
+  for (size_t i = 0; i < conns.size(); ++i) {
+    absl::Status s =
+        conns[i]->WithConnected([&](Client& c) { return c.RegisterMemory(data, size); });
+    // ALREADY_EXISTS: the member connected meanwhile and got the range in InitMember.
+    if (s.ok() || absl::IsAlreadyExists(s)) continue;
+    // Nothing registered: later connections must not replay a range a member refuses.
+    {
+      absl::MutexLock lock(&mu_);
+      memory_.erase(data);
     }
+    for (size_t k = 0; k < i; ++k) {
+      conns[k]->WithConnected([&](Client& c) { return c.UnregisterMemory(data); }).IgnoreError();
+    }
+    return s;
   }
   return absl::OkStatus();
 }
 
 absl::Status ClusterClient::UnregisterMemory(const void* data) {
+  absl::MutexLock memory_lock(&memory_mu_);
   {
     absl::MutexLock lock(&mu_);
     if (memory_.erase(data) == 0) return absl::NotFoundError("memory range not registered");
   }
-  std::shared_ptr<const ClusterView> v = view();
-  for (const MemberConnPtr& conn : v->conns) {
-    if (Client* c = conn->connected(); c != nullptr) c->UnregisterMemory(data).IgnoreError();
+  for (const MemberConnPtr& conn : WithPrevious(*view(), absl::Now())) {
+    conn->WithConnected([&](Client& c) { return c.UnregisterMemory(data); }).IgnoreError();
   }
   return absl::OkStatus();
 }

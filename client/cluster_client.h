@@ -22,11 +22,14 @@
 #include "client/cluster_leases.h"
 #include "client/cluster_member.h"
 #include "client/executor.h"
+#include "client/fan_out.h"
 #include "cluster/member_source.h"
 #include "cluster/placement.h"
 #include "kvstash/client.h"
 
 namespace kvstash::client_internal {
+
+class Refusals;
 
 // The member set one call works with: the placement, the members' connections, and during
 // a hand-over the previous placement. Immutable.
@@ -55,9 +58,11 @@ class ClusterClient final : public Client {
   // does not fail Connect.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(absl::string_view uri,
                                                          const ClientOptions& options);
-  // The same with a member source of the caller's (tests). REQUIRES: options valid.
+  // The same with a member source of the caller's (tests), and optionally how each
+  // member's client is connected (null: Client::Connect). REQUIRES: options valid.
   static absl::StatusOr<std::unique_ptr<ClusterClient>> Create(
-      std::unique_ptr<cluster::MemberSource> source, const ClientOptions& options);
+      std::unique_ptr<cluster::MemberSource> source, const ClientOptions& options,
+      MemberConn::ConnectFn connect = nullptr);
   ~ClusterClient() override;
 
   absl::StatusOr<NamespaceHandle> OpenNamespace(const Namespace& spec) override;
@@ -89,11 +94,15 @@ class ClusterClient final : public Client {
     uint32_t hit_count = 0;
     std::vector<MemberConn*> where;  // per key < hit_count
     std::vector<ChunkTier> tiers;    // per key < hit_count
-    std::vector<std::pair<MemberConn*, uint64_t>> member_leases;
+    std::vector<uint64_t> leases;    // per key < hit_count: the lease of `where` covering it
   };
 
-  ClusterClient(std::unique_ptr<cluster::MemberSource> source, const ClientOptions& options);
+  ClusterClient(std::unique_ptr<cluster::MemberSource> source, const ClientOptions& options,
+                MemberConn::ConnectFn connect);
 
+  // The time budget of one cluster call: no member call starts after it, so a call returns
+  // within about one node deadline more, however many rounds and members it takes.
+  absl::Time CallDeadline() const;
   std::shared_ptr<const ClusterView> view() const;
   // The listener: a new placement, connections kept for members that stay.
   void OnMembers(const std::vector<cluster::Member>& members);
@@ -102,25 +111,35 @@ class ClusterClient final : public Client {
   absl::Status InitMember(Client& client);
   absl::Status OpenOnMember(Client& client, const Key128& ns);
 
-  // Lookup's work; the pointers returned live as long as `view`.
-  // `refusal`: the first error a member answered with (not a failure to answer).
+  // Lookup's work; the pointers returned live as long as `view`. `refusal`: set when
+  // every member asked refused (Refusals).
   Located Locate(const ClusterView& view, const Key128& ns, absl::Span<const Key128> keys,
-                 uint32_t lease_ms, uint64_t session_id, absl::Status* refusal);
+                 uint32_t lease_ms, uint64_t session_id, absl::Time deadline,
+                 absl::Status* refusal);
   // Get's rounds: each item from its next candidate until found or none is left.
   absl::Status GetRounds(const ClusterView& view, NamespaceHandle ns, absl::Span<GetItem> items,
-                         const LeaseTable::Entry* lease);
+                         const LeaseTable::Entry* lease, absl::Time deadline);
+  // One member Get of items idx[k] for k in `part`, under `member_lease`; sets their
+  // results and resolved[k] for each that needs no other candidate.
+  void GetFrom(MemberConn* conn, NamespaceHandle ns, uint64_t member_lease, absl::Time deadline,
+               const ClusterView& view, absl::Span<GetItem> items, absl::Span<const size_t> idx,
+               const std::vector<size_t>& part, absl::Span<uint8_t> resolved,
+               std::vector<MemberConn*>* found_on, std::vector<uint8_t>* owner_missed,
+               Refusals* refusals);
   // After a Get: copies chunks found off their owner to it (read-repair), and chunks that
   // just became hot to their other replicas.
   void CopyFound(const ClusterView& view, NamespaceHandle ns, absl::Span<GetItem> items,
                  const std::vector<MemberConn*>& found_on,
                  const std::vector<uint8_t>& owner_missed);
-  // Copies fetched chunks to `to` in the background (their bytes are copied first).
+  // Copies fetched chunks to `to` in the background with `hints` (their bytes are copied
+  // first); a chunk whose bytes do not match its checksum is not copied.
   void CopyInBackground(NamespaceHandle ns, MemberConnPtr to,
-                        const std::vector<const GetItem*>& items);
+                        const std::vector<const GetItem*>& items, const PutHints& hints);
   // Counts a fetch of `key`; true exactly when it becomes hot (hot_fetches reached).
   bool CountFetch(const Key128& key);
 
   const ClientOptions options_;
+  const MemberConn::ConnectFn connect_;
   std::unique_ptr<cluster::MemberSource> source_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ClusterView> view_ ABSL_GUARDED_BY(mu_);
@@ -135,6 +154,10 @@ class ClusterClient final : public Client {
   absl::flat_hash_map<Key128, uint32_t> fetch_counts_ ABSL_GUARDED_BY(fetch_mu_);
   std::atomic<uint64_t> keys_moved_{0};
   LeaseTable leases_;
+  // Held while memory ranges are registered on members, so none is missed or left behind.
+  absl::Mutex memory_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Runs the member calls of each fan-out; grows with the member set.
+  FanOutPool pool_;
   // Declared last so it is destroyed first: queued async calls and background copies
   // finish while everything they use still exists.
   Executor executor_;

@@ -100,5 +100,13 @@ TEST(ClusterClientTest, PutRejectsEmptyItemsAsAWhole) {
       absl::IsInvalidArgument(client->Put(NamespaceHandle{Spec().Id()}, absl::MakeSpan(puts))));
 }
 
+TEST(ClusterClientTest, UcxWithTlsOptionsFailsConnectNotEachLookup) {
+  ClientOptions options;
+  options.cluster.transport = "ucx";
+  options.tls_ca_file = "/nonexistent/ca.pem";
+  auto client = Client::Connect(kDeadCluster, options);
+  EXPECT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
+}
+
 }  // namespace
 }  // namespace kvstash::client_internal

@@ -1,7 +1,8 @@
 // LeaseTable: the cluster client's lookup leases. A cluster Lookup with lease_ms > 0 takes
-// a lease on every member it found chunks on; the table keeps those member leases, and
-// where each hit was found, under one cluster lease id, which Get then uses to fetch each
-// chunk from the member that holds it under the member's own lease.
+// a lease on every member it found chunks on (one per member call, so a member asked in
+// two rounds holds two); the table keeps, under one cluster lease id, where each hit was
+// found and the member lease that covers it, which Get then uses to fetch each chunk from
+// that member under that lease. Member leases that cover no hit are left to expire.
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -21,10 +22,12 @@ namespace kvstash::client_internal {
 class LeaseTable {
  public:
   struct Entry {
-    // Where each leased chunk was found.
-    absl::flat_hash_map<Key128, MemberConnPtr> where;
-    // The lease id each member returned.
-    absl::flat_hash_map<const MemberConn*, uint64_t> member_leases;
+    // Where a leased chunk was found, and the lease id that member returned for it.
+    struct Held {
+      MemberConnPtr conn;
+      uint64_t lease_id = 0;
+    };
+    absl::flat_hash_map<Key128, Held> where;
   };
 
   // Keeps `entry` until `expires`; returns its cluster lease id (never 0).

@@ -31,16 +31,19 @@ std::string MemberUri(const cluster::Member& member, absl::string_view transport
 }
 
 MemberConn::MemberConn(cluster::Member member, const ClientOptions& options, InitFn init,
-                       OpenFn open)
+                       OpenFn open, ConnectFn connect)
     : member_(std::move(member)),
       uri_(MemberUri(member_, options.cluster.transport)),
       options_(MemberClientOptions(options)),
       init_(std::move(init)),
       open_(std::move(open)),
+      connect_(connect != nullptr ? std::move(connect)
+                                  : [](const std::string& uri,
+                                       const ClientOptions& o) { return Client::Connect(uri, o); }),
       breaker_({.failures = options.cluster.breaker_failures,
                 .open_ms = options.cluster.breaker_open_ms}) {}
 
-absl::StatusOr<Client*> MemberConn::Connect() {
+absl::StatusOr<Client*> MemberConn::Connect(absl::Time deadline) {
   uint64_t failures_seen;
   {
     absl::MutexLock lock(&mu_);
@@ -55,13 +58,19 @@ absl::StatusOr<Client*> MemberConn::Connect() {
     // behind a dead member must not each wait out a connect timeout of their own.
     if (connect_failures_ != failures_seen) return last_connect_error_;
   }
+  // The connect waits no longer than what is left of the cluster call's time.
+  ClientOptions options = options_;
+  const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+  options.connect_timeout_ms = std::max<int64_t>(1, std::min(options.connect_timeout_ms, left_ms));
   absl::StatusOr<std::unique_ptr<Client>> client =
       uri_.empty()
           ? absl::UnavailableError(absl::StrCat("cluster member ", member_.id, " publishes no ",
                                                 options_.cluster.transport, " address"))
-          : Client::Connect(uri_, options_);
+          : connect_(uri_, options);
   absl::Status s = client.status();
-  if (s.ok()) s = init_(**client);
+  // A memory range this member refuses must not make it unusable: calls still work with
+  // unregistered buffers.
+  if (s.ok()) init_(**client).IgnoreError();
   absl::MutexLock lock(&mu_);
   if (!s.ok()) {
     ++connect_failures_;
@@ -72,12 +81,17 @@ absl::StatusOr<Client*> MemberConn::Connect() {
   return client_.get();
 }
 
-absl::StatusOr<Client*> MemberConn::Begin(const Key128* ns) {
+absl::StatusOr<Client*> MemberConn::Begin(const Key128* ns, absl::Time deadline) {
+  // Out of time is the cluster call's doing, not the member's: no breaker bookkeeping.
+  if (absl::Now() >= deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("cluster member ", member_.id, ": the cluster call ran out of time"));
+  }
   if (!breaker_.Allow(absl::Now())) {
     return absl::UnavailableError(
         absl::StrCat("cluster member ", member_.id, ": circuit breaker open"));
   }
-  absl::StatusOr<Client*> client = Connect();
+  absl::StatusOr<Client*> client = Connect(deadline);
   if (client.ok() && ns != nullptr) {
     bool registered;
     {
@@ -110,6 +124,12 @@ void MemberConn::Done(const absl::Status& s) {
 Client* MemberConn::connected() {
   absl::MutexLock lock(&mu_);
   return client_.get();
+}
+
+absl::Status MemberConn::WithConnected(const std::function<absl::Status(Client&)>& fn) {
+  absl::MutexLock connect_lock(&connect_mu_);
+  Client* client = connected();
+  return client != nullptr ? fn(*client) : absl::OkStatus();
 }
 
 void MemberConn::ForgetNamespace(const Key128& ns) {

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "client/circuit_breaker.h"
 #include "cluster/member.h"
 #include "kvstash/client.h"
@@ -41,21 +42,31 @@ class MemberConn {
   using InitFn = std::function<absl::Status(Client& client)>;
   // Registers namespace `ns` on `client`; NOT_FOUND when the cluster client has no spec.
   using OpenFn = std::function<absl::Status(Client& client, const Key128& ns)>;
+  // Connects a member's client (Client::Connect; tests put in-process fakes behind it).
+  using ConnectFn = std::function<absl::StatusOr<std::unique_ptr<Client>>(
+      const std::string& uri, const ClientOptions& options)>;
 
-  MemberConn(cluster::Member member, const ClientOptions& options, InitFn init, OpenFn open);
+  // A null `connect` means Client::Connect.
+  MemberConn(cluster::Member member, const ClientOptions& options, InitFn init, OpenFn open,
+             ConnectFn connect = nullptr);
 
   const cluster::Member& member() const { return member_; }
   const std::string& uri() const { return uri_; }
 
   // The member's client, connected on first use, with namespace `ns` (when not null)
-  // registered on it. UNAVAILABLE without trying while the breaker is open; a failed
-  // connect or registration counts as a failed call. REQUIRES: every OK is followed by
-  // Done with the outcome of the call made with the client.
-  absl::StatusOr<Client*> Begin(const Key128* ns);
+  // registered on it. UNAVAILABLE without trying while the breaker is open, and
+  // DEADLINE_EXCEEDED without trying (nor counting) once `deadline` has passed; a failed
+  // connect or registration counts as a failed call, and a connect waits no longer than
+  // `deadline`. REQUIRES: every OK is followed by Done with the outcome of the call made
+  // with the client.
+  absl::StatusOr<Client*> Begin(const Key128* ns, absl::Time deadline = absl::InfiniteFuture());
   // Counts a call made with Begin's client and feeds its outcome to the breaker.
   void Done(const absl::Status& s);
   // The client if connected, without connecting or counting (admin fan-outs use Begin).
   Client* connected();
+  // Runs `fn` on the client if connected, after any connect in progress has finished, so a
+  // memory range recorded before this call reaches every connection (InitFn or here).
+  absl::Status WithConnected(const std::function<absl::Status(Client&)>& fn);
   // Forgets that `ns` is registered (the member lost it, or a caller re-opens it).
   void ForgetNamespace(const Key128& ns);
 
@@ -65,13 +76,14 @@ class MemberConn {
   ClusterMemberStatus Status() const;
 
  private:
-  absl::StatusOr<Client*> Connect();
+  absl::StatusOr<Client*> Connect(absl::Time deadline);
 
   const cluster::Member member_;
   const std::string uri_;
   const ClientOptions options_;
   const InitFn init_;
   const OpenFn open_;
+  const ConnectFn connect_;
   CircuitBreaker breaker_;
   // Held while connecting, so concurrent first calls make one connection.
   absl::Mutex connect_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -1,8 +1,9 @@
 // Routing helpers of the cluster client's data calls: keys grouped per member, each key's
 // candidate members in order, rounds that move each unresolved key on to its next
-// candidate, and one member call with its breaker bookkeeping.
+// candidate, one member call with its breaker bookkeeping, and the rule that a refusal
+// fails a cluster call only when every member asked refused.
 //
-// Thread-safety: functions of their arguments; Refusal is thread-safe; Groups belongs to
+// Thread-safety: functions of their arguments; Refusals is thread-safe; Groups belongs to
 // one call.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/types/span.h"
 #include "client/cluster_client.h"
 #include "client/cluster_member.h"
@@ -59,14 +61,15 @@ inline Candidates CandidatesOf(const ClusterView& view, const ClusterView* previ
 }
 
 // Each round sends every unresolved index to its next candidate whose breaker is not
-// open, one call per member, members in parallel, until each is resolved or has no
-// candidate left. call(conn, indices, resolved) makes one member's call and sets
-// resolved[k] for each index that needs no other candidate.
+// open, one call per member, members in parallel, until each is resolved, has no
+// candidate left, or `deadline` has passed. call(conn, indices, resolved) makes one
+// member's call and sets resolved[k] for each index that needs no other candidate.
 template <typename Call>
-void RunRounds(const std::vector<Candidates>& cands, Call call) {
+void RunRounds(FanOutPool& pool, const std::vector<Candidates>& cands, absl::Time deadline,
+               Call call) {
   std::vector<size_t> cursor(cands.size(), 0);
   std::vector<uint8_t> done(cands.size(), 0);
-  for (;;) {
+  while (absl::Now() < deadline) {
     Groups groups;
     for (size_t i = 0; i < cands.size(); ++i) {
       if (done[i]) continue;
@@ -79,7 +82,7 @@ void RunRounds(const std::vector<Candidates>& cands, Call call) {
     }
     if (groups.size() == 0) return;
     std::vector<std::vector<uint8_t>> resolved(groups.size());
-    FanOut(groups.size(), [&](size_t g) {
+    pool.Run(groups.size(), [&](size_t g) {
       resolved[g].assign(groups.indices[g].size(), 0);
       call(groups.conns[g], absl::MakeConstSpan(groups.indices[g]), absl::MakeSpan(resolved[g]));
     });
@@ -98,31 +101,39 @@ void RunRounds(const std::vector<Candidates>& cands, Call call) {
 
 // Makes one member call with Begin/Done around it; the call's status.
 template <typename Fn>
-absl::Status CallMember(MemberConn* conn, const Key128& ns, Fn fn) {
-  absl::StatusOr<Client*> client = conn->Begin(&ns);
+absl::Status CallMember(MemberConn* conn, const Key128& ns, absl::Time deadline, Fn fn) {
+  absl::StatusOr<Client*> client = conn->Begin(&ns, deadline);
   if (!client.ok()) return client.status();
   absl::Status s = fn(**client);
   conn->Done(s);
   return s;
 }
 
-// Remembers the first refusal (an error that is not a member failure) among concurrent
-// member calls.
-class Refusal {
+// The member calls of one cluster call. A refusal (an answer that is an error, such as
+// RESOURCE_EXHAUSTED from a member's call limiter or PERMISSION_DENIED from a member with
+// other tokens) fails the cluster call only when every member asked refused; otherwise
+// the refusing member's keys are misses like those of a member that failed.
+class Refusals {
  public:
+  // Every member call's status.
   void Note(const absl::Status& s) {
-    if (s.ok() || IsMemberFailure(s)) return;
     absl::MutexLock lock(&mu_);
+    ++asked_;
+    if (s.ok() || IsMemberFailure(s)) return;
+    ++refused_;
     if (first_.ok()) first_ = s;
   }
+  // The first refusal when every member asked refused, else OK.
   absl::Status status() {
     absl::MutexLock lock(&mu_);
-    return first_;
+    return refused_ > 0 && refused_ == asked_ ? first_ : absl::OkStatus();
   }
 
  private:
   absl::Mutex mu_;
   absl::Status first_ ABSL_GUARDED_BY(mu_);
+  size_t asked_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t refused_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace kvstash::client_internal

@@ -62,7 +62,9 @@ absl::Status ParseAddressList(absl::string_view uri, absl::string_view list,
     if (entry.empty()) return BadCluster(uri, "empty entry in the HOST:PORT list");
     absl::StatusOr<cluster::HostPort> hp = cluster::ParseHostPort(entry);
     if (!hp.ok()) return BadCluster(uri, hp.status().message());
-    std::string normalized = hp->ToString();
+    // Host names are case-insensitive: Node:1 and node:1 are one member (and one id, so
+    // every client places keys alike).
+    std::string normalized = absl::AsciiStrToLower(hp->ToString());
     if (!seen.insert(normalized).second) {
       return BadCluster(uri, absl::StrCat("\"", normalized, "\" is listed twice"));
     }

@@ -116,6 +116,7 @@ TEST(ClusterUriTest, RejectsMalformedWithTheReason) {
       {"static://", "no HOST:PORT"},
       {"static://a:1,", "empty entry"},
       {"static://a:1,a:1", "twice"},
+      {"static://Node:1,node:1", "twice"},
       {"static://a:0", "1..65535"},
       {"static://a:1/x", "only HOST:PORT"},
       {"static://u@a:1", "user info"},

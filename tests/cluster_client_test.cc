@@ -1,7 +1,8 @@
 // The cluster client against three real daemons named by a static:// list, over gRPC and
 // UCX: chunks put through one client are found by another, lookups spanning members count
 // the right leading chunks, and a member killed under load turns its keys into misses
-// (never wrong bytes, never call errors) while its breaker keeps calls away from it.
+// (never wrong bytes, never call errors) while its breaker keeps calls away from it, and a
+// stopped member comes back through the breaker's probe.
 #include "client/cluster_client.h"
 
 #include <signal.h>
@@ -458,6 +459,48 @@ TEST_P(ClusterClientTest, ConcurrentCallsWhileTheMemberSetChanges) {
   EXPECT_EQ(call_errors.load(), 0);
   EXPECT_EQ(wrong_bytes.load(), 0);
   EXPECT_EQ(client->Cluster()->member_set_changes, 10u);
+}
+
+// The breaker end to end: a stopped member opens it (its keys are misses at once), and
+// after breaker_open_ms a probe call finds it back and closes it.
+TEST_P(ClusterClientTest, BreakerProbeBringsAStoppedMemberBack) {
+  ClientOptions options = Options();
+  options.cluster.node_deadline_ms = 500;
+  options.cluster.breaker_open_ms = 200;
+  SettableSource* source = nullptr;
+  NamespaceHandle ns;
+  std::unique_ptr<Client> client = ConnectSettable(1, options, &source, &ns);
+  ASSERT_NE(client, nullptr);
+  std::mt19937_64 rng(11);
+  std::vector<Payload> chunks = Chunks(rng, 4);
+  ASSERT_TRUE(PutAll(*client, ns, chunks).ok());
+  const std::vector<Key128> keys = KeysOf(chunks);
+
+  ASSERT_TRUE(daemons_[0]->Signal(SIGSTOP).ok());
+  // Lookups that time out on the stopped member are misses, not errors, and open its breaker.
+  while (!client->Cluster()->members[0].breaker_open) {
+    auto hits = client->Lookup(ns, keys);
+    ASSERT_TRUE(hits.ok()) << hits.status();
+  }
+  auto hits = client->Lookup(ns, keys);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ(hits->hit_count, 0u);
+  ASSERT_TRUE(daemons_[0]->Signal(SIGCONT).ok());
+  // Misses while open; then a probe goes out and, the member answering, closes it.
+  for (;;) {
+    auto hits = client->Lookup(ns, keys);
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    if (hits->hit_count == keys.size()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(client->Cluster()->members[0].breaker_open);
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> items;
+  ASSERT_TRUE(GetMany(*client, ns, keys, kChunkBytes, &bufs, &items).ok());
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
+    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ClusterClientTest,

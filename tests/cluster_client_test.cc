@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/cluster_fake.h"
 #include "cluster/member_source.h"
 #include "cluster/placement.h"
 #include "gtest/gtest.h"
@@ -28,27 +29,20 @@ namespace {
 
 constexpr int kMembers = 3;
 
-// A member set the test changes by hand (Set), delivered on the test's thread.
-class SettableSource : public cluster::MemberSource {
- public:
-  explicit SettableSource(std::vector<cluster::Member> members) : members_(std::move(members)) {}
-  absl::Status Start(Listener listener, absl::Duration) override {
-    listener_ = std::move(listener);
-    listener_(members_);
-    return absl::OkStatus();
-  }
-  std::vector<cluster::Member> Current() const override { return members_; }
-  cluster::MemberSourceStats stats() const override { return {1, 0, true}; }
-  void Set(std::vector<cluster::Member> members) {
-    members_ = cluster::SortedById(std::move(members));
-    listener_(members_);
-  }
+using client_internal::HandSource;
 
- private:
-  Listener listener_;
-  std::vector<cluster::Member> members_;
-};
 constexpr size_t kChunkBytes = 16 * kKiB;
+
+// Gets every key of `keys` through `client`: each must come back with the bytes put.
+void ExpectAllFetched(Client& client, NamespaceHandle ns, const std::vector<Key128>& keys) {
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> items;
+  ASSERT_TRUE(GetMany(client, ns, keys, kChunkBytes, &bufs, &items).ok());
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
+    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
+  }
+}
 
 class ClusterClientTest : public ::testing::TestWithParam<Transport> {
  protected:
@@ -112,11 +106,11 @@ class ClusterClientTest : public ::testing::TestWithParam<Transport> {
 
   // A cluster client over the first `members` daemons whose member set the test changes
   // through *source.
-  std::unique_ptr<Client> ConnectSettable(int members, ClientOptions options,
-                                          SettableSource** source, NamespaceHandle* ns) {
+  std::unique_ptr<Client> ConnectSettable(int members, ClientOptions options, HandSource** source,
+                                          NamespaceHandle* ns) {
     std::vector<cluster::Member> set;
     for (int d = 0; d < members; ++d) set.push_back(MemberOf(d));
-    auto owned = std::make_unique<SettableSource>(set);
+    auto owned = std::make_unique<HandSource>(set);
     *source = owned.get();
     auto client = client_internal::ClusterClient::Create(std::move(owned), options);
     EXPECT_TRUE(client.ok()) << client.status();
@@ -162,13 +156,7 @@ TEST_P(ClusterClientTest, PutThroughOneClientFoundByAnother) {
   auto hits = reader->Lookup(ns, keys);
   ASSERT_TRUE(hits.ok()) << hits.status();
   EXPECT_EQ(hits->hit_count, keys.size());
-  std::vector<std::vector<uint8_t>> bufs;
-  std::vector<GetItem> items;
-  ASSERT_TRUE(GetMany(*reader, ns, keys, kChunkBytes, &bufs, &items).ok());
-  for (size_t i = 0; i < items.size(); ++i) {
-    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
-    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
-  }
+  ExpectAllFetched(*reader, ns, keys);
   auto exists = reader->Exists(ns, keys);
   ASSERT_TRUE(exists.ok());
   for (ChunkTier t : *exists) EXPECT_NE(t, ChunkTier::kNone);
@@ -314,8 +302,8 @@ TEST_P(ClusterClientTest, JoiningMemberTakesOverThroughHandOverAndReadRepair) {
   with.cluster.handover_ms = 600000;
   ClientOptions without = Options();
   without.cluster.handover_ms = 0;
-  SettableSource* source_with = nullptr;
-  SettableSource* source_without = nullptr;
+  HandSource* source_with = nullptr;
+  HandSource* source_without = nullptr;
   NamespaceHandle ns;
   std::unique_ptr<Client> handing = ConnectSettable(2, with, &source_with, &ns);
   std::unique_ptr<Client> plain = ConnectSettable(2, without, &source_without, &ns);
@@ -350,13 +338,7 @@ TEST_P(ClusterClientTest, JoiningMemberTakesOverThroughHandOverAndReadRepair) {
   EXPECT_EQ(hits->hit_count, keys.size());
   EXPECT_GT(handing->Cluster()->keys_moved, 0u);
   EXPECT_EQ(handing->Cluster()->member_set_changes, 1u);
-  std::vector<std::vector<uint8_t>> bufs;
-  std::vector<GetItem> items;
-  ASSERT_TRUE(GetMany(*handing, ns, keys, kChunkBytes, &bufs, &items).ok());
-  for (size_t i = 0; i < items.size(); ++i) {
-    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
-    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
-  }
+  ExpectAllFetched(*handing, ns, keys);
   // The Get copied them to the new owner: now every client finds them there.
   EXPECT_TRUE(PollUntil(
       [&] {
@@ -369,7 +351,7 @@ TEST_P(ClusterClientTest, JoiningMemberTakesOverThroughHandOverAndReadRepair) {
 TEST_P(ClusterClientTest, HotChunksSurviveTheirOwner) {
   ClientOptions options = Options();
   options.cluster.replicas = 2;
-  SettableSource* source = nullptr;
+  HandSource* source = nullptr;
   NamespaceHandle ns;
   std::unique_ptr<Client> client = ConnectSettable(kMembers, options, &source, &ns);
   ASSERT_NE(client, nullptr);
@@ -395,13 +377,7 @@ TEST_P(ClusterClientTest, HotChunksSurviveTheirOwner) {
   auto hits = client->Lookup(ns, keys);
   ASSERT_TRUE(hits.ok()) << hits.status();
   EXPECT_EQ(hits->hit_count, keys.size());
-  std::vector<std::vector<uint8_t>> bufs;
-  std::vector<GetItem> items;
-  ASSERT_TRUE(GetMany(*client, ns, keys, kChunkBytes, &bufs, &items).ok());
-  for (size_t i = 0; i < items.size(); ++i) {
-    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
-    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
-  }
+  ExpectAllFetched(*client, ns, keys);
 }
 
 TEST_P(ClusterClientTest, ConcurrentCallsWhileTheMemberSetChanges) {
@@ -409,7 +385,7 @@ TEST_P(ClusterClientTest, ConcurrentCallsWhileTheMemberSetChanges) {
   options.cluster.handover_ms = 600000;
   options.cluster.replicas = 2;
   options.cluster.hot_fetches = 2;
-  SettableSource* source = nullptr;
+  HandSource* source = nullptr;
   NamespaceHandle ns;
   std::unique_ptr<Client> client = ConnectSettable(2, options, &source, &ns);
   ASSERT_NE(client, nullptr);
@@ -467,7 +443,7 @@ TEST_P(ClusterClientTest, BreakerProbeBringsAStoppedMemberBack) {
   ClientOptions options = Options();
   options.cluster.node_deadline_ms = 500;
   options.cluster.breaker_open_ms = 200;
-  SettableSource* source = nullptr;
+  HandSource* source = nullptr;
   NamespaceHandle ns;
   std::unique_ptr<Client> client = ConnectSettable(1, options, &source, &ns);
   ASSERT_NE(client, nullptr);
@@ -494,13 +470,7 @@ TEST_P(ClusterClientTest, BreakerProbeBringsAStoppedMemberBack) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_FALSE(client->Cluster()->members[0].breaker_open);
-  std::vector<std::vector<uint8_t>> bufs;
-  std::vector<GetItem> items;
-  ASSERT_TRUE(GetMany(*client, ns, keys, kChunkBytes, &bufs, &items).ok());
-  for (size_t i = 0; i < items.size(); ++i) {
-    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
-    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), items[i].size), -1);
-  }
+  ExpectAllFetched(*client, ns, keys);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ClusterClientTest,

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, TypeVar
 
 
 def find_kvstashd() -> str:
@@ -45,7 +45,43 @@ def parse_ready_file(text: str) -> Dict[str, str]:
     return fields
 
 
-class Daemon:
+_ChildT = TypeVar("_ChildT", bound="_Child")
+
+
+class _Child:
+    """A server process of the test helpers: its log and its clean-up.
+
+    Subclasses set ``dir``, ``proc`` and ``log_path`` and define ``close()``.
+    """
+
+    dir: str
+    proc: Optional[subprocess.Popen]
+    log_path: str
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies without any clean-up."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_path) as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _ChildT) -> _ChildT:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Daemon(_Child):
     """kvstashd on loopback with gRPC, UCX (shared memory + TCP) and metrics listeners.
 
     ``settings`` are extra ``--set key=value`` pairs (e.g. a DRAM capacity, NVMe on). By
@@ -122,23 +158,10 @@ class Daemon:
             self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout=timeout_s)
 
-    def kill(self) -> None:
-        """SIGKILL: the daemon dies without any clean-up."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
     def restart(self, sigkill: bool = False) -> None:
         """Stops (or kills) and starts again on the same ports."""
         self.kill() if sigkill else self.stop()
         self.start()
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            with open(self.log_path) as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
 
     def close(self) -> None:
         """Stops the daemon and removes its data dir."""
@@ -146,12 +169,6 @@ class Daemon:
             self.stop()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self) -> "Daemon":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def find_etcd() -> str:
@@ -169,7 +186,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class Etcd:
+class Etcd(_Child):
     """A single-node etcd on loopback, in a private data dir, on free ports.
 
     ``restart()`` kills it (SIGKILL) and starts it again on the same ports and data, so
@@ -217,33 +234,15 @@ class Etcd:
         except OSError:
             return False
 
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
     def restart(self) -> None:
         self.kill()
         self.start()
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            with open(self.log_path) as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
 
     def close(self) -> None:
         try:
             self.kill()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self) -> "Etcd":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class Cluster:

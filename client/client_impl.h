@@ -14,9 +14,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
-#include "client/backoff.h"
 #include "client/executor.h"
 #include "client/transport.h"
+#include "common/backoff.h"
 #include "kvstash/client.h"
 
 namespace kvstash::client_internal {

@@ -14,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "cluster/member_source.h"
-#include "cluster/retry_delay.h"
+#include "common/backoff.h"
 
 namespace kvstash::cluster {
 namespace {
@@ -27,9 +27,7 @@ constexpr int64_t kWatchGiveUpMs = 3000;
 class EtcdMemberSource final : public MemberSource {
  public:
   EtcdMemberSource(std::unique_ptr<EtcdClient> etcd, std::string prefix)
-      : etcd_(std::move(etcd)),
-        prefix_(std::move(prefix)),
-        retry_(absl::Milliseconds(100), absl::Seconds(2)) {}
+      : etcd_(std::move(etcd)), prefix_(std::move(prefix)), retry_(BackoffPolicy{100, 2000}) {}
 
   ~EtcdMemberSource() override {
     {
@@ -73,7 +71,7 @@ class EtcdMemberSource final : public MemberSource {
   const std::unique_ptr<EtcdClient> etcd_;
   const std::string prefix_;  // MembersPrefix(cluster prefix)
   Listener listener_;         // set once by Start, before any delivery
-  RetryDelay retry_;          // the source's thread only
+  Backoff retry_;             // the source's thread only
   int64_t revision_ = 0;      // of the last Read; the source's thread only
 
   absl::Mutex deliver_mu_;
@@ -98,7 +96,8 @@ absl::Status EtcdMemberSource::Start(Listener listener, absl::Duration timeout) 
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status read = Read(deadline);
   while (!read.ok() && absl::Now() < deadline) {
-    absl::SleepFor(std::min(retry_.Next(), std::max(deadline - absl::Now(), absl::Duration())));
+    absl::SleepFor(std::min(absl::Milliseconds(retry_.NextDelayMs()),
+                            std::max(deadline - absl::Now(), absl::Duration())));
     read = Read(deadline);
   }
   if (!read.ok()) {
@@ -207,7 +206,7 @@ void EtcdMemberSource::Run() {
     }
     if (watch.ok()) watch->reset();  // the watch's thread ends before the source reads again
     while (!Read().ok()) {
-      const absl::Time until = absl::Now() + retry_.Next();
+      const absl::Time until = absl::Now() + absl::Milliseconds(retry_.NextDelayMs());
       absl::MutexLock lock(&mu_);
       while (!stopping_ && !cv_.WaitWithDeadline(&mu_, until)) {
       }

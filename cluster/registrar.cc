@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "cluster/retry_delay.h"
+#include "common/backoff.h"
 
 namespace kvstash::cluster {
 namespace {
@@ -50,7 +50,7 @@ class RegistrarImpl final : public Registrar {
         call_budget_(absl::Milliseconds(options.etcd.call_timeout_ms) *
                      static_cast<int64_t>(options.etcd.endpoints.size())),
         etcd_(std::move(etcd)),
-        retry_(absl::Milliseconds(100), std::min(refresh_, absl::Seconds(2))) {}
+        retry_(BackoffPolicy{100, std::min<int64_t>(absl::ToInt64Milliseconds(refresh_), 2000)}) {}
 
   ~RegistrarImpl() override { Stop(); }
 
@@ -136,7 +136,7 @@ class RegistrarImpl final : public Registrar {
   // When the last refresh (or grant) confirmed by etcd was sent: the lease lives until at
   // least this plus the TTL.
   absl::Time last_refresh_ = absl::InfinitePast();
-  RetryDelay retry_;
+  Backoff retry_;
 
   absl::Mutex stop_mu_;  // serialises Stop calls
   mutable absl::Mutex mu_;
@@ -228,7 +228,7 @@ void RegistrarImpl::EnsureKey() {
 }
 
 void RegistrarImpl::Run() {
-  absl::Duration wait = lease_ != 0 ? refresh_ : retry_.Next();
+  absl::Duration wait = lease_ != 0 ? refresh_ : absl::Milliseconds(retry_.NextDelayMs());
   while (Sleep(wait)) {
     const bool had_lease = lease_ != 0;
     if (had_lease ? KeepAlive() : Register()) {
@@ -238,7 +238,7 @@ void RegistrarImpl::Run() {
     } else if (had_lease && lease_ == 0) {
       wait = absl::ZeroDuration();  // the lease is gone: register again at once
     } else {
-      wait = retry_.Next();
+      wait = absl::Milliseconds(retry_.NextDelayMs());
     }
   }
 }

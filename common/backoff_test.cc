@@ -1,8 +1,8 @@
-#include "client/backoff.h"
+#include "common/backoff.h"
 
 #include <gtest/gtest.h>
 
-namespace kvstash::client_internal {
+namespace kvstash {
 namespace {
 
 TEST(BackoffTest, DoublesFromInitialUpToCap) {
@@ -43,4 +43,4 @@ TEST(BackoffTest, ScheduleAdvancesAndStaysInBounds) {
 }
 
 }  // namespace
-}  // namespace kvstash::client_internal
+}  // namespace kvstash

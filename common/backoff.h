@@ -1,4 +1,5 @@
-// Exponential backoff with jitter for retrying calls that failed with UNAVAILABLE.
+// Exponential backoff with jitter: client calls that failed with UNAVAILABLE, and the
+// cluster's background etcd calls (registration, member set).
 //
 // Thread-safety: BackoffDelayMs is a pure function. Backoff holds its own random state
 // and is meant for one call (one thread) at a time.
@@ -8,7 +9,7 @@
 
 #include "absl/random/random.h"
 
-namespace kvstash::client_internal {
+namespace kvstash {
 
 struct BackoffPolicy {
   // Delay before the first retry, before jitter.
@@ -29,6 +30,8 @@ class Backoff {
   // Delay before the next retry; advances the schedule.
   int64_t NextDelayMs();
   int retries() const { return retries_; }
+  // Back to the initial delay, after a success.
+  void Reset() { retries_ = 0; }
 
  private:
   BackoffPolicy policy_;
@@ -36,4 +39,4 @@ class Backoff {
   absl::BitGen rng_;
 };
 
-}  // namespace kvstash::client_internal
+}  // namespace kvstash

@@ -1,8 +1,8 @@
-#include "client/backoff.h"
+#include "common/backoff.h"
 
 #include <algorithm>
 
-namespace kvstash::client_internal {
+namespace kvstash {
 
 int64_t BackoffDelayMs(const BackoffPolicy& policy, int retry, double u) {
   int64_t nominal = std::max<int64_t>(policy.initial_backoff_ms, 1);
@@ -19,4 +19,4 @@ int64_t Backoff::NextDelayMs() {
   return BackoffDelayMs(policy_, retries_++, u);
 }
 
-}  // namespace kvstash::client_internal
+}  // namespace kvstash

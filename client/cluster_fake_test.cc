@@ -168,7 +168,9 @@ TEST(ClusterFakeTest, OneMemberRefusingGivesMissesUnlessEveryMemberRefuses) {
     auto exists = client->Exists(kNs, keys);
     EXPECT_TRUE(exists.ok()) << exists.status();
     // A refusal is an answer: the breaker stays closed.
-    for (const ClusterMemberStatus& m : client->Cluster()->members) {
+    absl::StatusOr<ClusterStatus> status = client->Cluster();
+    ASSERT_TRUE(status.ok()) << status.status();
+    for (const ClusterMemberStatus& m : status->members) {
       EXPECT_FALSE(m.breaker_open) << m.id;
     }
     // Every member refuses: the engine learns why.

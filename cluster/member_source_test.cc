@@ -22,7 +22,8 @@ using ::kvstash::testing::EtcdTest;
 
 constexpr char kPrefix[] = "/kvstash/srctest";
 
-// The member sets a listener got, as lists of ids.
+// The member sets a listener got, as lists of ids; declare it before the source so the
+// source, destroyed first, never calls into a freed listener.
 class Sets {
  public:
   MemberSource::Listener Listener() {
@@ -100,8 +101,8 @@ using Ids = std::vector<std::string>;
 
 TEST_F(EtcdMemberSourceTest, SeesJoinAndLeave) {
   auto a = Register("node-a");
-  auto source = Source();
   Sets sets;
+  auto source = Source();
   ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
   EXPECT_EQ(sets.Count(), 1u);
   EXPECT_EQ(sets.Last(), Ids{"node-a"});
@@ -118,8 +119,8 @@ TEST_F(EtcdMemberSourceTest, SeesJoinAndLeave) {
 TEST_F(EtcdMemberSourceTest, SkipsValuesThatDoNotParse) {
   ASSERT_TRUE(PutMember("node-a").ok());
   ASSERT_TRUE(client_->Put(MemberKey(kPrefix, "broken"), "{not json").ok());
-  auto source = Source();
   Sets sets;
+  auto source = Source();
   ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
   EXPECT_EQ(sets.Last(), Ids{"node-a"});
   EXPECT_EQ(source->stats().errors, 1u);
@@ -134,8 +135,8 @@ TEST_F(EtcdMemberSourceTest, SkipsAValueNamingAnotherId) {
   alias.id = "node-a";
   alias.grpc_address = "elsewhere:7070";
   ASSERT_TRUE(client_->Put(MemberKey(kPrefix, "alias"), MemberToJson(alias)).ok());
-  auto source = Source();
   Sets sets;
+  auto source = Source();
   ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
   EXPECT_EQ(sets.Last(), Ids{"node-a"});
   ASSERT_EQ(source->Current().size(), 1u);
@@ -150,8 +151,8 @@ TEST_F(EtcdMemberSourceTest, DropsAMemberWhoseKeyWentWhileCutOff) {
   ASSERT_TRUE(PutMember("node-b").ok());
   TcpRelay relay(EtcdPort());
   ASSERT_FALSE(relay.endpoint().empty());
-  auto source = Source(relay.endpoint());
   Sets sets;
+  auto source = Source(relay.endpoint());
   ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
   EXPECT_EQ(sets.Last(), Ids({"node-a", "node-b"}));
   relay.Cut();
@@ -166,8 +167,8 @@ TEST_F(EtcdMemberSourceTest, ReadsAgainWhenItsRevisionWasCompacted) {
   ASSERT_TRUE(PutMember("node-b").ok());
   TcpRelay relay(EtcdPort());
   ASSERT_FALSE(relay.endpoint().empty());
-  auto source = Source(relay.endpoint());
   Sets sets;
+  auto source = Source(relay.endpoint());
   ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
   EXPECT_EQ(source->stats().lookups, 1u);
   relay.Cut();
@@ -186,8 +187,8 @@ TEST_F(EtcdMemberSourceTest, ReadsAgainWhenItsRevisionWasCompacted) {
 
 TEST_F(EtcdMemberSourceTest, KeepsTheLastSetWhileEtcdIsDownAndCatchesUp) {
   ASSERT_TRUE(PutMember("node-a").ok());
-  auto source = Source();
   Sets sets;
+  auto source = Source();
   ASSERT_TRUE(source->Start(sets.Listener(), absl::Seconds(10)).ok());
   etcd_->Kill();
   EXPECT_TRUE(WaitFor([&] { return !source->stats().connected; }));
@@ -203,8 +204,8 @@ TEST_F(EtcdMemberSourceTest, KeepsTheLastSetWhileEtcdIsDownAndCatchesUp) {
 
 TEST_F(EtcdMemberSourceTest, StartFailsWhileEtcdIsDown) {
   etcd_->Kill();
-  auto source = Source();
   Sets sets;
+  auto source = Source();
   absl::Status started = source->Start(sets.Listener(), absl::Milliseconds(500));
   EXPECT_TRUE(absl::IsUnavailable(started)) << started;
   EXPECT_EQ(sets.Count(), 0u);

@@ -21,6 +21,10 @@ absl::StatusOr<std::unique_ptr<cluster::MemberSource>> MakeSource(const ClusterU
     case ClusterScheme::kEtcd: {
       cluster::EtcdOptions etcd;
       etcd.endpoints = uri.addresses;
+      etcd.tls_files.ca = {options.etcd_ca_file, "ClusterOptions.etcd_ca_file"};
+      etcd.tls_files.cert = {options.etcd_cert_file, "ClusterOptions.etcd_cert_file"};
+      etcd.tls_files.key = {options.etcd_key_file, "ClusterOptions.etcd_key_file"};
+      etcd.tls = uri.tls || etcd.tls_files.any();
       return cluster::NewEtcdMemberSource(etcd, cluster::ClusterPrefix(uri.name));
     }
     case ClusterScheme::kStatic:

@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "common/tls_files.h"
+#include "common/tls_channel.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -46,27 +46,14 @@ absl::StatusOr<ChannelSecurity> MakeChannelSecurity(const ClientOptions& options
     out.credentials = grpc::InsecureChannelCredentials();
     return out;
   }
-  if (cert.value.empty() != key.value.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(cert.value.empty() ? key.source : cert.source,
-                     ": mutual TLS needs both a client certificate and its key"));
-  }
-  grpc::SslCredentialsOptions ssl;
-  if (!ca.value.empty()) {
-    absl::StatusOr<std::string> pem = ReadCertificates(ca.source, ca.value);
-    if (!pem.ok()) return pem.status();
-    ssl.pem_root_certs = *std::move(pem);
-  }
-  if (!cert.value.empty()) {
-    absl::StatusOr<std::string> pem = ReadCertificates(cert.source, cert.value);
-    if (!pem.ok()) return pem.status();
-    absl::StatusOr<std::string> key_pem =
-        ReadMatchingKey(cert.source, cert.value, key.source, key.value);
-    if (!key_pem.ok()) return key_pem.status();
-    ssl.pem_cert_chain = *std::move(pem);
-    ssl.pem_private_key = *std::move(key_pem);
-  }
-  out.credentials = grpc::SslCredentials(ssl);
+  TlsChannelFiles files;
+  files.ca = {ca.value, ca.source};
+  files.cert = {cert.value, cert.source};
+  files.key = {key.value, key.source};
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeTlsChannelCredentials(files);
+  if (!credentials.ok()) return credentials.status();
+  out.credentials = *std::move(credentials);
   out.server_name = name.value;
   return out;
 }

@@ -110,8 +110,8 @@ absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
 }
 
 bool IsClusterUri(absl::string_view uri) {
-  return absl::StartsWith(uri, "etcd://") || absl::StartsWith(uri, "static://") ||
-         absl::StartsWith(uri, "dns://");
+  return absl::StartsWith(uri, "etcd://") || absl::StartsWith(uri, "etcds://") ||
+         absl::StartsWith(uri, "static://") || absl::StartsWith(uri, "dns://");
 }
 
 absl::StatusOr<ClusterUri> ParseClusterUri(absl::string_view uri) {
@@ -123,8 +123,9 @@ absl::StatusOr<ClusterUri> ParseClusterUri(absl::string_view uri) {
     return BadCluster(uri, "no query, fragment or user info allowed");
   }
   ClusterUri out;
-  if (scheme == "etcd") {
+  if (scheme == "etcd" || scheme == "etcds") {
     out.scheme = ClusterScheme::kEtcd;
+    out.tls = scheme == "etcds";
     size_t slash = rest.find('/');
     if (slash == absl::string_view::npos) return BadCluster(uri, "missing /NAME of the cluster");
     out.name = std::string(rest.substr(slash + 1));

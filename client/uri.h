@@ -41,12 +41,16 @@ struct ClusterUri {
   // dns only: the name to resolve and the port every resolved address gets.
   std::string host;
   int port = 0;
+  // etcds:// (etcd over TLS).
+  bool tls = false;
 };
 
-// True when `uri` names a cluster (scheme etcd, static or dns), whether well formed or not.
+// True when `uri` names a cluster (scheme etcd, etcds, static or dns), whether well formed
+// or not.
 bool IsClusterUri(absl::string_view uri);
 
-// Accepts "etcd://HOST:PORT[,HOST:PORT...]/NAME" (NAME as cluster.name allows),
+// Accepts "etcd://HOST:PORT[,HOST:PORT...]/NAME" (NAME as cluster.name allows; etcds://
+// for etcd over TLS),
 // "static://HOST:PORT[,HOST:PORT...]" and "dns://NAME:PORT". INVALID_ARGUMENT quoting the
 // URI and saying what is wrong otherwise (no endpoints, an empty entry, a bad port, a
 // missing or invalid cluster name, a path where none belongs, duplicate static members).

@@ -78,6 +78,13 @@ TEST(ClusterUriTest, ParsesEtcd) {
   EXPECT_EQ(u->addresses,
             (std::vector<std::string>{"127.0.0.1:2379", "etcd-1.example:2379", "[::1]:2380"}));
   EXPECT_EQ(u->name, "prod.a-1");
+  EXPECT_FALSE(u->tls);
+  ASSERT_TRUE(IsClusterUri("etcds://e1:2379/prod"));
+  u = ParseClusterUri("etcds://e1:2379/prod");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->scheme, ClusterScheme::kEtcd);
+  EXPECT_TRUE(u->tls);
+  EXPECT_FALSE(ParseClusterUri("etcds://e1:2379").ok());
 }
 
 TEST(ClusterUriTest, ParsesStaticAndDns) {

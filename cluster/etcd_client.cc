@@ -27,15 +27,26 @@ using etcd_internal::PrefixEnd;
 
 constexpr int64_t kMaxCallTimeoutMs = 600000;
 
-// Strips an optional "http://" and a trailing '/'; INVALID_ARGUMENT for another scheme.
-absl::StatusOr<std::string> StripScheme(absl::string_view endpoint) {
+// An endpoint without its scheme and trailing '/'.
+struct BareEndpoint {
+  std::string host_port;
+  enum class Scheme { kNone, kHttp, kHttps } scheme = Scheme::kNone;
+};
+
+// Strips an optional "http://" or "https://" and a trailing '/'; INVALID_ARGUMENT for
+// another scheme or a bad host:port.
+absl::StatusOr<BareEndpoint> StripScheme(absl::string_view endpoint) {
+  BareEndpoint out;
   absl::string_view rest = endpoint;
   if (absl::StartsWithIgnoreCase(rest, "http://")) {
     rest.remove_prefix(7);
+    out.scheme = BareEndpoint::Scheme::kHttp;
+  } else if (absl::StartsWithIgnoreCase(rest, "https://")) {
+    rest.remove_prefix(8);
+    out.scheme = BareEndpoint::Scheme::kHttps;
   } else if (absl::StrContains(rest, "://")) {
     return absl::InvalidArgumentError(
-        absl::StrCat("etcd endpoint \"", endpoint,
-                     "\": only http:// is supported (put a local TLS proxy in front of etcd)"));
+        absl::StrCat("etcd endpoint \"", endpoint, "\": the scheme must be http:// or https://"));
   }
   if (absl::EndsWith(rest, "/")) rest.remove_suffix(1);
   absl::StatusOr<HostPort> parsed = ParseHostPort(rest);
@@ -43,7 +54,8 @@ absl::StatusOr<std::string> StripScheme(absl::string_view endpoint) {
     return absl::InvalidArgumentError(
         absl::StrCat("etcd endpoint \"", endpoint, "\": ", parsed.status().message()));
   }
-  return parsed->ToString();
+  out.host_port = parsed->ToString();
+  return out;
 }
 
 // Reconnects within a second of etcd coming back: gRPC's default backoff grows to two
@@ -248,8 +260,19 @@ class GrpcEtcdClient final : public EtcdClient {
 absl::Status EtcdOptions::Validate() const {
   if (endpoints.empty()) return absl::InvalidArgumentError("etcd endpoints: none given");
   for (const std::string& endpoint : endpoints) {
-    absl::Status status = StripScheme(endpoint).status();
-    if (!status.ok()) return status;
+    absl::StatusOr<BareEndpoint> bare = StripScheme(endpoint);
+    if (!bare.ok()) return bare.status();
+    if (bare->scheme == BareEndpoint::Scheme::kHttps && !tls) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("etcd endpoint \"", endpoint, "\": https:// needs TLS options"));
+    }
+    if (bare->scheme == BareEndpoint::Scheme::kHttp && tls) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("etcd endpoint \"", endpoint, "\": http:// with TLS options"));
+    }
+  }
+  if (!tls && tls_files.any()) {
+    return absl::InvalidArgumentError("etcd: TLS files set but tls is off");
   }
   if (call_timeout_ms < 1 || call_timeout_ms > kMaxCallTimeoutMs) {
     return absl::InvalidArgumentError(
@@ -258,19 +281,33 @@ absl::Status EtcdOptions::Validate() const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view list) {
-  std::vector<std::string> endpoints;
+absl::StatusOr<EtcdOptions> EtcdOptionsFrom(absl::string_view list,
+                                            const TlsChannelFiles& tls_files) {
+  EtcdOptions out;
+  out.tls_files = tls_files;
+  bool http = false, https = false;
   for (absl::string_view entry : absl::StrSplit(list, ',')) {
     entry = absl::StripAsciiWhitespace(entry);
     if (entry.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("etcd endpoints \"", list, "\": empty entry (expected host:port,...)"));
     }
-    absl::StatusOr<std::string> endpoint = StripScheme(entry);
-    if (!endpoint.ok()) return endpoint.status();
-    endpoints.push_back(*std::move(endpoint));
+    absl::StatusOr<BareEndpoint> bare = StripScheme(entry);
+    if (!bare.ok()) return bare.status();
+    http |= bare->scheme == BareEndpoint::Scheme::kHttp;
+    https |= bare->scheme == BareEndpoint::Scheme::kHttps;
+    out.endpoints.push_back(std::move(bare->host_port));
   }
-  return endpoints;
+  if (http && https) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd endpoints \"", list, "\": mix http:// and https://"));
+  }
+  out.tls = https || tls_files.any();
+  if (http && out.tls) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd endpoints \"", list, "\": http:// with TLS files set (use https://)"));
+  }
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdOptions& options) {
@@ -279,12 +316,18 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdOptions
   auto endpoints = std::make_shared<Endpoints>();
   endpoints->options = options;
   endpoints->options.endpoints.clear();  // normalised below: no scheme, no trailing '/'
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> tls =
+        MakeTlsChannelCredentials(options.tls_files);
+    if (!tls.ok()) return tls.status();
+    credentials = *std::move(tls);
+  }
   for (const std::string& entry : options.endpoints) {
     Endpoint ep;
-    ep.address = *StripScheme(entry);
+    ep.address = StripScheme(entry)->host_port;
     endpoints->options.endpoints.push_back(ep.address);
-    ep.channel =
-        grpc::CreateCustomChannel(ep.address, grpc::InsecureChannelCredentials(), ChannelArgs());
+    ep.channel = grpc::CreateCustomChannel(ep.address, credentials, ChannelArgs());
     ep.kv = etcdserverpb::KV::NewStub(ep.channel);
     ep.lease = etcdserverpb::Lease::NewStub(ep.channel);
     ep.watch = etcdserverpb::Watch::NewStub(ep.channel);

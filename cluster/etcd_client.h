@@ -17,22 +17,31 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/tls_channel.h"
 
 namespace kvstash::cluster {
 
 struct EtcdOptions {
-  // Client endpoints, "host:port" (a leading "http://" is accepted). At least one.
+  // Client endpoints, "host:port" (a leading "http://", or "https://" with tls, is
+  // accepted). At least one.
   std::vector<std::string> endpoints;
   // Deadline of each unary call (one endpoint's attempt).
   int64_t call_timeout_ms = 2000;
+  // TLS to etcd. tls_files.ca verifies etcd's certificate (unset: the system's roots);
+  // tls_files.cert and key identify this client to an etcd run with --client-cert-auth.
+  // Their setting names appear in error messages.
+  bool tls = false;
+  TlsChannelFiles tls_files;
 
   // INVALID_ARGUMENT naming the first bad field.
   absl::Status Validate() const;
 };
 
-// "h1:2379,http://h2:2379" -> endpoints; INVALID_ARGUMENT for an empty list or entry, or a
-// scheme other than http (https is not supported: etcd's TLS is left to a local proxy).
-absl::StatusOr<std::vector<std::string>> ParseEtcdEndpoints(absl::string_view list);
+// EtcdOptions from "h1:2379,https://h2:2379" and TLS files: TLS when the endpoints are
+// https:// or any file is set. INVALID_ARGUMENT for an empty list or entry, a scheme other
+// than http or https, both schemes in one list, or http:// endpoints with a TLS file set.
+absl::StatusOr<EtcdOptions> EtcdOptionsFrom(absl::string_view endpoints,
+                                            const TlsChannelFiles& tls_files);
 
 struct EtcdKeyValue {
   std::string key;

@@ -134,16 +134,64 @@ TEST(MemberTest, SortedByIdKeepsTheLastDuplicate) {
 }
 
 TEST(EtcdEndpointsTest, Parse) {
-  auto eps = ParseEtcdEndpoints(" h1:2379, http://h2:2380/ ,[::1]:2379,HTTP://10.0.0.1:1");
+  auto eps = EtcdOptionsFrom(" h1:2379, http://h2:2380/ ,[::1]:2379,HTTP://10.0.0.1:1", {});
   ASSERT_TRUE(eps.ok()) << eps.status();
-  EXPECT_EQ(*eps, (std::vector<std::string>{"h1:2379", "h2:2380", "[::1]:2379", "10.0.0.1:1"}));
-  for (const char* bad : {"", "h1:2379,", ",h1:1", "https://h1:2379", "h1", "h1:0", "h1:65536",
-                          "h1:x", ":2379", "unix:///tmp/x", "h 1:2379", "::1:2379"}) {
-    auto parsed = ParseEtcdEndpoints(bad);
+  EXPECT_EQ(eps->endpoints,
+            (std::vector<std::string>{"h1:2379", "h2:2380", "[::1]:2379", "10.0.0.1:1"}));
+  EXPECT_FALSE(eps->tls);
+  EXPECT_TRUE(eps->Validate().ok());
+  for (const char* bad :
+       {"", "h1:2379,", ",h1:1", "grpc://h1:2379", "h1", "h1:0", "h1:65536", "h1:x", ":2379",
+        "unix:///tmp/x", "h 1:2379", "::1:2379", "https://h1:1,http://h2:1"}) {
+    auto parsed = EtcdOptionsFrom(bad, {});
     EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << bad << " -> " << parsed.status();
   }
-  EXPECT_NE(ParseEtcdEndpoints("https://h:1").status().message().find("https"),
-            absl::string_view::npos);
+}
+
+TEST(EtcdEndpointsTest, TlsFromSchemeOrFiles) {
+  auto https = EtcdOptionsFrom("https://h1:2379,HTTPS://h2:2379/", {});
+  ASSERT_TRUE(https.ok()) << https.status();
+  EXPECT_TRUE(https->tls);
+  EXPECT_EQ(https->endpoints, (std::vector<std::string>{"h1:2379", "h2:2379"}));
+  EXPECT_TRUE(https->Validate().ok());
+
+  TlsChannelFiles files;
+  files.ca = {"/etc/etcd/ca.crt", "cluster.etcd_ca_file"};
+  auto bare = EtcdOptionsFrom("h1:2379", files);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_TRUE(bare->tls);
+  EXPECT_EQ(bare->tls_files.ca.path, "/etc/etcd/ca.crt");
+  // A plaintext scheme with a CA file is a contradiction, not a silent choice.
+  auto http = EtcdOptionsFrom("http://h1:2379", files);
+  EXPECT_TRUE(absl::IsInvalidArgument(http.status())) << http.status();
+  EXPECT_NE(http.status().message().find("https://"), absl::string_view::npos);
+
+  EtcdOptions options;
+  options.endpoints = {"https://h1:2379"};
+  EXPECT_TRUE(absl::IsInvalidArgument(options.Validate()));
+  options.tls = true;
+  EXPECT_TRUE(options.Validate().ok());
+  options.endpoints = {"http://h1:2379"};
+  EXPECT_TRUE(absl::IsInvalidArgument(options.Validate()));
+  options.endpoints = {"h1:2379"};
+  options.tls = false;
+  options.tls_files = files;
+  EXPECT_TRUE(absl::IsInvalidArgument(options.Validate()));
+}
+
+TEST(EtcdEndpointsTest, CreateChecksTheTlsFilesUpFront) {
+  EtcdOptions options;
+  options.endpoints = {"127.0.0.1:2379"};
+  options.tls = true;
+  options.tls_files.ca = {"/nonexistent/ca.crt", "cluster.etcd_ca_file"};
+  auto client = EtcdClient::Create(options);
+  ASSERT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
+  EXPECT_NE(client.status().message().find("cluster.etcd_ca_file"), absl::string_view::npos);
+  options.tls_files.ca = {};
+  options.tls_files.cert = {"/nonexistent/client.crt", "cluster.etcd_cert_file"};
+  client = EtcdClient::Create(options);
+  ASSERT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
+  EXPECT_NE(client.status().message().find("key"), absl::string_view::npos);
 }
 
 TEST(EtcdEndpointsTest, OptionsValidate) {

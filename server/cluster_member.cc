@@ -83,20 +83,21 @@ absl::StatusOr<cluster::Member> SelfMember(const ServerConfig& config, const Bou
 }
 
 absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(const ClusterConfig& config,
-                                                                    cluster::Member self, bool tls,
+                                                                    cluster::Member self,
+                                                                    const TlsConfig& tls,
                                                                     Logger* log) {
-  absl::StatusOr<std::vector<std::string>> endpoints =
-      cluster::ParseEtcdEndpoints(config.etcd_endpoints);
-  if (!endpoints.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cluster.etcd_endpoints: ", endpoints.status().message()));
-  }
+  absl::StatusOr<cluster::EtcdOptions> etcd = config.Etcd();
+  if (!etcd.ok()) return etcd.status();
   cluster::RegistrarOptions options;
-  options.etcd.endpoints = *endpoints;
+  options.etcd = *std::move(etcd);
   options.prefix = cluster::ClusterPrefix(config.name);
   options.self = self;
   options.lease_ttl_s = config.lease_ttl_s;
-  std::unique_ptr<ClusterMember> member(new ClusterMember(config, std::move(self), tls, log));
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> probe =
+      MakePeerCredentials(tls, config.peer_ca_file);
+  if (!probe.ok()) return probe.status();
+  std::unique_ptr<ClusterMember> member(
+      new ClusterMember(config, std::move(self), *std::move(probe), log));
   log->Info("cluster: registering", {{"cluster", config.name},
                                      {"member", member->self_.id},
                                      {"grpc", member->self_.grpc_address},
@@ -114,14 +115,15 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(const Cluste
   return member;
 }
 
-ClusterMember::ClusterMember(const ClusterConfig& config, cluster::Member self, bool tls,
+ClusterMember::ClusterMember(const ClusterConfig& config, cluster::Member self,
+                             std::shared_ptr<grpc::ChannelCredentials> probe_credentials,
                              Logger* log)
     : config_(config),
       self_(std::move(self)),
       log_(log),
       prober_(PeerProberOptions{
           self_.id, std::min(kMaxProbeTimeout, absl::Milliseconds(config.peer_probe_interval_ms)),
-          tls}) {}
+          std::move(probe_credentials)}) {}
 
 ClusterMember::~ClusterMember() { Stop(); }
 
@@ -170,10 +172,8 @@ void ClusterMember::WatchRegistration() {
 }
 
 bool ClusterMember::FollowMembers() {
-  cluster::EtcdOptions etcd;
-  etcd.endpoints = *cluster::ParseEtcdEndpoints(config_.etcd_endpoints);  // checked by Start
   absl::StatusOr<std::unique_ptr<cluster::MemberSource>> source =
-      cluster::NewEtcdMemberSource(etcd, cluster::ClusterPrefix(config_.name));
+      cluster::NewEtcdMemberSource(*config_.Etcd(), cluster::ClusterPrefix(config_.name));
   absl::Status s = source.status();
   if (s.ok()) {
     s = (*source)->Start([this](const std::vector<cluster::Member>& m) { OnMembers(m); },

@@ -74,11 +74,12 @@ void CollectClusterMetrics(const ClusterMember* member, std::vector<metrics::Fam
 
 class ClusterMember {
  public:
-  // Starts registering `self` and following the members. INVALID_ARGUMENT for a bad
-  // configuration; etcd being unreachable is not an error.
+  // Starts registering `self` and following the members; `tls` is the daemon's gRPC TLS
+  // (how its peers are probed). INVALID_ARGUMENT for a bad configuration or TLS file; etcd
+  // being unreachable is not an error.
   static absl::StatusOr<std::unique_ptr<ClusterMember>> Start(const ClusterConfig& config,
-                                                              cluster::Member self, bool tls,
-                                                              Logger* log);
+                                                              cluster::Member self,
+                                                              const TlsConfig& tls, Logger* log);
   ~ClusterMember();
 
   // Withdraws the registration (key deleted, lease revoked, bounded by the etcd call
@@ -90,7 +91,8 @@ class ClusterMember {
   const cluster::Member& self() const { return self_; }
 
  private:
-  ClusterMember(const ClusterConfig& config, cluster::Member self, bool tls, Logger* log);
+  ClusterMember(const ClusterConfig& config, cluster::Member self,
+                std::shared_ptr<grpc::ChannelCredentials> probe_credentials, Logger* log);
   void Run();
   // Logs registrations and lost leases, seen as changes of the registrar's stats.
   void WatchRegistration();

@@ -102,13 +102,17 @@ auth:                             # bearer tokens and tenant rights (docs/securi
 cluster:                          # etcd membership of a multi-node cache (docs/cluster.md)
   enabled: false
   name: "default"                 # etcd prefix /kvstash/<name>
-  etcd_endpoints: ""              # "host:port,host:port"; required when enabled
+  etcd_endpoints: ""              # "host:port,..." or "https://host:port,..."; required when enabled
+  etcd_ca_file: ""                # TLS to etcd: CA of etcd's certificate; "" = system roots
+  etcd_cert_file: ""              # client certificate for etcd --client-cert-auth
+  etcd_key_file: ""               # its private key
   member_id: ""                   # "" = <hostname>-<bound gRPC port>; keep stable
   advertise_grpc: ""              # HOST:PORT clients use; "" = bound address
   advertise_ucx: ""               # likewise for UCX
   zone: ""                        # failure domain published with the member
   lease_ttl_s: 10                 # a killed daemon drops out after this long
   peer_probe_interval_ms: 5000    # Health probes of the other members; 0 = off
+  peer_ca_file: ""                # CA of the members' certificates (TLS); "" = client CA
 )yaml";
 
 namespace {
@@ -241,9 +245,7 @@ absl::Status CheckCluster(const ClusterConfig& c) {
     if (!s.ok()) return s;
   }
   if (!c.etcd_endpoints.empty()) {
-    absl::Status s =
-        InField("cluster.etcd_endpoints", cluster::ParseEtcdEndpoints(c.etcd_endpoints).status());
-    if (!s.ok()) return s;
+    if (absl::Status s = c.Etcd().status(); !s.ok()) return s;
   } else if (c.enabled) {
     return absl::InvalidArgumentError(
         "cluster.etcd_endpoints: must be set (\"host:port,...\") when cluster.enabled is true");
@@ -482,6 +484,16 @@ absl::string_view HugePagesName(storage::ChunkStoreOptions::HugePages mode) {
 
 absl::string_view LogFormatName(LogFormat format) {
   return ChoiceName(format, Choices<LogFormat>(config_schema::kLogFormats));
+}
+
+absl::StatusOr<cluster::EtcdOptions> ClusterConfig::Etcd() const {
+  TlsChannelFiles files;
+  files.ca = {etcd_ca_file, "cluster.etcd_ca_file"};
+  files.cert = {etcd_cert_file, "cluster.etcd_cert_file"};
+  files.key = {etcd_key_file, "cluster.etcd_key_file"};
+  absl::StatusOr<cluster::EtcdOptions> etcd = cluster::EtcdOptionsFrom(etcd_endpoints, files);
+  if (!etcd.ok()) return InField("cluster.etcd_endpoints", etcd.status());
+  return etcd;
 }
 
 }  // namespace kvstash::server

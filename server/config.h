@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "cluster/etcd_client.h"
 #include "common/ucx_setup.h"
 #include "server/auth/authenticator.h"
 #include "storage/chunk_store.h"
@@ -179,9 +180,15 @@ struct ClusterConfig {
   // The cluster's name: its members live under etcd prefix /kvstash/<name>
   // (cluster::ClusterPrefix); clients name it as the path of an etcd:// URI.
   std::string name = "default";
-  // etcd client endpoints, "host:port,host:port" (cluster::ParseEtcdEndpoints). Required
-  // when enabled.
+  // etcd client endpoints, "host:port,host:port" or "https://host:port,..." (TLS).
+  // Required when enabled.
   std::string etcd_endpoints;
+  // TLS to etcd: a CA bundle verifying etcd's certificate ("" = the system's roots), and
+  // this daemon's client certificate and key for an etcd run with --client-cert-auth. Any
+  // set, or https:// endpoints, turns TLS on. The files are read again every 10 s.
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
   // This daemon's id in the cluster; keep it stable across restarts so the daemon gets its
   // share of the keys (and its NVMe chunks) back. Empty: "<hostname>-<bound gRPC port>".
   std::string member_id;
@@ -197,6 +204,13 @@ struct ClusterConfig {
   // How often each other member's gRPC Health is probed (kvstash_cluster_peer_up);
   // 0: no probes.
   int64_t peer_probe_interval_ms = 5000;
+  // CA bundle verifying the other members' certificates when gRPC serves TLS; "" =
+  // server.tls.client_ca_file, else the system's roots. Under mutual TLS the probes present
+  // server.tls.cert_file, which must then allow client authentication too.
+  std::string peer_ca_file;
+
+  // The etcd client's options from the fields above; INVALID_ARGUMENT naming the field.
+  absl::StatusOr<cluster::EtcdOptions> Etcd() const;
 };
 
 // The `auth:` section: bearer tokens and per-tenant rights (docs/security.md). Its fields

@@ -62,6 +62,33 @@ cluster:
   EXPECT_EQ(EmitConfig(*again), EmitConfig(*c));
 }
 
+TEST(ConfigClusterTest, EtcdOverTlsFromHttpsEndpointsOrFiles) {
+  absl::StatusOr<ServerConfig> c =
+      ParseConfig("", {{"cluster.etcd_endpoints", "https://e1:2379,https://e2:2379", true},
+                       {"cluster.peer_ca_file", "/etc/kvstash/peers-ca.crt", true}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<cluster::EtcdOptions> etcd = c->cluster.Etcd();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  EXPECT_TRUE(etcd->tls);
+  EXPECT_EQ(etcd->endpoints, (std::vector<std::string>{"e1:2379", "e2:2379"}));
+  EXPECT_EQ(c->cluster.peer_ca_file, "/etc/kvstash/peers-ca.crt");
+
+  c = ParseConfig("", {{"cluster.etcd_endpoints", "e1:2379", true},
+                       {"cluster.etcd_ca_file", "/etc/etcd/ca.crt", true},
+                       {"cluster.etcd_cert_file", "/etc/etcd/me.crt", true},
+                       {"cluster.etcd_key_file", "/etc/etcd/me.key", true}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  etcd = c->cluster.Etcd();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  EXPECT_TRUE(etcd->tls);
+  EXPECT_EQ(etcd->tls_files.cert.path, "/etc/etcd/me.crt");
+  // Messages about the files name the keys they came from.
+  EXPECT_EQ(etcd->tls_files.key.setting, "cluster.etcd_key_file");
+  absl::StatusOr<ServerConfig> again = ParseConfig(EmitConfig(*c), {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->cluster.etcd_ca_file, "/etc/etcd/ca.crt");
+}
+
 TEST(ConfigClusterTest, SetOverridesTheKeysAsTheDeployFilesUseThem) {
   absl::StatusOr<ServerConfig> c =
       ParseConfig("", {{"cluster.enabled", "true"},
@@ -89,7 +116,11 @@ TEST(ConfigClusterTest, BadValuesAreRefusedNamingTheField) {
            {{{"cluster.member_id", "has space", true}}, "cluster.member_id: "},
            {{{"cluster.member_id", std::string(129, 'x'), true}}, "cluster.member_id: "},
            {{{"cluster.etcd_endpoints", "h1:2379,,h2:2379", true}}, "cluster.etcd_endpoints: "},
-           {{{"cluster.etcd_endpoints", "https://h1:2379", true}}, "cluster.etcd_endpoints: "},
+           {{{"cluster.etcd_endpoints", "grpc://h1:2379", true}}, "cluster.etcd_endpoints: "},
+           {{{"cluster.etcd_endpoints", "https://h1:2379,http://h2:2379", true}},
+            "cluster.etcd_endpoints: "},
+           {{{"cluster.etcd_endpoints", "http://h1:2379", true}, {"cluster.etcd_ca_file", "/ca"}},
+            "cluster.etcd_endpoints: "},
            {{{"cluster.advertise_grpc", "no-port", true}}, "cluster.advertise_grpc: "},
            {{{"cluster.advertise_ucx", "h:99999", true}}, "cluster.advertise_ucx: "},
            {{{"cluster.lease_ttl_s", "1"}}, "cluster.lease_ttl_s"},

@@ -204,12 +204,16 @@ void VisitCluster(ClusterConfig& c, V& v) {
   v.Bool("enabled", &c.enabled);
   v.String("name", &c.name);
   v.String("etcd_endpoints", &c.etcd_endpoints);
+  v.String("etcd_ca_file", &c.etcd_ca_file);
+  v.String("etcd_cert_file", &c.etcd_cert_file);
+  v.String("etcd_key_file", &c.etcd_key_file);
   v.String("member_id", &c.member_id);
   v.String("advertise_grpc", &c.advertise_grpc);
   v.String("advertise_ucx", &c.advertise_ucx);
   v.String("zone", &c.zone);
   v.Int("lease_ttl_s", &c.lease_ttl_s, {2, 3600});
   v.Int("peer_probe_interval_ms", &c.peer_probe_interval_ms, {0, kHourMs});
+  v.String("peer_ca_file", &c.peer_ca_file);
   v.End();
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/synchronization/blocking_counter.h"
+#include "common/tls_channel.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
 
 namespace kvstash::server {
@@ -30,10 +31,27 @@ struct Probe {
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakePeerCredentials(
+    const TlsConfig& tls, const std::string& peer_ca_file) {
+  if (!tls.enabled()) return grpc::InsecureChannelCredentials();
+  TlsChannelFiles files;
+  if (!peer_ca_file.empty()) {
+    files.ca = {peer_ca_file, "cluster.peer_ca_file"};
+  } else if (!tls.client_ca_file.empty()) {
+    files.ca = {tls.client_ca_file, "server.tls.client_ca_file"};
+  }
+  if (!tls.client_ca_file.empty()) {
+    files.cert = {tls.cert_file, "server.tls.cert_file"};
+    files.key = {tls.key_file, "server.tls.key_file"};
+  }
+  files.reload_interval = absl::Milliseconds(tls.reload_interval_ms);
+  return MakeTlsChannelCredentials(files);
+}
+
 PeerProber::PeerProber(PeerProberOptions options)
     : options_(std::move(options)),
-      credentials_(options_.tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
-                                : grpc::InsecureChannelCredentials()) {}
+      credentials_(options_.credentials != nullptr ? options_.credentials
+                                                   : grpc::InsecureChannelCredentials()) {}
 
 PeerProber::~PeerProber() = default;
 

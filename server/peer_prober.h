@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cluster/member.h"
+#include "server/config.h"
 #include "server/metrics/exposition.h"
 
 namespace grpc {
@@ -30,10 +32,17 @@ struct PeerProberOptions {
   std::string self_id;
   // How long one probe may take before the peer counts as down.
   absl::Duration timeout = absl::Seconds(1);
-  // Probe over TLS (the daemon's own gRPC serves TLS, so its peers do too); the system's
-  // root certificates verify the peer.
-  bool tls = false;
+  // How probes connect (MakePeerCredentials); null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
+
+// The credentials of probes from the daemon's own gRPC TLS settings: plaintext when gRPC is
+// plaintext (its peers are too); else TLS verified by `peer_ca_file`, else by
+// server.tls.client_ca_file, else by the system's roots, presenting the daemon's own
+// certificate when gRPC is mutual TLS (the peers then require one, so the certificate
+// must allow client authentication as well). INVALID_ARGUMENT naming a bad file.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakePeerCredentials(
+    const TlsConfig& tls, const std::string& peer_ca_file);
 
 class PeerProber {
  public:

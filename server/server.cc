@@ -177,7 +177,7 @@ absl::Status Server::StartCluster() {
   absl::StatusOr<cluster::Member> self = SelfMember(config_, bound, HostName(), env_.start_time);
   if (!self.ok()) return self.status();
   absl::StatusOr<std::unique_ptr<ClusterMember>> member =
-      ClusterMember::Start(config_.cluster, *std::move(self), config_.server.tls.enabled(), log_);
+      ClusterMember::Start(config_.cluster, *std::move(self), config_.server.tls, log_);
   if (!member.ok()) return member.status();
   cluster_ = *std::move(member);
   cluster_view_.store(cluster_.get());

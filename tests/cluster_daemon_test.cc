@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <memory>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -17,7 +19,9 @@
 #include "absl/strings/strip.h"
 #include "cluster/etcd_client.h"
 #include "cluster/member.h"
+#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "kvstash/client.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
 #include "tests/daemon_process.h"
 #include "tests/etcd_process.h"
@@ -41,7 +45,7 @@ class ClusterDaemonTest : public EtcdTest {
     options.set = {"storage.dram.capacity_bytes=32MiB",
                    "cluster.enabled=true",
                    absl::StrCat("cluster.name=", kCluster),
-                   absl::StrCat("cluster.etcd_endpoints=", etcd_->endpoint()),
+                   absl::StrCat("cluster.etcd_endpoints=", etcd_->url()),
                    absl::StrCat("cluster.member_id=", id),
                    absl::StrCat("cluster.lease_ttl_s=", kLeaseTtlS),
                    "cluster.zone=zone-a",
@@ -233,6 +237,154 @@ TEST_F(ClusterDaemonTest, CliListsTheMembersWithCapacityAndUsage) {
   ASSERT_TRUE(single.ok()) << single.status();
   EXPECT_TRUE(single->exit.exited && single->exit.code == 1) << single->output;
   EXPECT_TRUE(absl::StrContains(single->output, "FAILED_PRECONDITION")) << single->output;
+}
+
+// Certificates of tests/tls_certs.sh, made once per test binary; empty when that failed.
+const std::string& CertDir() {
+  static const std::string* dir = [] {
+    absl::StatusOr<std::unique_ptr<TempDir>> made = TempDir::Create("kvstash-cluster-certs");
+    if (!made.ok() || !MakeTestCertificates((*made)->path()).ok()) return new std::string();
+    return new std::string((*made.value().release()).path());  // kept for the whole run
+  }();
+  return *dir;
+}
+
+std::string Cert(const std::string& name) { return CertDir() + "/" + name; }
+
+// A secured cluster: etcd serves https and requires client certificates; the members serve
+// gRPC with mutual TLS (peer.crt allows both ends, as their probes need).
+class ClusterTlsTest : public ClusterDaemonTest {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(CertDir().empty()) << "tests/tls_certs.sh failed";
+    ClusterDaemonTest::SetUp();
+  }
+  EtcdOptions EtcdProcessOptions() const override {
+    EtcdOptions o;
+    o.cert_file = Cert("server.crt");
+    o.key_file = Cert("server.key");
+    o.ca_file = Cert("ca.crt");
+    o.client_cert_auth = true;
+    o.client_cert_file = Cert("client.crt");
+    o.client_key_file = Cert("client.key");
+    return o;
+  }
+  static std::vector<std::string> EtcdFiles() {
+    return {"cluster.etcd_ca_file=" + Cert("ca.crt"),
+            "cluster.etcd_cert_file=" + Cert("client.crt"),
+            "cluster.etcd_key_file=" + Cert("client.key")};
+  }
+  std::unique_ptr<DaemonProcess> StartSecureMember(const std::string& id) {
+    std::vector<std::string> more = EtcdFiles();
+    more.insert(more.end(), {"server.tls.cert_file=" + Cert("peer.crt"),
+                             "server.tls.key_file=" + Cert("peer.key"),
+                             "server.tls.client_ca_file=" + Cert("ca.crt"), "ucx.enabled=false"});
+    return StartMember(id, more);
+  }
+  // One Put through an etcd client with `tls` in place of the fixture's files.
+  absl::Status PutWith(const TlsChannelFiles& tls, bool use_tls = true) {
+    cluster::EtcdOptions o = EtcdFor();
+    o.tls = use_tls;
+    o.tls_files = tls;
+    absl::StatusOr<std::unique_ptr<cluster::EtcdClient>> c = cluster::EtcdClient::Create(o);
+    if (!c.ok()) return c.status();
+    return (*c)->Put("/kvstash-tls-test/key", "value");
+  }
+};
+
+TEST_F(ClusterTlsTest, EtcdAnswersOnlyWithItsCaAndAClientCertificate) {
+  const TlsChannelFiles good = EtcdFor().tls_files;
+  ASSERT_TRUE(PutWith(good).ok());
+  TlsChannelFiles no_cert;
+  no_cert.ca = good.ca;
+  TlsChannelFiles other_ca = good;
+  other_ca.ca = {Cert("other_ca.crt"), "ca"};
+  TlsChannelFiles system_roots = good;
+  system_roots.ca = {};
+  for (const auto& [what, status] : std::vector<std::pair<std::string, absl::Status>>{
+           {"no client certificate", PutWith(no_cert)},
+           {"another CA", PutWith(other_ca)},
+           {"the system's roots", PutWith(system_roots)},
+           {"plaintext", PutWith({}, false)}}) {
+    EXPECT_TRUE(absl::IsUnavailable(status)) << what << ": " << status;
+  }
+}
+
+TEST_F(ClusterTlsTest, MutualTlsMembersProbeEachOtherAndServeAnEtcdsClient) {
+  std::unique_ptr<DaemonProcess> a = StartSecureMember("node-s1");
+  std::unique_ptr<DaemonProcess> b = StartSecureMember("node-s2");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(WaitRegistered("node-s1") && WaitRegistered("node-s2"));
+  EXPECT_TRUE(WaitMetric(*a, "kvstash_cluster_members", 2));
+  // Under mutual TLS a probe is answered only with the member's own certificate.
+  EXPECT_TRUE(WaitMetric(*a, "kvstash_cluster_peer_up{member=\"node-s2\"}", 1));
+  EXPECT_TRUE(WaitMetric(*b, "kvstash_cluster_peer_up{member=\"node-s1\"}", 1));
+
+  ClientOptions options;
+  options.tls_ca_file = Cert("ca.crt");
+  options.tls_cert_file = Cert("client.crt");
+  options.tls_key_file = Cert("client.key");
+  options.cluster.transport = "grpcs";
+  options.cluster.etcd_ca_file = Cert("ca.crt");
+  options.cluster.etcd_cert_file = Cert("client.crt");
+  options.cluster.etcd_key_file = Cert("client.key");
+  const std::string uri = absl::StrCat("etcds://", etcd_->endpoint(), "/", kCluster);
+  auto client = ConnectClient(uri, options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto ns = (*client)->OpenNamespace(TestNamespace("cluster-tls"));
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  std::mt19937_64 rng(7);
+  std::vector<Key128> keys = PutFresh(**client, *ns, rng, 24, 4096, 8);
+  ASSERT_EQ(keys.size(), 24u);
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> items;
+  ASSERT_TRUE(GetMany(**client, *ns, keys, 4096, &bufs, &items).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
+    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), 4096), -1) << i;
+  }
+  auto status = (*client)->Cluster();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->members.size(), 2u);
+
+  auto listed =
+      RunCommand({KVSTASH_CLI_PATH, "cluster", uri, "--etcd-ca", Cert("ca.crt"), "--etcd-cert",
+                  Cert("client.crt"), "--etcd-key", Cert("client.key"), "--tls-ca", Cert("ca.crt"),
+                  "--tls-cert", Cert("client.crt"), "--tls-key", Cert("client.key")},
+                 absl::Seconds(60));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_TRUE(listed->exit.exited && listed->exit.code == 0) << listed->output;
+  EXPECT_TRUE(absl::StrContains(listed->output, "2 members")) << listed->output;
+  EXPECT_FALSE(absl::StrContains(listed->output, ": stats: ")) << listed->output;
+
+  // Without the etcd options the etcds:// client cannot read the member set.
+  ClientOptions no_etcd_cert = options;
+  no_etcd_cert.cluster.etcd_cert_file.clear();
+  no_etcd_cert.cluster.etcd_key_file.clear();
+  no_etcd_cert.connect_timeout_ms = 3000;
+  EXPECT_FALSE(Client::Connect(uri, no_etcd_cert).ok());
+}
+
+TEST_F(ClusterTlsTest, AMemberWithoutEtcdsCaStaysOutAndABadFileStopsTheStart) {
+  // https:// with the system's roots: etcd's certificate is not trusted, so the daemon
+  // serves on its own and keeps retrying.
+  std::unique_ptr<DaemonProcess> lone =
+      StartMember("node-s3", {"cluster.etcd_cert_file=" + Cert("client.crt"),
+                              "cluster.etcd_key_file=" + Cert("client.key")});
+  ASSERT_NE(lone, nullptr);
+  EXPECT_TRUE(WaitMetric(*lone, "kvstash_cluster_registered", 0));
+  EXPECT_TRUE(PollUntil([&] { return Metric(*lone, "kvstash_cluster_etcd_errors_total") >= 1; },
+                        kWait, absl::Milliseconds(100)));
+  EXPECT_TRUE(absl::IsNotFound(Registered("node-s3").status()));
+
+  DaemonOptions bad;
+  bad.set = {"cluster.enabled=true", absl::StrCat("cluster.etcd_endpoints=", etcd_->url()),
+             "cluster.etcd_ca_file=/nonexistent/etcd-ca.crt"};
+  auto refused = DaemonProcess::Start(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "cluster.etcd_ca_file"))
+      << refused.status();
 }
 
 }  // namespace

@@ -138,9 +138,8 @@ std::vector<std::string> ClusterFixture::LiveIds() const {
 }
 
 absl::StatusOr<std::vector<cluster::Member>> ClusterFixture::Registered() {
-  cluster::EtcdOptions options;
-  options.endpoints = {etcd_->endpoint()};
-  absl::StatusOr<std::unique_ptr<cluster::EtcdClient>> etcd = cluster::EtcdClient::Create(options);
+  absl::StatusOr<std::unique_ptr<cluster::EtcdClient>> etcd =
+      cluster::EtcdClient::Create(etcd_->ClientOptions());
   if (!etcd.ok()) return etcd.status();
   absl::StatusOr<cluster::EtcdRange> range =
       (*etcd)->GetPrefix(cluster::MembersPrefix(cluster::ClusterPrefix(name_)));

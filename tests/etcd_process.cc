@@ -113,8 +113,26 @@ std::string EtcdProcess::LogTail(int lines) const {
   return tail;
 }
 
+std::string EtcdProcess::url() const {
+  return options_.cert_file.empty() ? endpoint_ : absl::StrCat("https://", endpoint_);
+}
+
+cluster::EtcdOptions EtcdProcess::ClientOptions() const {
+  cluster::EtcdOptions options;
+  options.endpoints = {endpoint_};
+  if (!options_.cert_file.empty()) {
+    options.tls = true;
+    options.tls_files.ca = {options_.ca_file, "ca_file"};
+    options.tls_files.cert = {options_.client_cert_file, "client_cert_file"};
+    options.tls_files.key = {options_.client_key_file, "client_key_file"};
+  }
+  return options;
+}
+
 absl::Status EtcdProcess::Spawn() {
-  const std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
+  const bool tls = !options_.cert_file.empty();
+  const std::string client_url =
+      absl::StrCat(tls ? "https" : "http", "://127.0.0.1:", client_port_);
   const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port_);
   SpawnOptions spawn;
   spawn.argv = {options_.binary,
@@ -126,6 +144,14 @@ absl::Status EtcdProcess::Spawn() {
                 absl::StrCat("--initial-advertise-peer-urls=", peer_url),
                 absl::StrCat("--initial-cluster=kvstash-test=", peer_url),
                 "--initial-cluster-state=new"};
+  if (tls) {
+    spawn.argv.push_back("--cert-file=" + options_.cert_file);
+    spawn.argv.push_back("--key-file=" + options_.key_file);
+    if (options_.client_cert_auth) {
+      spawn.argv.push_back("--client-cert-auth");
+      spawn.argv.push_back("--trusted-ca-file=" + options_.ca_file);
+    }
+  }
   spawn.output_path = LogPath();
   absl::StatusOr<std::unique_ptr<Subprocess>> process = Subprocess::Spawn(spawn);
   if (!process.ok()) return process.status();
@@ -134,8 +160,7 @@ absl::Status EtcdProcess::Spawn() {
 }
 
 absl::Status EtcdProcess::AwaitReady() {
-  cluster::EtcdOptions client_options;
-  client_options.endpoints = {endpoint_};
+  cluster::EtcdOptions client_options = ClientOptions();
   client_options.call_timeout_ms = 500;
   absl::StatusOr<std::unique_ptr<cluster::EtcdClient>> client =
       cluster::EtcdClient::Create(client_options);
@@ -158,7 +183,7 @@ absl::Status EtcdProcess::AwaitReady() {
 }
 
 void EtcdTest::SetUp() {
-  absl::StatusOr<std::unique_ptr<EtcdProcess>> etcd = EtcdProcess::Start({});
+  absl::StatusOr<std::unique_ptr<EtcdProcess>> etcd = EtcdProcess::Start(EtcdProcessOptions());
   if (absl::IsFailedPrecondition(etcd.status())) GTEST_SKIP() << etcd.status();
   ASSERT_TRUE(etcd.ok()) << etcd.status();
   etcd_ = *std::move(etcd);
@@ -169,8 +194,7 @@ void EtcdTest::SetUp() {
 }
 
 cluster::EtcdOptions EtcdTest::EtcdFor() const {
-  cluster::EtcdOptions options;
-  options.endpoints = {etcd_->endpoint()};
+  cluster::EtcdOptions options = etcd_->ClientOptions();
   options.call_timeout_ms = 1000;
   return options;
 }

@@ -31,6 +31,16 @@ struct EtcdOptions {
   std::string binary;
   // How long Start waits for etcd to answer.
   int64_t ready_timeout_ms = 20000;
+  // TLS for clients (peers stay plaintext): etcd serves https with cert_file/key_file;
+  // ca_file signs that certificate and, with client_cert_auth, the clients' certificates
+  // etcd requires. Start's readiness check presents client_cert_file/client_key_file.
+  // Empty cert_file: plaintext.
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;
+  bool client_cert_auth = false;
+  std::string client_cert_file;
+  std::string client_key_file;
 };
 
 class EtcdProcess {
@@ -42,6 +52,11 @@ class EtcdProcess {
 
   // "127.0.0.1:PORT", its client endpoint.
   const std::string& endpoint() const { return endpoint_; }
+  // "https://127.0.0.1:PORT" with TLS, else endpoint(): as cluster.etcd_endpoints takes it.
+  std::string url() const;
+  // Options of a client that reaches it: its endpoint, and with TLS the CA and the client
+  // certificate of the options it was started with.
+  cluster::EtcdOptions ClientOptions() const;
   // SIGKILL + reap.
   void Kill();
   // Kill() if running, then start again on the same ports and data.
@@ -68,7 +83,9 @@ class EtcdProcess {
 class EtcdTest : public ::testing::Test {
  protected:
   void SetUp() override;
-  // A client's options for this etcd: its endpoint, 1 s calls.
+  // How SetUp starts etcd; plaintext unless a fixture says otherwise.
+  virtual EtcdOptions EtcdProcessOptions() const { return {}; }
+  // A client's options for this etcd: its endpoint (and TLS files), 1 s calls.
   cluster::EtcdOptions EtcdFor() const;
 
   std::unique_ptr<EtcdProcess> etcd_;

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "proto/namespace_spec.h"
 #include "proto/status_map.h"
+#include "tests/subprocess.h"
 
 namespace kvstash::testing {
 namespace {
@@ -220,6 +221,16 @@ std::vector<Key128> PutFresh(Client& client, NamespaceHandle ns, std::mt19937_64
     if (!status.ok()) break;
   }
   return keys;
+}
+
+absl::Status MakeTestCertificates(const std::string& dir) {
+  absl::StatusOr<CommandResult> made =
+      RunCommand({"/bin/sh", std::string(KVSTASH_SOURCE_DIR) + "/tests/tls_certs.sh", dir});
+  if (!made.ok()) return made.status();
+  if (!made->exit.exited || made->exit.code != 0) {
+    return absl::InternalError(absl::StrCat("tls_certs.sh failed: ", made->output));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kvstash::testing

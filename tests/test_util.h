@@ -84,6 +84,10 @@ bool PollUntil(const std::function<bool()>& done, absl::Duration timeout,
 // then stay alive: capture shared_ptrs, or deliberately leak what it uses.
 absl::Status RunWithTimeout(std::function<absl::Status()> fn, absl::Duration timeout);
 
+// Writes the test certificates of tests/tls_certs.sh into `dir` (its header lists them).
+// INTERNAL with the script's output when it fails.
+absl::Status MakeTestCertificates(const std::string& dir);
+
 // Whether this build runs under AddressSanitizer (everything is slower and bigger).
 constexpr bool kUnderAsan =
 #if defined(__SANITIZE_ADDRESS__)

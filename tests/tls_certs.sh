@@ -3,6 +3,8 @@
 #   ca.crt/ca.key              the trusted CA
 #   server.crt/server.key      localhost + 127.0.0.1 (SAN), signed by ca
 #   client.crt/client.key      a client identity (clientAuth), signed by ca
+#   peer.crt/peer.key          localhost + 127.0.0.1, serverAuth and clientAuth, signed by ca
+#                              (a cluster member under mutual TLS, which also probes peers)
 #   other_ca.crt               an unrelated CA
 #   other_server.crt/.key      localhost + 127.0.0.1, signed by other_ca (a rotation target)
 #   expired.crt/expired.key    localhost + 127.0.0.1, signed by ca, valid only in 2020
@@ -19,6 +21,9 @@ subjectAltName = DNS:localhost, IP:127.0.0.1
 extendedKeyUsage = serverAuth
 [client]
 extendedKeyUsage = clientAuth
+[peer]
+subjectAltName = DNS:localhost, IP:127.0.0.1
+extendedKeyUsage = serverAuth, clientAuth
 CNF
 
 ca() {  # ca NAME CN
@@ -34,6 +39,7 @@ ca ca "kvstash test CA"
 ca other_ca "unrelated test CA"
 leaf server localhost ca server
 leaf client "test client" ca client
+leaf peer localhost ca peer
 leaf other_server localhost other_ca server
 
 # `openssl x509 -days` cannot go back in time; `openssl ca` takes explicit dates.

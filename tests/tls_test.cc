@@ -35,10 +35,8 @@ class TlsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     certs_ = new std::string(ScratchPath("certs"));
     std::filesystem::remove_all(*certs_);
-    auto made =
-        RunCommand({"/bin/sh", std::string(KVSTASH_SOURCE_DIR) + "/tests/tls_certs.sh", *certs_});
-    ASSERT_TRUE(made.ok()) << made.status();
-    ASSERT_TRUE(made->exit.exited && made->exit.code == 0) << made->output;
+    absl::Status made = MakeTestCertificates(*certs_);
+    ASSERT_TRUE(made.ok()) << made;
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*certs_);

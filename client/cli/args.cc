@@ -27,6 +27,9 @@ ABSL_FLAG(std::string, tls_cert, "", "client certificate (mutual TLS)");
 ABSL_FLAG(std::string, tls_key, "", "client key (mutual TLS)");
 ABSL_FLAG(std::string, tls_server_name, "", "name the daemon's certificate carries");
 ABSL_FLAG(std::string, token_file, "", "file holding the bearer token");
+ABSL_FLAG(std::string, etcd_ca, "", "CA of etcd's certificate (etcds://)");
+ABSL_FLAG(std::string, etcd_cert, "", "client certificate for etcd");
+ABSL_FLAG(std::string, etcd_key, "", "client key for etcd");
 ABSL_FLAG(std::string, tenant, "", "namespace tenant");
 ABSL_FLAG(std::string, model, "", "namespace model");
 ABSL_FLAG(std::string, revision, "", "namespace revision");
@@ -152,6 +155,12 @@ absl::Status SetOption(absl::string_view v, CliArgs* a) {
   return absl::OkStatus();
 }
 
+template <std::string ClusterOptions::*kField>
+absl::Status SetClusterOption(absl::string_view v, CliArgs* a) {
+  a->options.cluster.*kField = std::string(v);
+  return absl::OkStatus();
+}
+
 absl::Status ParseFrameBytes(absl::string_view v, CliArgs* a) {
   uint64_t n = 0;
   absl::Status s = ParseSize(v, &n);
@@ -212,6 +221,9 @@ const FlagDef kFlags[] = {
     {"tls-key", kGlobal, SetOption<&ClientOptions::tls_key_file>},
     {"tls-server-name", kGlobal, SetOption<&ClientOptions::tls_server_name>},
     {"token-file", kGlobal, SetString<&CliArgs::token_file>},
+    {"etcd-ca", kGlobal, SetClusterOption<&ClusterOptions::etcd_ca_file>},
+    {"etcd-cert", kGlobal, SetClusterOption<&ClusterOptions::etcd_cert_file>},
+    {"etcd-key", kGlobal, SetClusterOption<&ClusterOptions::etcd_key_file>},
     {"tenant", kNamespaced, SetNsString<&Namespace::tenant>},
     {"model", kNamespaced, SetNsString<&Namespace::model_id>},
     {"revision", kNamespaced, SetNsString<&Namespace::revision>},
@@ -452,6 +464,10 @@ Global flags:
                             (default $KVSTASH_TLS_CERT, $KVSTASH_TLS_KEY)
   --tls-server-name NAME    name the daemon's certificate carries, if not the URI's host
   --token-file PATH         file holding the bearer token (default: $KVSTASH_TOKEN)
+  --etcd-ca FILE            cluster URIs: PEM CA of etcd's certificate, TLS to etcd (also
+                            with an etcds:// URI; default: the system's roots)
+  --etcd-cert FILE --etcd-key FILE
+                            client certificate and key for an etcd with client-cert-auth
 
 Namespace flags (what the chunk bytes mean; must match the writer's):
   --tenant S (default "default")   --model S (default "demo-model")   --revision S

@@ -123,6 +123,15 @@ TEST(ArgsTest, TlsFlagsFillTheClientOptions) {
   EXPECT_EQ(a->options.tls_server_name, "cache-1");
 }
 
+TEST(ArgsTest, EtcdFlagsFillTheClusterOptions) {
+  auto a = Parse({"cluster", "etcds://e1:2379/prod", "--etcd-ca", "etcd-ca.crt",
+                  "--etcd-cert=me.crt", "--etcd_key", "me.key"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->options.cluster.etcd_ca_file, "etcd-ca.crt");
+  EXPECT_EQ(a->options.cluster.etcd_cert_file, "me.crt");
+  EXPECT_EQ(a->options.cluster.etcd_key_file, "me.key");
+}
+
 TEST(ArgsTest, ExistsTakesSeveralKeysOrAllChunks) {
   const std::string k1(32, '1'), k2(32, '2');
   auto a = Parse({"exists", "--key", k1 + "," + k2});

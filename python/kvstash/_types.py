@@ -94,6 +94,13 @@ class ClusterOptions:
     0: no hand-over."""
     dns_refresh_ms: int = 5000
     """``dns://`` only: how often the name is resolved again."""
+    etcd_ca_file: str = ""
+    """``etcd://``/``etcds://`` only: CA bundle verifying etcd's certificate (TLS to etcd);
+    empty: the system's roots. Any ``etcd_*`` file, or ``etcds://``, turns TLS on."""
+    etcd_cert_file: str = ""
+    """Client certificate for an etcd run with ``--client-cert-auth``."""
+    etcd_key_file: str = ""
+    """The private key of ``etcd_cert_file``."""
 
 
 class ClusterMember(NamedTuple):

@@ -36,6 +36,9 @@ const Field<ClusterOptions> kOptionFields[] = {
     KVSTASH_FIELD(ClusterOptions, breaker_open_ms),
     KVSTASH_FIELD(ClusterOptions, handover_ms),
     KVSTASH_FIELD(ClusterOptions, dns_refresh_ms),
+    KVSTASH_FIELD(ClusterOptions, etcd_ca_file),
+    KVSTASH_FIELD(ClusterOptions, etcd_cert_file),
+    KVSTASH_FIELD(ClusterOptions, etcd_key_file),
 };
 
 const Field<ClusterMemberStatus> kMemberFields[] = {

@@ -64,6 +64,12 @@ struct ClusterOptions {
   int64_t handover_ms = 60000;
   // dns:// only: how often the name is resolved again.
   int64_t dns_refresh_ms = 5000;
+  // etcd:// and etcds:// only, TLS to etcd: a CA bundle verifying etcd's certificate (empty:
+  // the system's roots), and a client certificate and its key for an etcd run with
+  // --client-cert-auth. Any set, or the etcds:// scheme, turns TLS on.
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
 
   // INVALID_ARGUMENT naming the first field out of range: transport one of the three;
   // 1 <= replicas <= 8; 0 <= hot_fetches <= 1000000; node_deadline_ms, breaker_open_ms

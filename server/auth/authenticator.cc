@@ -1,7 +1,5 @@
 #include "server/auth/authenticator.h"
 
-#include <sys/stat.h>
-
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -13,39 +11,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/file_signature.h"
 #include "server/auth/token_file.h"
 #include "server/log.h"
 
 namespace kvstash::server::auth {
 namespace {
-
-// What the poll compares to notice a changed file: an editor's rename gives a new inode,
-// an in-place write a new mtime or size. A missing file is its own signature.
-struct FileSignature {
-  bool exists = false;
-  dev_t dev = 0;
-  ino_t inode = 0;
-  off_t size = 0;
-  int64_t mtime_ns = 0;
-
-  bool operator==(const FileSignature& o) const {
-    return exists == o.exists && dev == o.dev && inode == o.inode && size == o.size &&
-           mtime_ns == o.mtime_ns;
-  }
-  bool operator!=(const FileSignature& o) const { return !(*this == o); }
-};
-
-FileSignature StatFile(const std::string& path) {
-  struct stat st;
-  FileSignature sig;
-  if (::stat(path.c_str(), &st) != 0) return sig;
-  sig.exists = true;
-  sig.dev = st.st_dev;
-  sig.inode = st.st_ino;
-  sig.size = st.st_size;
-  sig.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
-  return sig;
-}
 
 absl::StatusOr<std::shared_ptr<const TokenTable>> ReadTokenFile(const std::string& path) {
   std::ifstream in(path);
@@ -127,7 +98,7 @@ absl::StatusOr<PrincipalPtr> FileAuthenticator::Authenticate(absl::string_view t
 absl::Status FileAuthenticator::Reload() {
   absl::MutexLock reload_lock(&reload_mu_);
   // Stat before reading: a write racing the read then shows as one more change.
-  signature_ = StatFile(options_.token_file);
+  signature_ = FileSignature::Of(options_.token_file);
   absl::StatusOr<std::shared_ptr<const TokenTable>> table = ReadTokenFile(options_.token_file);
   if (!table.ok()) {
     reloads_failed_.fetch_add(1, std::memory_order_relaxed);
@@ -151,12 +122,13 @@ absl::Status FileAuthenticator::Reload() {
 
 void FileAuthenticator::PollLoop() {
   const absl::Duration interval = absl::Milliseconds(options_.reload_interval_ms);
+  SettledChange settle;
   while (!stop_.WaitForNotificationWithTimeout(interval)) {
-    const FileSignature now = StatFile(options_.token_file);
+    const FileSignature now = FileSignature::Of(options_.token_file);
     bool changed = false;
     {
       absl::MutexLock lock(&reload_mu_);
-      changed = now != signature_;
+      changed = settle.Observe(now, signature_);
     }
     if (changed) Reload().IgnoreError();  // logged by Reload
   }
@@ -186,7 +158,7 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Create(const AuthO
     }
     return std::make_unique<OpenAuthenticator>(options);
   }
-  const FileSignature signature = StatFile(options.token_file);
+  const FileSignature signature = FileSignature::Of(options.token_file);
   absl::StatusOr<std::shared_ptr<const TokenTable>> table = ReadTokenFile(options.token_file);
   if (!table.ok()) return table.status();
   return std::make_unique<FileAuthenticator>(options, log, *std::move(table), signature);

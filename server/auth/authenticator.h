@@ -32,7 +32,8 @@ struct AuthOptions {
   // file's `anonymous` principal when it defines one, else OpenPrincipal() (migration
   // mode); a call with a token must still present a valid one.
   bool required = false;
-  // How often the token file's modification time, size and inode are checked; 0: only SIGHUP.
+  // How often the token file's modification time, size and inode are checked; a change is
+  // reloaded once two checks in a row agree on it (common/file_signature.h); 0: only SIGHUP.
   int64_t reload_interval_ms = 1000;
 };
 

@@ -1,8 +1,5 @@
 #include "server/metrics/bearer_token_file.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -32,15 +29,12 @@ absl::StatusOr<std::unique_ptr<BearerTokenFile>> BearerTokenFile::Open(const std
 }
 
 absl::Status BearerTokenFile::Refresh() {
-  struct stat st {};
-  if (stat(path_.c_str(), &st) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metrics.bearer_token_file: ", path_, ": ", std::strerror(errno)));
+  const FileSignature now = FileSignature::Of(path_);
+  if (!now.exists) {
+    return absl::InvalidArgumentError(absl::StrCat("metrics.bearer_token_file: ", path_,
+                                                   ": missing, or its directory cannot be read"));
   }
-  const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  if (st.st_ino == inode_ && st.st_size == size_ && mtime_ns == mtime_ns_) {
-    return absl::OkStatus();
-  }
+  if (now == signature_) return absl::OkStatus();
   std::ifstream in(path_, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
@@ -50,9 +44,7 @@ absl::Status BearerTokenFile::Refresh() {
         absl::StrCat("metrics.bearer_token_file: ", path_, ": cannot read a token from it"));
   }
   token_ = token;
-  inode_ = st.st_ino;
-  size_ = st.st_size;
-  mtime_ns_ = mtime_ns;
+  signature_ = now;
   return absl::OkStatus();
 }
 

@@ -7,8 +7,6 @@
 // Thread-safety: thread-safe.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "common/file_signature.h"
 
 namespace kvstash::metrics {
 
@@ -39,9 +38,7 @@ class BearerTokenFile {
   absl::Mutex mu_;
   std::string token_ ABSL_GUARDED_BY(mu_);
   // What the file looked like when token_ was read.
-  ino_t inode_ ABSL_GUARDED_BY(mu_) = 0;
-  off_t size_ ABSL_GUARDED_BY(mu_) = -1;
-  int64_t mtime_ns_ ABSL_GUARDED_BY(mu_) = -1;
+  FileSignature signature_ ABSL_GUARDED_BY(mu_);
 };
 
 // Equality of `a` and `b` in time that depends on their lengths only.

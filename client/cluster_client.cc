@@ -17,13 +17,19 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<cluster::MemberSource>> MakeSource(const ClusterUri& uri,
                                                                   const ClusterOptions& options) {
+  if (uri.scheme != ClusterScheme::kEtcd &&
+      !(options.etcd_ca_file.empty() && options.etcd_cert_file.empty() &&
+        options.etcd_key_file.empty())) {
+    return absl::InvalidArgumentError(
+        "ClientOptions.cluster.etcd_*_file: only etcd:// and etcds:// URIs reach etcd");
+  }
   switch (uri.scheme) {
     case ClusterScheme::kEtcd: {
       cluster::EtcdOptions etcd;
       etcd.endpoints = uri.addresses;
-      etcd.tls_files.ca = {options.etcd_ca_file, "ClusterOptions.etcd_ca_file"};
-      etcd.tls_files.cert = {options.etcd_cert_file, "ClusterOptions.etcd_cert_file"};
-      etcd.tls_files.key = {options.etcd_key_file, "ClusterOptions.etcd_key_file"};
+      etcd.tls_files.ca = {options.etcd_ca_file, "ClientOptions.cluster.etcd_ca_file"};
+      etcd.tls_files.cert = {options.etcd_cert_file, "ClientOptions.cluster.etcd_cert_file"};
+      etcd.tls_files.key = {options.etcd_key_file, "ClientOptions.cluster.etcd_key_file"};
       etcd.tls = uri.tls || etcd.tls_files.any();
       return cluster::NewEtcdMemberSource(etcd, cluster::ClusterPrefix(uri.name));
     }

@@ -108,5 +108,18 @@ TEST(ClusterClientTest, UcxWithTlsOptionsFailsConnectNotEachLookup) {
   EXPECT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
 }
 
+TEST(ClusterClientTest, EtcdFilesOnlyForEtcdUris) {
+  ClientOptions options;
+  options.cluster.etcd_ca_file = "/etc/etcd/ca.crt";
+  auto client = Client::Connect(kDeadCluster, options);
+  ASSERT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
+  EXPECT_NE(client.status().message().find("etcd"), absl::string_view::npos);
+  // etcds:// checks its files before dialling etcd, naming the option.
+  client = Client::Connect("etcds://127.0.0.1:1/default", options);
+  ASSERT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
+  EXPECT_NE(client.status().message().find("ClientOptions.cluster.etcd_ca_file"),
+            absl::string_view::npos);
+}
+
 }  // namespace
 }  // namespace kvstash::client_internal

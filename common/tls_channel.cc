@@ -5,8 +5,11 @@
 #include <grpcpp/security/tls_credentials_options.h>
 
 #include <algorithm>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/tls_files.h"
 
 namespace kvstash {
@@ -31,11 +34,23 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeTlsChannelCredenti
         ReadMatchingKey(files.cert.setting, files.cert.path, files.key.setting, files.key.path);
     if (!key.ok()) return key.status();
   }
+  // The watcher polls in whole seconds; round up so it is never more often than asked.
+  const auto refresh_s = static_cast<unsigned>(
+      std::max<int64_t>(1, (absl::ToInt64Milliseconds(files.reload_interval) + 999) / 1000));
+  // One credentials object (and so one file watcher thread) per set of files in use: a
+  // cluster client has a connection per member, all with the same files.
+  const std::string cache_key =
+      absl::StrCat(files.ca.path, "\n", files.cert.path, "\n", files.key.path, "\n", refresh_s);
+  ABSL_CONST_INIT static absl::Mutex cache_mu(absl::kConstInit);
+  absl::MutexLock lock(&cache_mu);
+  static auto* cache =
+      new absl::flat_hash_map<std::string, std::weak_ptr<grpc::ChannelCredentials>>();
+  if (auto it = cache->find(cache_key); it != cache->end()) {
+    if (std::shared_ptr<grpc::ChannelCredentials> alive = it->second.lock()) return alive;
+  }
+  absl::erase_if(*cache, [](const auto& entry) { return entry.second.expired(); });
   grpc::experimental::TlsChannelCredentialsOptions options;
   if (has_ca || has_cert) {
-    // The watcher polls in whole seconds; round up so it is never more often than asked.
-    const auto refresh_s = static_cast<unsigned>(
-        std::max<int64_t>(1, (absl::ToInt64Milliseconds(files.reload_interval) + 999) / 1000));
     options.set_certificate_provider(
         std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
             files.key.path, files.cert.path, files.ca.path, refresh_s));
@@ -45,7 +60,10 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeTlsChannelCredenti
   options.set_verify_server_certs(true);
   options.set_certificate_verifier(
       std::make_shared<grpc::experimental::HostNameCertificateVerifier>());
-  return grpc::experimental::TlsCredentials(options);
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::experimental::TlsCredentials(options);
+  (*cache)[cache_key] = credentials;
+  return credentials;
 }
 
 }  // namespace kvstash

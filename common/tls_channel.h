@@ -2,7 +2,7 @@
 // client library, the daemon's etcd client and its peer probes), so each checks its files
 // up front and picks up renewed certificates the same way.
 //
-// Thread-safety: a function of its arguments (it reads the files).
+// Thread-safety: thread-safe (it reads the files, and shares results through a mutex).
 #pragma once
 
 #include <grpcpp/security/credentials.h>
@@ -38,7 +38,9 @@ struct TlsChannelFiles {
 
 // TLS credentials that verify the server's certificate chain and host name. The files are
 // checked now: INVALID_ARGUMENT naming the setting and file at fault (missing, unreadable,
-// no certificate, a key that does not match, a certificate without its key).
+// no certificate, a key that does not match, a certificate without its key). Calls with the
+// same files while an earlier result is still in use return that object, so they share
+// its file watcher.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeTlsChannelCredentials(
     const TlsChannelFiles& files);
 

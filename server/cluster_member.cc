@@ -93,8 +93,10 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(const Cluste
   options.prefix = cluster::ClusterPrefix(config.name);
   options.self = self;
   options.lease_ttl_s = config.lease_ttl_s;
+  // Built only when probes run, so an unused probe CA neither fails the start nor is polled.
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> probe =
-      MakePeerCredentials(tls, config.peer_ca_file);
+      std::shared_ptr<grpc::ChannelCredentials>();
+  if (config.peer_probe_interval_ms > 0) probe = MakePeerCredentials(tls, config.peer_ca_file);
   if (!probe.ok()) return probe.status();
   std::unique_ptr<ClusterMember> member(
       new ClusterMember(config, std::move(self), *std::move(probe), log));
@@ -151,7 +153,13 @@ void ClusterMember::Run() {
       next_follow = absl::Now() + kFollowRetry;
     }
     if (probe_every > absl::ZeroDuration() && now >= next_probe) {
-      prober_.ProbeAll(Members());
+      for (const PeerProber::Change& c : prober_.ProbeAll(Members())) {
+        if (c.up) {
+          log_->Info("cluster: peer answers its Health probe", {{"member", c.id}});
+        } else {
+          log_->Warn("cluster: peer probe failed", {{"member", c.id}, {"error", c.why}});
+        }
+      }
       next_probe = now + probe_every;
     }
   }

@@ -302,6 +302,10 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
   }
   if (c.data_dir.empty()) return absl::InvalidArgumentError("data_dir: must not be empty");
   if (absl::Status u = CheckUcxTrust(c.ucx, c.auth.required); !u.ok()) return u;
+  if (!c.cluster.peer_ca_file.empty() && !c.server.tls.enabled()) {
+    return absl::InvalidArgumentError(
+        "cluster.peer_ca_file: peers are probed over TLS only with server.tls.cert_file set");
+  }
   return CheckTls(c.server.tls);
 }
 

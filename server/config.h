@@ -206,7 +206,8 @@ struct ClusterConfig {
   int64_t peer_probe_interval_ms = 5000;
   // CA bundle verifying the other members' certificates when gRPC serves TLS; "" =
   // server.tls.client_ca_file, else the system's roots. Under mutual TLS the probes present
-  // server.tls.cert_file, which must then allow client authentication too.
+  // server.tls.cert_file, which must then be issued by a CA in server.tls.client_ca_file and
+  // allow client authentication too.
   std::string peer_ca_file;
 
   // The etcd client's options from the fields above; INVALID_ARGUMENT naming the field.

@@ -65,7 +65,9 @@ cluster:
 TEST(ConfigClusterTest, EtcdOverTlsFromHttpsEndpointsOrFiles) {
   absl::StatusOr<ServerConfig> c =
       ParseConfig("", {{"cluster.etcd_endpoints", "https://e1:2379,https://e2:2379", true},
-                       {"cluster.peer_ca_file", "/etc/kvstash/peers-ca.crt", true}});
+                       {"cluster.peer_ca_file", "/etc/kvstash/peers-ca.crt", true},
+                       {"server.tls.cert_file", "/etc/kvstash/tls.crt", true},
+                       {"server.tls.key_file", "/etc/kvstash/tls.key", true}});
   ASSERT_TRUE(c.ok()) << c.status();
   absl::StatusOr<cluster::EtcdOptions> etcd = c->cluster.Etcd();
   ASSERT_TRUE(etcd.ok()) << etcd.status();
@@ -126,6 +128,7 @@ TEST(ConfigClusterTest, BadValuesAreRefusedNamingTheField) {
            {{{"cluster.lease_ttl_s", "1"}}, "cluster.lease_ttl_s"},
            {{{"cluster.lease_ttl_s", "3601"}}, "cluster.lease_ttl_s"},
            {{{"cluster.peer_probe_interval_ms", "-1"}}, "cluster.peer_probe_interval_ms"},
+           {{{"cluster.peer_ca_file", "/ca.crt", true}}, "cluster.peer_ca_file: "},
            {{{"cluster.enabled", "maybe"}}, "cluster.enabled"},
            {{{"cluster.zoen", "a"}}, "cluster.zoen: unknown key"}}) {
     EXPECT_THAT(ErrorOf("", sets), HasSubstr(field)) << sets[0].key << "=" << sets[0].value;

@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "common/tls_channel.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
@@ -17,6 +19,7 @@ struct PeerProber::Peer {
   std::string address;
   std::unique_ptr<v1::KvStash::Stub> stub;
   bool up = false;
+  bool probed = false;  // up says what the last probe found
 };
 
 namespace {
@@ -65,7 +68,7 @@ PeerProber::Peer* PeerProber::PeerOf(const cluster::Member& member) {
   return peer.get();
 }
 
-void PeerProber::ProbeAll(const std::vector<cluster::Member>& members) {
+std::vector<PeerProber::Change> PeerProber::ProbeAll(const std::vector<cluster::Member>& members) {
   struct Pending {
     std::string id;
     Peer* peer;
@@ -96,11 +99,27 @@ void PeerProber::ProbeAll(const std::vector<cluster::Member>& members) {
                                 });
   }
   pending.Wait();
+  std::vector<Change> changes;
   absl::MutexLock lock(&mu_);
   for (auto& [id, peer, probe] : probes) {
-    peer->up = probe->status.ok() && probe->response.state() == v1::HealthResponse::SERVING;
+    const bool up = probe->status.ok() && probe->response.state() == v1::HealthResponse::SERVING;
     if (!probe->status.ok()) ++errors_[id];
+    if (up != peer->up || (!up && !peer->probed)) {
+      std::string why;
+      if (!probe->status.ok()) {
+        why = absl::StrCat(
+            absl::StatusCodeToString(static_cast<absl::StatusCode>(probe->status.error_code())),
+            ": ", probe->status.error_message());
+      } else if (!up) {
+        why = absl::StrCat("Health answered ",
+                           v1::HealthResponse::State_Name(probe->response.state()));
+      }
+      changes.push_back({id, up, std::move(why)});
+    }
+    peer->up = up;
+    peer->probed = true;
   }
+  return changes;
 }
 
 void PeerProber::Collect(std::vector<metrics::Family>* out) const {

@@ -49,10 +49,19 @@ class PeerProber {
   explicit PeerProber(PeerProberOptions options);
   ~PeerProber();
 
+  // A peer whose answer changed: up now, or down with why (the first probe of a peer that
+  // is down counts as a change).
+  struct Change {
+    std::string id;
+    bool up = false;
+    std::string why;  // the failed call's status, or the state it reported; "" when up
+  };
+
   // Probes every member but this daemon once, all in parallel, and returns when every
-  // probe has answered or timed out. Members no longer listed are forgotten (their error
-  // counts stay).
-  void ProbeAll(const std::vector<cluster::Member>& members) ABSL_LOCKS_EXCLUDED(mu_);
+  // probe has answered or timed out, with the peers whose state changed. Members no longer
+  // listed are forgotten (their error counts stay).
+  std::vector<Change> ProbeAll(const std::vector<cluster::Member>& members)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Appends kvstash_cluster_peer_up and kvstash_cluster_peer_probe_errors_total.
   void Collect(std::vector<metrics::Family>* out) const ABSL_LOCKS_EXCLUDED(mu_);
 

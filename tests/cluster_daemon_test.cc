@@ -239,14 +239,15 @@ TEST_F(ClusterDaemonTest, CliListsTheMembersWithCapacityAndUsage) {
   EXPECT_TRUE(absl::StrContains(single->output, "FAILED_PRECONDITION")) << single->output;
 }
 
-// Certificates of tests/tls_certs.sh, made once per test binary; empty when that failed.
-const std::string& CertDir() {
-  static const std::string* dir = [] {
+// Certificates of tests/tls_certs.sh, made once per test binary and removed at its exit;
+// empty when that failed.
+std::string CertDir() {
+  static const std::unique_ptr<TempDir> dir = []() -> std::unique_ptr<TempDir> {
     absl::StatusOr<std::unique_ptr<TempDir>> made = TempDir::Create("kvstash-cluster-certs");
-    if (!made.ok() || !MakeTestCertificates((*made)->path()).ok()) return new std::string();
-    return new std::string((*made.value().release()).path());  // kept for the whole run
+    if (!made.ok() || !MakeTestCertificates((*made)->path()).ok()) return nullptr;
+    return *std::move(made);
   }();
-  return *dir;
+  return dir == nullptr ? "" : dir->path();
 }
 
 std::string Cert(const std::string& name) { return CertDir() + "/" + name; }
@@ -274,12 +275,14 @@ class ClusterTlsTest : public ClusterDaemonTest {
             "cluster.etcd_cert_file=" + Cert("client.crt"),
             "cluster.etcd_key_file=" + Cert("client.key")};
   }
-  std::unique_ptr<DaemonProcess> StartSecureMember(const std::string& id) {
-    std::vector<std::string> more = EtcdFiles();
-    more.insert(more.end(), {"server.tls.cert_file=" + Cert("peer.crt"),
-                             "server.tls.key_file=" + Cert("peer.key"),
-                             "server.tls.client_ca_file=" + Cert("ca.crt"), "ucx.enabled=false"});
-    return StartMember(id, more);
+  std::unique_ptr<DaemonProcess> StartSecureMember(const std::string& id,
+                                                   std::vector<std::string> more = {}) {
+    std::vector<std::string> set = EtcdFiles();
+    set.insert(set.end(), {"server.tls.cert_file=" + Cert("peer.crt"),
+                           "server.tls.key_file=" + Cert("peer.key"),
+                           "server.tls.client_ca_file=" + Cert("ca.crt"), "ucx.enabled=false"});
+    set.insert(set.end(), more.begin(), more.end());
+    return StartMember(id, set);
   }
   // One Put through an etcd client with `tls` in place of the fixture's files.
   absl::Status PutWith(const TlsChannelFiles& tls, bool use_tls = true) {
@@ -366,6 +369,29 @@ TEST_F(ClusterTlsTest, MutualTlsMembersProbeEachOtherAndServeAnEtcdsClient) {
   EXPECT_FALSE(Client::Connect(uri, no_etcd_cert).ok());
 }
 
+TEST_F(ClusterTlsTest, AProbeThatCannotVerifyItsPeerSaysWhyInTheLog) {
+  std::unique_ptr<DaemonProcess> a = StartSecureMember("node-s4");
+  std::unique_ptr<DaemonProcess> b =
+      StartSecureMember("node-s5", {"cluster.peer_ca_file=" + Cert("other_ca.crt")});
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(WaitMetric(*a, "kvstash_cluster_peer_up{member=\"node-s5\"}", 1));
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        return Metric(*b, "kvstash_cluster_peer_probe_errors_total{member=\"node-s4\"}") >= 1;
+      },
+      kWait, absl::Milliseconds(100)));
+  EXPECT_EQ(Metric(*b, "kvstash_cluster_peer_up{member=\"node-s4\"}"), 0);
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        const std::string log = b->Log();
+        return absl::StrContains(log, "cluster: peer probe failed") &&
+               absl::StrContains(log, "node-s4") && absl::StrContains(log, "UNAVAILABLE");
+      },
+      kWait, absl::Milliseconds(100)))
+      << b->LogTail(20);
+}
+
 TEST_F(ClusterTlsTest, AMemberWithoutEtcdsCaStaysOutAndABadFileStopsTheStart) {
   // https:// with the system's roots: etcd's certificate is not trusted, so the daemon
   // serves on its own and keeps retrying.
@@ -373,7 +399,6 @@ TEST_F(ClusterTlsTest, AMemberWithoutEtcdsCaStaysOutAndABadFileStopsTheStart) {
       StartMember("node-s3", {"cluster.etcd_cert_file=" + Cert("client.crt"),
                               "cluster.etcd_key_file=" + Cert("client.key")});
   ASSERT_NE(lone, nullptr);
-  EXPECT_TRUE(WaitMetric(*lone, "kvstash_cluster_registered", 0));
   EXPECT_TRUE(PollUntil([&] { return Metric(*lone, "kvstash_cluster_etcd_errors_total") >= 1; },
                         kWait, absl::Milliseconds(100)));
   EXPECT_TRUE(absl::IsNotFound(Registered("node-s3").status()));

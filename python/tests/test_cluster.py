@@ -111,7 +111,7 @@ def test_cluster_options_are_typed_and_checked():
     with pytest.raises(kvstash.InvalidArgument, match="transport"):
         kvstash.Client("static://127.0.0.1:1", cluster=kvstash.ClusterOptions(transport="smoke"))
     # The etcd TLS files reach the C++ client, which checks them before dialling etcd.
-    with pytest.raises(kvstash.InvalidArgument, match="ClusterOptions.etcd_ca_file"):
+    with pytest.raises(kvstash.InvalidArgument, match="cluster.etcd_ca_file"):
         kvstash.Client(
             "etcds://127.0.0.1:1/default",
             cluster=kvstash.ClusterOptions(etcd_ca_file="/nonexistent/etcd-ca.crt"),

@@ -105,7 +105,8 @@ class _Dispatcher:
 class Client:
     """A connection to kvstashd, over ``grpc://host:port``, ``grpcs://host:port`` (TLS) or
     ``ucx://host:port``; or to a cluster of them, ``etcd://host:port[,host:port]/<name>``
-    (the members registered in etcd, followed as they change), ``static://host:port,...``
+    (the members registered in etcd, followed as they change; ``etcds://`` over TLS to
+    etcd, with the ``etcd_*_file`` cluster options), ``static://host:port,...``
     or ``dns://name:port``, placing each chunk on its member by rendezvous hashing.
     ``cluster`` (:class:`ClusterOptions`) tunes how; :meth:`cluster` shows the members.
 

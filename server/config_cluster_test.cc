@@ -7,19 +7,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/config.h"
+#include "server/config_test_util.h"
 
 namespace kvstash::server {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string ErrorOf(absl::string_view yaml, std::vector<ConfigOverride> overrides = {}) {
-  absl::StatusOr<ServerConfig> c = ParseConfig(yaml, overrides);
-  EXPECT_FALSE(c.ok()) << "accepted:\n" << yaml;
-  if (c.ok()) return "";
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(c.status().message());
-}
 
 TEST(ConfigClusterTest, DefaultsAreOffWithTheAgreedValues) {
   const ClusterConfig c = ServerConfig().cluster;

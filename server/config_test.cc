@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "proto/ucx_wire.h"
 #include "server/config_schema.h"
+#include "server/config_test_util.h"
 #include "storage/eviction_policy.h"
 
 namespace kvstash::server {
@@ -21,21 +22,6 @@ namespace {
 
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-ServerConfig MustParse(absl::string_view yaml, std::vector<ConfigOverride> overrides = {}) {
-  absl::StatusOr<ServerConfig> c = ParseConfig(yaml, overrides);
-  EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *c : ServerConfig{};
-}
-
-// The message of a config that must be refused.
-std::string ErrorOf(absl::string_view yaml, std::vector<ConfigOverride> overrides = {}) {
-  absl::StatusOr<ServerConfig> c = ParseConfig(yaml, overrides);
-  EXPECT_FALSE(c.ok()) << "accepted:\n" << yaml;
-  if (c.ok()) return "";
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
-  return std::string(c.status().message());
-}
 
 void ExpectSameConfig(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(EmitConfig(a), EmitConfig(b));

@@ -17,9 +17,11 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<cluster::MemberSource>> MakeSource(const ClusterUri& uri,
                                                                   const ClusterOptions& options) {
-  if (uri.scheme != ClusterScheme::kEtcd &&
-      !(options.etcd_ca_file.empty() && options.etcd_cert_file.empty() &&
-        options.etcd_key_file.empty())) {
+  TlsChannelFiles etcd_files;
+  etcd_files.ca = {options.etcd_ca_file, "ClientOptions.cluster.etcd_ca_file"};
+  etcd_files.cert = {options.etcd_cert_file, "ClientOptions.cluster.etcd_cert_file"};
+  etcd_files.key = {options.etcd_key_file, "ClientOptions.cluster.etcd_key_file"};
+  if (uri.scheme != ClusterScheme::kEtcd && etcd_files.any()) {
     return absl::InvalidArgumentError(
         "ClientOptions.cluster.etcd_*_file: only etcd:// and etcds:// URIs reach etcd");
   }
@@ -27,10 +29,8 @@ absl::StatusOr<std::unique_ptr<cluster::MemberSource>> MakeSource(const ClusterU
     case ClusterScheme::kEtcd: {
       cluster::EtcdOptions etcd;
       etcd.endpoints = uri.addresses;
-      etcd.tls_files.ca = {options.etcd_ca_file, "ClientOptions.cluster.etcd_ca_file"};
-      etcd.tls_files.cert = {options.etcd_cert_file, "ClientOptions.cluster.etcd_cert_file"};
-      etcd.tls_files.key = {options.etcd_key_file, "ClientOptions.cluster.etcd_key_file"};
-      etcd.tls = uri.tls || etcd.tls_files.any();
+      etcd.tls = uri.tls || etcd_files.any();
+      etcd.tls_files = etcd_files;
       return cluster::NewEtcdMemberSource(etcd, cluster::ClusterPrefix(uri.name));
     }
     case ClusterScheme::kStatic:

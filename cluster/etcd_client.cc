@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -56,6 +57,19 @@ absl::StatusOr<BareEndpoint> StripScheme(absl::string_view endpoint) {
   }
   out.host_port = parsed->ToString();
   return out;
+}
+
+// The one rule tying an endpoint's scheme to TLS: http:// means plaintext, https:// TLS.
+absl::Status CheckScheme(const BareEndpoint& bare, absl::string_view entry, bool tls) {
+  if (bare.scheme == BareEndpoint::Scheme::kHttp && tls) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd endpoint \"", entry, "\": http:// with TLS (https:// or TLS files elsewhere)"));
+  }
+  if (bare.scheme == BareEndpoint::Scheme::kHttps && !tls) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd endpoint \"", entry, "\": https:// needs TLS options"));
+  }
+  return absl::OkStatus();
 }
 
 // Reconnects within a second of etcd coming back: gRPC's default backoff grows to two
@@ -262,14 +276,7 @@ absl::Status EtcdOptions::Validate() const {
   for (const std::string& endpoint : endpoints) {
     absl::StatusOr<BareEndpoint> bare = StripScheme(endpoint);
     if (!bare.ok()) return bare.status();
-    if (bare->scheme == BareEndpoint::Scheme::kHttps && !tls) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("etcd endpoint \"", endpoint, "\": https:// needs TLS options"));
-    }
-    if (bare->scheme == BareEndpoint::Scheme::kHttp && tls) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("etcd endpoint \"", endpoint, "\": http:// with TLS options"));
-    }
+    if (absl::Status s = CheckScheme(*bare, endpoint, tls); !s.ok()) return s;
   }
   if (!tls && tls_files.any()) {
     return absl::InvalidArgumentError("etcd: TLS files set but tls is off");
@@ -283,9 +290,7 @@ absl::Status EtcdOptions::Validate() const {
 
 absl::StatusOr<EtcdOptions> EtcdOptionsFrom(absl::string_view list,
                                             const TlsChannelFiles& tls_files) {
-  EtcdOptions out;
-  out.tls_files = tls_files;
-  bool http = false, https = false;
+  std::vector<std::pair<absl::string_view, BareEndpoint>> parsed;
   for (absl::string_view entry : absl::StrSplit(list, ',')) {
     entry = absl::StripAsciiWhitespace(entry);
     if (entry.empty()) {
@@ -294,18 +299,16 @@ absl::StatusOr<EtcdOptions> EtcdOptionsFrom(absl::string_view list,
     }
     absl::StatusOr<BareEndpoint> bare = StripScheme(entry);
     if (!bare.ok()) return bare.status();
-    http |= bare->scheme == BareEndpoint::Scheme::kHttp;
-    https |= bare->scheme == BareEndpoint::Scheme::kHttps;
-    out.endpoints.push_back(std::move(bare->host_port));
+    parsed.emplace_back(entry, *std::move(bare));
   }
-  if (http && https) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("etcd endpoints \"", list, "\": mix http:// and https://"));
-  }
-  out.tls = https || tls_files.any();
-  if (http && out.tls) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("etcd endpoints \"", list, "\": http:// with TLS files set (use https://)"));
+  EtcdOptions out;
+  out.tls_files = tls_files;
+  out.tls = tls_files.any();
+  for (const auto& [entry, bare] : parsed) out.tls |= bare.scheme == BareEndpoint::Scheme::kHttps;
+  // With TLS on, an http:// entry is a contradiction: mixed schemes, or http:// with files.
+  for (auto& [entry, bare] : parsed) {
+    if (absl::Status s = CheckScheme(bare, entry, out.tls); !s.ok()) return s;
+    out.endpoints.push_back(std::move(bare.host_port));
   }
   return out;
 }

@@ -89,7 +89,7 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(const Cluste
   absl::StatusOr<cluster::EtcdOptions> etcd = config.Etcd();
   if (!etcd.ok()) return etcd.status();
   cluster::RegistrarOptions options;
-  options.etcd = *std::move(etcd);
+  options.etcd = *etcd;
   options.prefix = cluster::ClusterPrefix(config.name);
   options.self = self;
   options.lease_ttl_s = config.lease_ttl_s;
@@ -99,7 +99,7 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(const Cluste
   if (config.peer_probe_interval_ms > 0) probe = MakePeerCredentials(tls, config.peer_ca_file);
   if (!probe.ok()) return probe.status();
   std::unique_ptr<ClusterMember> member(
-      new ClusterMember(config, std::move(self), *std::move(probe), log));
+      new ClusterMember(config, std::move(self), *std::move(etcd), *std::move(probe), log));
   log->Info("cluster: registering", {{"cluster", config.name},
                                      {"member", member->self_.id},
                                      {"grpc", member->self_.grpc_address},
@@ -118,9 +118,11 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(const Cluste
 }
 
 ClusterMember::ClusterMember(const ClusterConfig& config, cluster::Member self,
+                             cluster::EtcdOptions etcd,
                              std::shared_ptr<grpc::ChannelCredentials> probe_credentials,
                              Logger* log)
     : config_(config),
+      etcd_(std::move(etcd)),
       self_(std::move(self)),
       log_(log),
       prober_(PeerProberOptions{
@@ -181,7 +183,7 @@ void ClusterMember::WatchRegistration() {
 
 bool ClusterMember::FollowMembers() {
   absl::StatusOr<std::unique_ptr<cluster::MemberSource>> source =
-      cluster::NewEtcdMemberSource(*config_.Etcd(), cluster::ClusterPrefix(config_.name));
+      cluster::NewEtcdMemberSource(etcd_, cluster::ClusterPrefix(config_.name));
   absl::Status s = source.status();
   if (s.ok()) {
     s = (*source)->Start([this](const std::vector<cluster::Member>& m) { OnMembers(m); },

@@ -91,7 +91,7 @@ class ClusterMember {
   const cluster::Member& self() const { return self_; }
 
  private:
-  ClusterMember(const ClusterConfig& config, cluster::Member self,
+  ClusterMember(const ClusterConfig& config, cluster::Member self, cluster::EtcdOptions etcd,
                 std::shared_ptr<grpc::ChannelCredentials> probe_credentials, Logger* log);
   void Run();
   // Logs registrations and lost leases, seen as changes of the registrar's stats.
@@ -103,6 +103,8 @@ class ClusterMember {
   std::vector<cluster::Member> Members() const ABSL_LOCKS_EXCLUDED(mu_);
 
   const ClusterConfig config_;
+  // How the member set is read: config_'s etcd settings, parsed once by Start.
+  const cluster::EtcdOptions etcd_;
   const cluster::Member self_;
   Logger* const log_;
   std::unique_ptr<cluster::Registrar> registrar_;

@@ -1,7 +1,7 @@
 """kvstash: Python client for kvstashd, the KV-cache server for LLM inference.
 
     import kvstash
-    with kvstash.Client("ucx://127.0.0.1:7071") as client:
+    with kvstash.Client("ucx://127.0.0.1:7072") as client:
         ns = client.namespace(model="meta-llama/Meta-Llama-3-8B", num_layers=32,
                               kv_heads=8, head_dim=128, dtype="bf16", chunk_tokens=256)
         keys = ns.prefix_keys(token_ids)

@@ -2,7 +2,7 @@
 
     lmcache server ... --l2-adapter '{"type": "native_plugin",
         "module_path": "kvstash.integrations.lmcache", "class_name": "KvstashL2Adapter",
-        "adapter_params": {"uri": "ucx://127.0.0.1:7071"}}'
+        "adapter_params": {"uri": "ucx://127.0.0.1:7072"}}'
 
 ``adapter_params``: ``uri`` (required), ``tenant``, ``model`` (the namespace's model name;
 LMCache's keys already carry the model and KV rank, so one namespace serves them all),

@@ -3,7 +3,7 @@
     --hicache-storage-backend dynamic --hicache-storage-backend-extra-config
       '{"backend_name": "kvstash", "module_path": "kvstash.integrations.sglang",
         "class_name": "KvstashHiCacheStorage", "interface_v1": 1,
-        "uri": "ucx://127.0.0.1:7071"}'
+        "uri": "ucx://127.0.0.1:7072"}'
 
 With ``interface_v1`` SGLang calls the zero-copy ``batch_get_v1``/``batch_set_v1``: pages
 move straight between kvstashd and the registered host pool, one chunk per page buffer

@@ -5,7 +5,7 @@ loaded by any engine of the same model, instead of recomputed.
         kv_connector="KvstashConnector",
         kv_connector_module_path="kvstash.integrations.vllm_connector",
         kv_role="kv_both", kv_load_failure_policy="recompute",
-        kv_connector_extra_config={"uri": "ucx://127.0.0.1:7071"}))
+        kv_connector_extra_config={"uri": "ucx://127.0.0.1:7072"}))
 
 ``kv_connector_extra_config``: ``uri`` (required), ``chunk_blocks`` (vLLM blocks per kvstash
 chunk, default 1), ``load_mode`` (``"layerwise"``, the default: loads overlap the forward

@@ -5,7 +5,7 @@
         "cpu_bytes_to_use": 8589934592,
         "secondary_tiers": [{"type": "KvstashTier",
                              "module_path": "kvstash.integrations.vllm_tier",
-                             "uri": "ucx://127.0.0.1:7071"}]}}'
+                             "uri": "ucx://127.0.0.1:7072"}]}}'
 
 vLLM's CPU primary tier holds chunks in one shared host buffer; this tier copies rows of
 it to and from kvstashd (zero copy on this side: rows go straight from and into that

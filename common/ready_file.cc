@@ -29,7 +29,8 @@ bool Exited(pid_t pid) {
 }  // namespace
 
 std::string FormatReadyFile(const ReadyInfo& info) {
-  std::string text = absl::StrCat("grpc=", info.grpc, "\npid=", info.pid, "\n");
+  std::string text = absl::StrCat("grpc=", info.grpc, "\n");
+  if (info.pid != 0) absl::StrAppend(&text, "pid=", info.pid, "\n");
   if (!info.metrics.empty()) absl::StrAppend(&text, "metrics=", info.metrics, "\n");
   if (!info.ucx.empty()) absl::StrAppend(&text, "ucx=", info.ucx, "\n");
   return text;

@@ -3,7 +3,8 @@
 // per listener:
 //
 //   grpc=HOST:PORT      always
-//   pid=N               always
+//   pid=N               always in the ready file (the metrics endpoint's /listeners,
+//                       the same format, leaves it out)
 //   metrics=HOST:PORT   when the metrics endpoint is served
 //   ucx=HOST:PORT       when the UCX listener is served
 //
@@ -32,7 +33,7 @@ struct ReadyInfo {
   std::string ucx;      // HOST:PORT of the UCX listener; empty when not served
 };
 
-// The file's text: grpc=, pid=, then metrics= and ucx= when set, one line each.
+// The file's text: grpc=, then pid=, metrics= and ucx= when set, one line each.
 std::string FormatReadyFile(const ReadyInfo& info);
 
 // Reads FormatReadyFile's text back. Blank lines, white space around keys and values and

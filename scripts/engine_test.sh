@@ -43,12 +43,13 @@ venv_for() {
   echo "$venv"
 }
 
+wheel=$("$top/scripts/python_wheel.sh" "$build")
 status=0
 for engine in "${engines[@]}"; do
   start=$SECONDS
   venv=$(venv_for "$engine")
   echo "== $engine: kvstash-client into $venv"
-  "$venv/bin/python" -m pip install -q --no-deps "$top/python"
+  "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
   echo "== $engine: pytest"
   # Every engine venv has torch: the DLPack test of the client runs there too.
   (cd "$top/python/tests" &&

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/byte_size.h"
+#include "common/ready_file.h"
 #include "server/store_metrics.h"
 #include "server/tls_credentials.h"
 #include "storage/rocksdb_crc32c.h"
@@ -233,6 +234,10 @@ absl::Status Server::StartMetrics() {
   metrics::HttpHandlers handlers;
   handlers.metrics = [this] { return metrics_.Scrape(); };
   handlers.ready = [this] { return ready(); };
+  ReadyInfo listeners;  // bound before this endpoint starts
+  listeners.grpc = connect_address();
+  listeners.ucx = ucx_address();
+  handlers.listeners = [text = FormatReadyFile(listeners)] { return text; };
   metrics::HttpEndpointOptions options;
   options.listen = config_.metrics.listen;
   options.bearer_token_file = config_.metrics.bearer_token_file;

@@ -72,3 +72,29 @@ def test_closed_client(daemon, ns):
     c.close()
     with pytest.raises(kvstash.Error, match="closed"):
         c.health()
+
+
+def test_uri_naming_the_metrics_port_fails_at_once_saying_which_port(daemon):
+    metrics, ucx = daemon.metrics_address, daemon.addresses["ucx"]
+    with pytest.raises(kvstash.Error) as raised:
+        kvstash.Client("ucx://" + metrics, connect_timeout_ms=60000)
+    assert raised.value.code == kvstash.StatusCode.FAILED_PRECONDITION
+    assert (f"{metrics} is kvstashd's metrics endpoint, not its UCX listener (ucx://{ucx})"
+            in raised.value.message)
+
+
+def test_adapter_on_a_wrong_port_logs_what_answered_and_answers_misses(daemon, caplog):
+    from kvstash.integrations.lmcache import KvstashL2Adapter
+    import select
+
+    metrics = daemon.metrics_address
+    adapter = KvstashL2Adapter(uri="ucx://" + metrics)  # the engine still starts
+    try:
+        logged = [r.getMessage() for r in caplog.records if r.name == "kvstash.integrations"]
+        assert any("metrics endpoint, not its UCX listener" in m and metrics in m
+                   for m in logged), logged
+        fid = adapter.submit_batch_exists(["model@0@0@ab"])
+        select.select([adapter.event_fd()], [], [], 10)
+        assert adapter.drain_completions() == [(fid, False, "kvstashd unreachable", None)]
+    finally:
+        adapter.close()

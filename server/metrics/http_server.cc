@@ -63,6 +63,12 @@ int ServeReadyz(mg_connection* conn, void* cbdata) {
   return Send(conn, ready ? 200 : 503, "text/plain", ready ? "ready\n" : "not ready\n");
 }
 
+int ServeListeners(mg_connection* conn, void* cbdata) {
+  const HttpHandlers& h = HandlersOf(cbdata);
+  if (!h.listeners) return Send(conn, 404, "text/plain", "not found\n");
+  return Send(conn, 200, "text/plain", h.listeners());
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
@@ -107,6 +113,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   mg_set_request_handler(endpoint->ctx_, "/metrics$", ServeMetrics, endpoint.get());
   mg_set_request_handler(endpoint->ctx_, "/healthz$", ServeHealthz, endpoint.get());
   mg_set_request_handler(endpoint->ctx_, "/readyz$", ServeReadyz, endpoint.get());
+  mg_set_request_handler(endpoint->ctx_, "/listeners$", ServeListeners, endpoint.get());
   return endpoint;
 }
 

@@ -3,6 +3,8 @@
 //                 file, only for requests carrying `Authorization: Bearer <token>` (401)
 //   GET /healthz  200 "ok" while the process runs
 //   GET /readyz   200 "ready" when Handlers::ready() is true, else 503 "not ready"
+//   GET /listeners  the daemon's gRPC and UCX addresses (Handlers::listeners; the ready
+//                 file's format), so a client pointed at this port can say which it meant
 // It serves no files and runs on its own few threads, apart from the data path.
 //
 //   auto http = HttpEndpoint::Start({.listen = "127.0.0.1:0"}, handlers);
@@ -39,6 +41,7 @@ struct HttpEndpointOptions {
 struct HttpHandlers {
   std::function<std::string()> metrics;  // body of /metrics
   std::function<bool()> ready;           // /readyz: true = 200, false = 503
+  std::function<std::string()> listeners;  // body of /listeners; unset: 404
 };
 
 class HttpEndpoint {

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -154,6 +155,44 @@ def run(snippet: Snippet, workdir: Workdir, timeout_s: float = 300,
             f"{snippet.where}: exited {proc.returncode}{_failing_line(snippet, proc.stderr)}\n"
             f"--- block ---\n{code}--- stdout ---\n{proc.stdout}--- stderr ---\n{proc.stderr}")
     return proc
+
+
+def start(snippet: Snippet, workdir: Workdir, log_path: str,
+          substitutions: Optional[Dict[str, str]] = None,
+          env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+    """Starts a long-running ``sh`` block (a server) in ``workdir``, output to ``log_path``,
+    in a process group of its own (stop it with :func:`stop`)."""
+    code = snippet.code
+    for old, new in (substitutions or {}).items():
+        code = code.replace(old, new)
+    with open(log_path, "w") as log:
+        return subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", "exec " + code.lstrip()],
+                                cwd=workdir.path, env={**workdir.env, **(env or {})},
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, timeout_s: float = 60) -> None:
+    """SIGINT to the process group of a :func:`start`ed block, SIGKILL after ``timeout_s``."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def words(snippet: Snippet) -> List[str]:
+    """The words of a one-command ``sh`` block as bash splits them."""
+    return shlex.split(snippet.code.replace("\\\n", " "), comments=True)
+
+
+def flag_value(snippet: Snippet, flag: str) -> str:
+    """The argument after ``flag`` in a one-command ``sh`` block."""
+    w = words(snippet)
+    if flag not in w[:-1]:
+        raise AssertionError(f"{snippet.where}: no {flag} argument")
+    return w[w.index(flag) + 1]
 
 
 def _failing_line(snippet: Snippet, stderr: str) -> str:

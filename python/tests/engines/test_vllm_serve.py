@@ -3,7 +3,8 @@ command fails at start, so README's module form of the same server runs), agains
 on its embedded default config: a restarted server answers a prompt token for token as
 before, from kvstash (vLLM's own external prefix-cache counters say so); then vLLM's own
 traffic generator (``vllm bench serve``, prefix-repetition dataset) without and with
-kvstash: no failed request, kvstash hits on the second pass, the server healthy after."""
+kvstash: no failed request, kvstash hits on the second pass, the server healthy after. And
+README's ``LLM(...)`` lines: an offline engine loads what the server stored."""
 
 from __future__ import annotations
 
@@ -133,17 +134,19 @@ def daemon_hits() -> int:
         return c.stats()["hits"]
 
 
-def test_restarted_server_answers_from_kvstash_and_survives_bench_serve(
-        model_dir: str, default_daemon: rs.DefaultDaemon, workdir: rs.Workdir,
-        tmp_path) -> None:
+@pytest.fixture(scope="module")
+def served(model_dir: str, default_daemon: rs.DefaultDaemon, workdir: rs.Workdir,
+           tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Runs the servers (below) and returns the answer to PROMPT."""
+    logs = tmp_path_factory.mktemp("vllm-serve")
     results: Dict[str, Optional[Dict[str, object]]] = {}
-    with Server(model_dir, workdir, str(tmp_path / "plain.log"), kvstash_on=False) as plain:
+    with Server(model_dir, workdir, str(logs / "plain.log"), kvstash_on=False):
         results["without kvstash"] = bench_serve(model_dir)
-    with Server(model_dir, workdir, str(tmp_path / "a.log")) as a:
+    with Server(model_dir, workdir, str(logs / "a.log")) as a:
         first = a.complete(model_dir, PROMPT)
         assert a.metric("vllm:kvstash_stored_objects_total") >= 4, a.log_tail()
         results["kvstash, first pass"] = bench_serve(model_dir)
-    with Server(model_dir, workdir, str(tmp_path / "b.log")) as b:
+    with Server(model_dir, workdir, str(logs / "b.log")) as b:
         again = b.complete(model_dir, PROMPT)
         assert again == first, b.log_tail()
         # Both whole blocks came from kvstash, not from vLLM's own (empty) prefix cache.
@@ -156,3 +159,32 @@ def test_restarted_server_answers_from_kvstash_and_survives_bench_serve(
     for name, r in results.items():
         assert r is not None and r["failed"] == 0 and r["completed"] == 16, (name, r)
     assert default_daemon.proc.poll() is None
+    return first
+
+
+def test_restarted_server_answers_from_kvstash_and_survives_bench_serve(served: str) -> None:
+    assert served.strip(), "the server answered nothing"
+
+
+LLM_BLOCK = _block("from vllm import LLM")
+# What a user runs after README's LLM(...) lines: one greedy request for PROMPT.
+LLM_USE = """
+from vllm import SamplingParams
+from vllm.inputs import TokensPrompt
+out = llm.generate([TokensPrompt(prompt_token_ids=PROMPT)],
+                   SamplingParams(max_tokens=8, temperature=0.0), use_tqdm=False)[0]
+print("RESULT " + json.dumps({"text": out.outputs[0].text, "cached": out.num_cached_tokens}))
+"""
+
+
+def test_llm_block_loads_what_the_server_stored(served: str, model_dir: str,
+                                                workdir: rs.Workdir) -> None:
+    block = rs.Snippet(LLM_BLOCK.path, LLM_BLOCK.line, LLM_BLOCK.heading, "python",
+                       LLM_BLOCK.code + f"import json\nPROMPT = {PROMPT!r}\n" + LLM_USE,
+                       LLM_BLOCK.mode, LLM_BLOCK.arg)
+    workdir.env.update(ENV)
+    out = rs.run(block, workdir, timeout_s=900, substitutions={"MODEL": repr(model_dir)})
+    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, out.stdout[-3000:] + out.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["cached"] >= 256 and result["text"] == served, result

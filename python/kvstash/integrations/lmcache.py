@@ -12,8 +12,11 @@ LMCache's keys already carry the model and KV rank, so one namespace serves them
 LMCache hands over batches of string keys and writable memoryviews and polls
 :meth:`event_fd`; every submit returns at once (the bytes move on the kvstash client's
 threads, straight from and into LMCache's buffers) and :meth:`drain_completions` reports
-what finished. A batch ``exists`` is one server-side ``Lookup`` (LMCache asks for prefixes).
-A chunk whose size differs from LMCache's buffer is a miss, never a partial copy.
+what finished, with one answer per key as LMCache's ``NativeConnectorL2Adapter`` reads them:
+``exists`` says of each key whether it is stored (LMCache decides what to do with holes);
+``delete`` reports every key as gone once the call succeeded (deleted now, or evicted
+before), so LMCache's L2 usage accounting frees its bytes; ``get`` reports a chunk whose
+size differs from LMCache's buffer as a miss, never a partial copy.
 
 Thread-safety: thread-safe; LMCache submits under its own lock from several threads.
 """
@@ -111,7 +114,7 @@ class KvstashL2Adapter:
             elif op == "get":
                 n.submit_get_into(q, fid, ns, kv_keys, views, 0)
             elif op == "exists":
-                n.submit_lookup(q, fid, ns, kv_keys, 0, 0)
+                n.submit_exists(q, fid, ns, kv_keys)
             else:
                 n.submit_delete(q, fid, ns, kv_keys)
         except kvstash.Error as e:
@@ -128,12 +131,13 @@ class KvstashL2Adapter:
         return fid
 
 
-def _per_key(op: str, value: Any, sizes: List[int]) -> Optional[List[bool]]:
+def _per_key(op: str, value: Any, sizes: List[int]) -> List[bool]:
     if op == "set":
         return list(value)
     if op == "get":
         # A chunk of another size is not this object: a miss, never a partial buffer.
         return [got is not None and got == want for got, want in zip(value, sizes)]
     if op == "exists":
-        return [i < value.hit_count for i in range(len(sizes))]
-    return None
+        return [tier != kvstash.Tier.NONE for tier in value]
+    # delete: the call succeeded, so no key is stored any more.
+    return [True] * len(sizes)

@@ -37,14 +37,18 @@ def host_pool(kind, layout):
 
 
 def backend(uri, pool, *, mla=False, tp_rank=0, tp_size=1, v1=True, model="test/sglang",
-            **extra):
+            extra_config=None, **extra):
+    """The storage backend SGLang's factory makes from ``--hicache-storage-backend dynamic``
+    and ``extra_config`` (default: kvstash at ``uri`` with ``extra``)."""
+    if extra_config is None:
+        extra_config = {"backend_name": "kvstash", "module_path": "kvstash.integrations.sglang",
+                        "class_name": "KvstashHiCacheStorage", "interface_v1": int(v1),
+                        "uri": uri, **extra}
     config = HiCacheStorageConfig(
         tp_rank=tp_rank, tp_size=tp_size, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
         is_mla_model=mla, enable_storage_metrics=False,
         is_page_first_layout=pool.layout == "page_first", model_name=model,
-        extra_config={"backend_name": "kvstash", "module_path": "kvstash.integrations.sglang",
-                      "class_name": "KvstashHiCacheStorage", "interface_v1": int(v1),
-                      "uri": uri, **extra})
+        extra_config=extra_config)
     b = StorageBackendFactory.create_backend("dynamic", config, pool)
     b.register_mem_pool_host(pool)  # what SGLang's cache controller does next
     return b
@@ -173,3 +177,33 @@ def test_unknown_option_is_refused():
     import kvstash
     with pytest.raises(kvstash.InvalidArgument, match="colour"):
         backend("grpc://127.0.0.1:1", host_pool("mha", "page_first"), colour="blue")
+
+
+def test_readme_launch_config(tmp_path):
+    """README's launch_server options, as written, make a backend that stores into and loads
+    from kvstashd on its embedded default config (a full SGLang server does not run on CPU)."""
+    import json
+    import os
+
+    import readme_snippets as rs
+    blocks = [s for s in rs.checked(rs.docs_files()) if s.mode == "engine" and s.arg == "sglang"]
+    assert len(blocks) == 1, blocks
+    words = rs.words(blocks[0])
+    assert words[:3] == ["python", "-m", "sglang.launch_server"] and \
+        "--enable-hierarchical-cache" in words, words
+    assert rs.flag_value(blocks[0], "--hicache-storage-backend") == "dynamic"
+    extra = json.loads(rs.flag_value(blocks[0], "--hicache-storage-backend-extra-config"))
+    workdir = rs.Workdir(os.path.dirname(os.path.dirname(os.environ["KVSTASHD"])))
+    with rs.DefaultDaemon(os.environ["KVSTASHD"], workdir.path):
+        pool = host_pool("mha", "page_first")
+        b = backend(None, pool, model="readme/sglang", extra_config=extra)
+        fill(pool, seed=11)
+        before = snapshot(pool)
+        keys = page_keys(4, "readme")
+        assert b.batch_set_v1(keys, indices(range(4))) == [True] * 4
+        zero(pool)
+        assert b.batch_get_v1(keys, indices(range(4))) == [True] * 4
+        got, tokens = snapshot(pool), indices(range(4))  # page_first: [2, tokens, ...]
+        assert torch.equal(got.index_select(1, tokens).view(torch.uint8),
+                           before.index_select(1, tokens).view(torch.uint8))
+        b.close()

@@ -26,15 +26,20 @@ BLOCK_BYTES = 2 * 2 * 2 * 64 * 16 * 2  # layers * K,V * kv_heads * head_dim * to
 STEP = ScheduleEndContext(new_req_ids=(), preempted_req_ids=())
 
 
-def make_manager(uri, engine, model="test/vllm-tier", **tier_params):
-    tier = {"type": "KvstashTier", "module_path": "kvstash.integrations.vllm_tier", "uri": uri}
-    tier.update(tier_params)
+def make_manager(uri, engine, model="test/vllm-tier", extra_config=None, **tier_params):
+    """vLLM's manager for an offloading config (``kv_connector_extra_config``; default: a
+    small primary tier with kvstash at ``uri`` as its secondary tier)."""
+    if extra_config is None:
+        tier = {"type": "KvstashTier", "module_path": "kvstash.integrations.vllm_tier",
+                "uri": uri}
+        tier.update(tier_params)
+        extra_config = {"spec_name": "TieringOffloadingSpec",
+                        "cpu_bytes_to_use": 8 * BLOCK_BYTES, "secondary_tiers": [tier]}
     cfg = OffloadingConfig(
         groups=(OffloadingGroupConfig(tokens_per_block=16, layer_names=("l0", "l1"),
                                       group_id=0),),
         worker_kv_bytes_per_block=BLOCK_BYTES, enable_kv_cache_events=False,
-        extra_config={"spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 8 * BLOCK_BYTES,
-                      "secondary_tiers": [tier]},
+        extra_config=extra_config,
         engine_id=engine, model=OffloadingModelConfig(name=model, dtype="bfloat16"),
         cache=OffloadingCacheConfig(tokens_per_hash=16, blocks_per_chunk=1),
         parallel=OffloadingParallelConfig(
@@ -127,3 +132,28 @@ def test_unknown_tier_parameter_is_refused():
     import kvstash
     with pytest.raises(kvstash.InvalidArgument, match="colour"):
         make_manager("grpc://127.0.0.1:1", engine="e-bad", colour="blue")
+
+
+def test_readme_offloading_config():
+    """README's ``vllm serve ... OffloadingConnector`` config, as written, builds the manager
+    that stores into kvstashd on its embedded default config and promotes back from it."""
+    import json
+    import os
+
+    import readme_snippets as rs
+    blocks = [s for s in rs.checked(rs.docs_files()) if s.mode == "engine" and s.arg == "vllm"
+              and '"OffloadingConnector"' in s.code]
+    assert len(blocks) == 1, blocks
+    config = json.loads(rs.flag_value(blocks[0], "--kv-transfer-config"))
+    assert config["kv_connector"] == "OffloadingConnector" and config["kv_role"] == "kv_both"
+    workdir = rs.Workdir(os.path.dirname(os.path.dirname(os.environ["KVSTASHD"])))
+    with rs.DefaultDaemon(os.environ["KVSTASHD"], workdir.path):
+        mgr = make_manager(None, engine="readme", extra_config=config["kv_connector_extra_config"])
+        keys = [make_offload_key(hashlib.sha256(b"readme%d" % i).digest(), 0) for i in range(3)]
+        payload = np.random.default_rng(2).integers(-128, 127, (3, BLOCK_BYTES), dtype=np.int8)
+        store(mgr, keys, payload)
+        verdicts, rows = promote(mgr, keys)
+        assert set(verdicts.values()) == {"HIT"}
+        for j, k in enumerate(keys):
+            np.testing.assert_array_equal(rows[k], payload[j])
+        mgr.shutdown()

@@ -283,8 +283,10 @@ struct NamespaceUsage {
 class Client {
  public:
   // uri: "grpc://host:port", "grpcs://host:port" or "ucx://host:port". Fails with UNAVAILABLE when
-  // the daemon does not answer within connect_timeout_ms, INVALID_ARGUMENT for a malformed URI or
-  // options.
+  // the daemon does not answer within connect_timeout_ms, FAILED_PRECONDITION at once when
+  // something else answers there (kvstashd's metrics port or its other listener, another gRPC
+  // or HTTP server; the message names the address, what answered and, when it can tell, the
+  // listener meant), INVALID_ARGUMENT for a malformed URI or options.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(absl::string_view uri,
                                                          const ClientOptions& options = {});
   virtual ~Client() = default;

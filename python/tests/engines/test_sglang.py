@@ -207,3 +207,12 @@ def test_readme_launch_config(tmp_path):
         assert torch.equal(got.index_select(1, tokens).view(torch.uint8),
                            before.index_select(1, tokens).view(torch.uint8))
         b.close()
+
+
+def test_uri_naming_the_metrics_port_is_logged_with_what_answered(daemon, caplog):
+    pool = host_pool("mha", "page_first")
+    b = backend("ucx://" + daemon.metrics_address, pool, model="wrong-port")
+    logged = [r.getMessage() for r in caplog.records if r.name == "kvstash.integrations"]
+    assert any("metrics endpoint, not its UCX listener" in m for m in logged), logged
+    assert b.batch_exists(page_keys(1, "wrong-port")) == 0  # SGLang recomputes
+    b.close()

@@ -157,3 +157,13 @@ def test_readme_offloading_config():
         for j, k in enumerate(keys):
             np.testing.assert_array_equal(rows[k], payload[j])
         mgr.shutdown()
+
+
+def test_uri_naming_the_metrics_port_is_logged_with_what_answered(daemon, caplog):
+    mgr = make_manager("ucx://" + daemon.metrics_address, engine="e-wrong-port")
+    keys = [make_offload_key(hashlib.sha256(b"wrong%d" % i).digest(), 0) for i in range(2)]
+    store(mgr, keys, np.ones((2, BLOCK_BYTES), np.int8))
+    assert set(promote(mgr, keys)[0].values()) == {"MISS"}
+    logged = [r.getMessage() for r in caplog.records if r.name == "kvstash.integrations"]
+    assert any("metrics endpoint, not its UCX listener" in m for m in logged), logged
+    mgr.shutdown()

@@ -43,8 +43,7 @@ absl::Status NotServing(const client_internal::ParsedUri& parsed, absl::string_v
 
 // A setting (or the token) must change; waiting cannot help.
 bool Terminal(const absl::Status& s) {
-  return absl::IsFailedPrecondition(s) || absl::IsUnauthenticated(s) ||
-         absl::IsPermissionDenied(s);
+  return absl::IsFailedPrecondition(s) || absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s);
 }
 
 // OK once the daemon behind `transport` is connected and serving, within the connect
@@ -55,7 +54,8 @@ absl::Status CheckServing(client_internal::Transport* transport,
                           const ClientOptions& options) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Milliseconds(options.connect_timeout_ms);
-  absl::Status s = transport->WaitConnected(std::min(deadline, start + absl::Milliseconds(kFirstWaitMs)));
+  absl::Status s =
+      transport->WaitConnected(std::min(deadline, start + absl::Milliseconds(kFirstWaitMs)));
   if (!s.ok() && !Terminal(s)) {
     absl::Status probed = NotServing(parsed, uri, options, s);
     if (absl::IsFailedPrecondition(probed)) return probed;

@@ -63,7 +63,8 @@ int ConnectBy(const std::string& host, int port, absl::Time deadline, std::strin
 // Sends `request` and returns what comes back until the peer closes, `deadline` passes or
 // kMaxReplyBytes arrived.
 std::string Exchange(int fd, absl::string_view request, absl::Time deadline) {
-  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
     return "";
   }
   std::string reply;
@@ -86,8 +87,8 @@ std::string MetricsEndpoint(absl::string_view address, UriScheme expected, const
                                ListenerName(expected), " listener");
   if (expected == UriScheme::kGrpc) return absl::StrCat(s, " (grpc://", info.grpc, ")");
   if (info.ucx.empty()) {
-    return absl::StrCat(s, " (that daemon serves no UCX: ucx.enabled is false; grpc://",
-                        info.grpc, ")");
+    return absl::StrCat(s, " (that daemon serves no UCX: ucx.enabled is false; grpc://", info.grpc,
+                        ")");
   }
   return absl::StrCat(s, " (ucx://", info.ucx, ")");
 }
@@ -115,8 +116,8 @@ ListenerDescription DescribeReply(absl::string_view address, UriScheme expected,
       absl::StatusOr<ReadyInfo> info = ParseReadyFile(reply.substr(body + 4));
       if (info.ok()) return {true, MetricsEndpoint(address, expected, *info)};
     }
-    return {true, absl::StrCat(address, " is an HTTP server (HTTP status ", status, "), not ",
-                               want)};
+    return {true,
+            absl::StrCat(address, " is an HTTP server (HTTP status ", status, "), not ", want)};
   }
   // An HTTP/2 server answers a bad preface with frames: 3 bytes of length, then the type
   // (4 SETTINGS, 7 GOAWAY).
@@ -131,9 +132,9 @@ ListenerDescription DescribeReply(absl::string_view address, UriScheme expected,
     // gRPC servers send their SETTINGS on accepting, so silence is no gRPC server; but a
     // loaded one may only be late, so this stays a hint, not a verdict.
     if (expected == UriScheme::kGrpc) {
-      return {false, absl::StrCat(address, " accepts connections but answered neither HTTP nor ",
-                                  "HTTP/2 (gRPC); if it is kvstashd's UCX listener, use ucx://",
-                                  address)};
+      return {false,
+              absl::StrCat(address, " accepts connections but answered neither HTTP nor ",
+                           "HTTP/2 (gRPC); if it is kvstashd's UCX listener, use ucx://", address)};
     }
     return {};
   }
@@ -142,8 +143,8 @@ ListenerDescription DescribeReply(absl::string_view address, UriScheme expected,
 
 ListenerDescription DescribeListener(const std::string& host, int port, UriScheme expected,
                                      absl::Time deadline) {
-  const std::string address =
-      absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port) : absl::StrCat(host, ":", port);
+  const std::string address = absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port)
+                                                           : absl::StrCat(host, ":", port);
   std::string why;
   int fd = ConnectBy(host, port, deadline, &why);
   if (fd < 0) return {false, absl::StrCat(address, ": ", why)};

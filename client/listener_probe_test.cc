@@ -24,13 +24,14 @@ TEST(DescribeReplyTest, MetricsEndpointNamesTheListenerTheUriMeant) {
 }
 
 TEST(DescribeReplyTest, MetricsEndpointOfADaemonWithoutUcx) {
-  ListenerDescription d = DescribeReply(
-      "h:1", UriScheme::kUcx, "HTTP/1.1 200 OK\r\n\r\ngrpc=h:7070\n");
+  ListenerDescription d =
+      DescribeReply("h:1", UriScheme::kUcx, "HTTP/1.1 200 OK\r\n\r\ngrpc=h:7070\n");
   EXPECT_THAT(d.what, HasSubstr("serves no UCX: ucx.enabled is false; grpc://h:7070"));
 }
 
 TEST(DescribeReplyTest, OtherHttpServers) {
-  ListenerDescription d = DescribeReply("h:80", UriScheme::kGrpc, "HTTP/1.0 404 Not Found\r\n\r\nx");
+  ListenerDescription d =
+      DescribeReply("h:80", UriScheme::kGrpc, "HTTP/1.0 404 Not Found\r\n\r\nx");
   EXPECT_TRUE(d.wrong_service);
   EXPECT_EQ(d.what, "h:80 is an HTTP server (HTTP status 404), not kvstashd's gRPC listener");
   // A 200 whose body is not a listener list is somebody else's page.

@@ -6,7 +6,6 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,9 +23,9 @@
 namespace kvstash {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::DaemonOptions;
 using testing::DaemonProcess;
+using ::testing::HasSubstr;
 
 // Long enough that failing "at once" and failing at the timeout cannot be confused.
 constexpr int64_t kConnectTimeoutMs = 60000;
@@ -72,8 +71,10 @@ TEST_F(WrongListenerTest, UcxUriOnTheMetricsPortNamesTheUcxListener) {
   const std::string metrics = daemon_->ready().metrics;
   absl::Status s = ConnectStatus("ucx://" + metrics);
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat(metrics, " is kvstashd's metrics endpoint, not its "
-                                                  "UCX listener (ucx://", daemon_->ucx_address(), ")")));
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat(metrics,
+                                                  " is kvstashd's metrics endpoint, not its "
+                                                  "UCX listener (ucx://",
+                                                  daemon_->ucx_address(), ")")));
   ExpectStillServing();
 }
 
@@ -81,8 +82,10 @@ TEST_F(WrongListenerTest, GrpcUriOnTheMetricsPortNamesTheGrpcListener) {
   const std::string metrics = daemon_->ready().metrics;
   absl::Status s = ConnectStatus("grpc://" + metrics);
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
-  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat(metrics, " is kvstashd's metrics endpoint, not its "
-                                                  "gRPC listener (grpc://", daemon_->address(), ")")));
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat(metrics,
+                                                  " is kvstashd's metrics endpoint, not its "
+                                                  "gRPC listener (grpc://",
+                                                  daemon_->address(), ")")));
 }
 
 TEST_F(WrongListenerTest, UcxUriOnTheGrpcPortSaysItIsGrpc) {

@@ -39,8 +39,8 @@ struct HttpEndpointOptions {
 };
 
 struct HttpHandlers {
-  std::function<std::string()> metrics;  // body of /metrics
-  std::function<bool()> ready;           // /readyz: true = 200, false = 503
+  std::function<std::string()> metrics;    // body of /metrics
+  std::function<bool()> ready;             // /readyz: true = 200, false = 503
   std::function<std::string()> listeners;  // body of /listeners; unset: 404
 };
 

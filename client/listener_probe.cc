@@ -1,7 +1,5 @@
 #include "client/listener_probe.h"
 
-#include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,18 +28,14 @@ int MsLeft(absl::Time deadline) {
 
 // A connected socket, or -1 with `*why` set.
 int ConnectBy(const std::string& host, int port, absl::Time deadline, std::string* why) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &found); rc != 0) {
-    *why = absl::StrCat("cannot resolve ", host, ": ", gai_strerror(rc));
+  absl::StatusOr<SocketAddress> to = ResolveTcp(host, port);
+  if (!to.ok()) {
+    *why = std::string(to.status().message());
     return -1;
   }
-  int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = socket(to->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int err = fd < 0 ? errno : 0;
-  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) != 0) {
+  if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr*>(&to->addr), to->len) != 0) {
     err = errno;
     if (err == EINPROGRESS) {
       pollfd p{fd, POLLOUT, 0};
@@ -50,7 +44,6 @@ int ConnectBy(const std::string& host, int port, absl::Time deadline, std::strin
       if (err == 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     }
   }
-  freeaddrinfo(found);
   if (err != 0) {
     if (fd >= 0) close(fd);
     *why = err == ECONNREFUSED ? "nothing listens there (connection refused)"

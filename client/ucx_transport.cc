@@ -1,11 +1,10 @@
 #include "client/ucx_transport.h"
 
-#include <netdb.h>
-
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "client/uri.h"
 #include "common/ucx_setup.h"
 
 namespace kvstash::client_internal {
@@ -70,17 +69,10 @@ absl::StatusOr<std::unique_ptr<UcxTransport>> UcxTransport::Create(const std::st
   if (s != UCS_OK) return absl::UnavailableError(absl::StrCat("ucp_init: ", ucs_status_string(s)));
   const std::string address = absl::StrCat(host, ":", port);
   std::unique_ptr<UcxTransport> t(new UcxTransport(address, context, options, *segment));
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &found); rc != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot resolve ", address, ": ", gai_strerror(rc)));
-  }
-  std::memcpy(&t->addr_, found->ai_addr, found->ai_addrlen);
-  t->addr_len_ = found->ai_addrlen;
-  freeaddrinfo(found);
+  absl::StatusOr<SocketAddress> resolved = ResolveTcp(host, port);
+  if (!resolved.ok()) return resolved.status();
+  t->addr_ = resolved->addr;
+  t->addr_len_ = resolved->len;
   if (t->idle_progress_ > absl::ZeroDuration()) {
     t->idle_thread_ = std::thread([p = t.get()] { p->IdleLoop(); });
   }

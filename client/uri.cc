@@ -1,5 +1,9 @@
 #include "client/uri.h"
 
+#include <netdb.h>
+
+#include <cstring>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -155,6 +159,23 @@ absl::StatusOr<ClusterUri> ParseClusterUri(absl::string_view uri) {
     return out;
   }
   return BadCluster(uri, absl::StrCat("unknown scheme \"", scheme, "\""));
+}
+
+absl::StatusOr<SocketAddress> ResolveTcp(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), absl::StrCat(port).c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot resolve ", host, ":", port, ": ", gai_strerror(rc)));
+  }
+  SocketAddress out;
+  std::memcpy(&out.addr, found->ai_addr, found->ai_addrlen);
+  out.len = found->ai_addrlen;
+  freeaddrinfo(found);
+  return out;
 }
 
 }  // namespace kvstash::client_internal

@@ -3,6 +3,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <string>
 #include <vector>
 
@@ -28,6 +30,14 @@ struct ParsedUri {
 // bracketed IPv6 address; PORT is 1..65535. Anything else, including a path, user info or
 // an unknown scheme, is INVALID_ARGUMENT with a message quoting the URI.
 absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri);
+
+// The first TCP address `host` and `port` resolve to (numeric or by name).
+struct SocketAddress {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+};
+// UNAVAILABLE naming HOST:PORT when the name does not resolve.
+absl::StatusOr<SocketAddress> ResolveTcp(const std::string& host, int port);
 
 enum class ClusterScheme { kEtcd, kStatic, kDns };
 

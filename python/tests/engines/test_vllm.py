@@ -98,16 +98,23 @@ def promote(mgr, keys):
     return verdicts, rows
 
 
-def test_store_forget_promote_byte_exact(daemon, transport):
-    uri = daemon.grpc_uri if transport == "grpc" else daemon.ucx_uri
-    mgr = make_manager(uri, engine=f"e-{transport}")
-    keys = [make_offload_key(hashlib.sha256(b"blk%d" % i).digest(), 0) for i in range(4)]
-    payload = np.random.default_rng(1).integers(-128, 127, (4, BLOCK_BYTES), dtype=np.int8)
+def store_forget_promote(mgr, tag, n):
+    """Stores n blocks through ``mgr``, forgets its primary tier, and checks every block
+    comes back from kvstash byte for byte; returns the keys and their payload."""
+    keys = [make_offload_key(hashlib.sha256(tag + b"%d" % i).digest(), 0) for i in range(n)]
+    payload = np.random.default_rng(1).integers(-128, 127, (n, BLOCK_BYTES), dtype=np.int8)
     store(mgr, keys, payload)
     verdicts, rows = promote(mgr, keys)
     assert set(verdicts.values()) == {"HIT"}
     for j, k in enumerate(keys):
         np.testing.assert_array_equal(rows[k], payload[j])
+    return keys, payload
+
+
+def test_store_forget_promote_byte_exact(daemon, transport):
+    uri = daemon.grpc_uri if transport == "grpc" else daemon.ucx_uri
+    mgr = make_manager(uri, engine=f"e-{transport}")
+    keys, payload = store_forget_promote(mgr, b"blk", 4)
     # A second engine of the same model finds them too; another model does not.
     other = make_manager(uri, engine=f"e2-{transport}")
     verdicts, rows = promote(other, keys)
@@ -149,13 +156,7 @@ def test_readme_offloading_config():
     workdir = rs.Workdir(os.path.dirname(os.path.dirname(os.environ["KVSTASHD"])))
     with rs.DefaultDaemon(os.environ["KVSTASHD"], workdir.path):
         mgr = make_manager(None, engine="readme", extra_config=config["kv_connector_extra_config"])
-        keys = [make_offload_key(hashlib.sha256(b"readme%d" % i).digest(), 0) for i in range(3)]
-        payload = np.random.default_rng(2).integers(-128, 127, (3, BLOCK_BYTES), dtype=np.int8)
-        store(mgr, keys, payload)
-        verdicts, rows = promote(mgr, keys)
-        assert set(verdicts.values()) == {"HIT"}
-        for j, k in enumerate(keys):
-            np.testing.assert_array_equal(rows[k], payload[j])
+        store_forget_promote(mgr, b"readme", 3)
         mgr.shutdown()
 
 

@@ -113,13 +113,20 @@ ListenerDescription DescribeReply(absl::string_view address, UriScheme expected,
             absl::StrCat(address, " is an HTTP server (HTTP status ", status, "), not ", want)};
   }
   // An HTTP/2 server answers a bad preface with frames: 3 bytes of length, then the type
-  // (4 SETTINGS, 7 GOAWAY).
+  // (4 SETTINGS, 7 GOAWAY). To a gRPC URI that is no verdict: kvstashd may only be slow.
   if (reply.size() >= 9 && (reply[3] == 4 || reply[3] == 7)) {
-    std::string s = absl::StrCat(address, " is an HTTP/2 (gRPC) server, not ", want);
-    if (expected == UriScheme::kUcx) {
-      absl::StrAppend(&s, "; if it is kvstashd's gRPC listener, use grpc://", address);
+    if (expected == UriScheme::kGrpc) return {};
+    return {true, absl::StrCat(address, " is an HTTP/2 (gRPC) server, not ", want,
+                               "; if it is kvstashd's gRPC listener, use grpc://", address)};
+  }
+  // A TLS record: an alert (21) or a handshake (22), version 3.x.
+  if (reply.size() >= 2 && (reply[0] == 21 || reply[0] == 22) && reply[1] == 3) {
+    if (expected == UriScheme::kGrpc) {
+      return {false, absl::StrCat(address, " answers with TLS (a kvstashd with server.tls ",
+                                  "takes grpcs:// or the client's TLS options)")};
     }
-    return {true, s};
+    return {true, absl::StrCat(address, " is a TLS server, not ", want,
+                               "; if it is kvstashd's gRPC listener, use grpcs://", address)};
   }
   if (reply.empty()) {
     // gRPC servers send their SETTINGS on accepting, so silence is no gRPC server; but a

@@ -45,6 +45,21 @@ TEST(DescribeReplyTest, Http2FramesAreAGrpcServer) {
   EXPECT_TRUE(d.wrong_service);
   EXPECT_THAT(d.what, HasSubstr("HTTP/2 (gRPC) server, not kvstashd's UCX listener; if it is "
                                 "kvstashd's gRPC listener, use grpc://h:7070"));
+  // To a gRPC URI a gRPC server is what was asked for (kvstashd, slow to answer, or not:
+  // its Health call tells).
+  ListenerDescription grpc = DescribeReply("h:7070", UriScheme::kGrpc, settings);
+  EXPECT_FALSE(grpc.wrong_service);
+  EXPECT_EQ(grpc.what, "");
+}
+
+TEST(DescribeReplyTest, TlsIsAHintToGrpcAndWrongToUcx) {
+  const std::string alert("\x15\x03\x01\x00\x02\x02\x46", 7);
+  ListenerDescription grpc = DescribeReply("h:7070", UriScheme::kGrpc, alert);
+  EXPECT_FALSE(grpc.wrong_service);
+  EXPECT_THAT(grpc.what, HasSubstr("answers with TLS (a kvstashd with server.tls takes grpcs://"));
+  ListenerDescription ucx = DescribeReply("h:7070", UriScheme::kUcx, alert);
+  EXPECT_TRUE(ucx.wrong_service);
+  EXPECT_THAT(ucx.what, HasSubstr("is a TLS server, not kvstashd's UCX listener"));
 }
 
 TEST(DescribeReplyTest, SilenceIsOnlyAHint) {

@@ -16,6 +16,11 @@ A chunk is stored under its vLLM offload key (a chained block hash, so it names 
 prefix) in a namespace that pins the model, dtype, parallel layout and row format, so
 engines with another layout or model never read it.
 
+Each job gets exactly one result. A load that fails for some keys marks those keys missed in
+vLLM's lookup bookkeeping, so the scheduler recomputes them instead of promoting them again
+(kvstash may evict a chunk between lookup and load). ``drain_jobs`` returns once every
+submitted job's result is queued.
+
 Thread-safety: vLLM calls the tier from its scheduler thread; transfers complete on the
 kvstash client's threads and are handed back through a locked list.
 """
@@ -67,8 +72,10 @@ class KvstashTier(SecondaryTierManager):
         self._conn = Connection(uri, client_options, lambda: [self._namespace],
                                 retry_interval_s=retry_interval_s, what="vLLM KvstashTier")
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # notified when a job finishes
         self._finished: List[JobResult] = []
         self._in_flight: Dict[int, Future] = {}
+        self._load_keys: Dict[int, List[OffloadKey]] = {}  # loads not yet reported
         self._lookups = _Lookups(self)
         self._conn.connect_now()
 
@@ -102,6 +109,9 @@ class KvstashTier(SecondaryTierManager):
 
     def _start(self, job: TransferJob, store: bool) -> None:
         keys = list(job.keys)
+        if not store:
+            with self._lock:
+                self._load_keys[job.job_id] = keys
         conn = self._conn.get()
         if conn is None:
             self._finish(JobResult(job_id=job.job_id, success=False))
@@ -114,7 +124,7 @@ class KvstashTier(SecondaryTierManager):
                 future = client.put_async(ns, kv_keys, rows, format=ROW_FORMAT)
             else:
                 future = client.get_into_async(ns, kv_keys, rows)
-        except kvstash.Error as e:
+        except Exception as e:  # noqa: BLE001 -- every job gets its one result
             logger.warning("KvstashTier: job %d not started: %s", job.job_id, e)
             self._finish(JobResult(job_id=job.job_id, success=False))
             return
@@ -123,30 +133,38 @@ class KvstashTier(SecondaryTierManager):
         future.add_done_callback(lambda f: self._done(job.job_id, keys, store, f))
 
     def _done(self, job_id: int, keys: List[OffloadKey], store: bool, future: Future) -> None:
-        nbytes = len(keys) * self.block_size_bytes
         try:
-            per_key = future.result()
-        except kvstash.Error as e:
+            result = self._result(job_id, keys, store, future.result())
+        except Exception as e:  # noqa: BLE001 -- every job gets its one result
             logger.warning("KvstashTier: %s job %d failed: %s", "store" if store else "load",
                            job_id, e)
             result = JobResult(job_id=job_id, success=False)
-        else:
-            row = self._rows.shape[1]
-            ok = [bool(r) if store else r == row for r in per_key]
-            partial = None if all(ok) else [k for k, good in zip(keys, ok) if good]
-            result = JobResult(job_id=job_id, success=all(ok), successful_keys=partial,
-                               transfer_bytes=nbytes)
-        with self._lock:
-            self._in_flight.pop(job_id, None)
         self._finish(result)
 
+    def _result(self, job_id: int, keys: List[OffloadKey], store: bool,
+                per_key: List[Any]) -> JobResult:
+        row = self._rows.shape[1]
+        ok = [bool(r) if store else r == row for r in per_key]
+        partial = None if all(ok) else [k for k, good in zip(keys, ok) if good]
+        return JobResult(job_id=job_id, success=all(ok), successful_keys=partial,
+                         transfer_bytes=len(keys) * self.block_size_bytes)
+
     def _finish(self, result: JobResult) -> None:
-        with self._lock:
+        # Leaves the in-flight set and joins the results at once, so drain_jobs and
+        # has_pending_work never see a job in neither.
+        with self._settled:
+            self._in_flight.pop(result.job_id, None)
             self._finished.append(result)
+            self._settled.notify_all()
 
     def get_finished_jobs(self) -> Iterable[JobResult]:
         with self._lock:
             done, self._finished = self._finished, []
+            loads = [self._load_keys.pop(r.job_id, None) for r in done]
+        for result, keys in zip(done, loads):
+            if keys is not None and not result.success:
+                kept = set(result.successful_keys or ())
+                self._lookups.mark_miss([k for k in keys if k not in kept])
         return done
 
     def has_pending_work(self) -> bool:
@@ -154,13 +172,8 @@ class KvstashTier(SecondaryTierManager):
             return bool(self._in_flight or self._finished)
 
     def drain_jobs(self) -> None:
-        with self._lock:
-            futures = list(self._in_flight.values())
-        for f in futures:
-            try:
-                f.result()
-            except kvstash.Error:
-                pass  # reported through get_finished_jobs
+        with self._settled:
+            self._settled.wait_for(lambda: not self._in_flight)
 
     # -- request life cycle ------------------------------------------------------------
 

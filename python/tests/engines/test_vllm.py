@@ -168,3 +168,65 @@ def test_uri_naming_the_metrics_port_is_logged_with_what_answered(daemon, caplog
     logged = [r.getMessage() for r in caplog.records if r.name == "kvstash.integrations"]
     assert any("metrics endpoint, not its UCX listener" in m for m in logged), logged
     mgr.shutdown()
+
+
+def test_chunk_gone_between_lookup_and_load_is_recomputed_not_retried(daemon):
+    """kvstash evicts on its own: a chunk found by the lookup and gone at the load is
+    marked missed (vLLM's AsyncLookupManager.mark_miss, as vLLM's own tiers do), so the
+    scheduler stops promoting it; the other chunks of the job stay loaded."""
+    from vllm.v1.kv_offload.base import LookupResult
+    import kvstash
+    mgr = make_manager(daemon.ucx_uri, engine="e-gone", model="test/gone")
+    tier = mgr.secondary_tiers[0]
+    keys = [make_offload_key(hashlib.sha256(b"gone%d" % i).digest(), 0) for i in range(3)]
+    store(mgr, keys, np.ones((3, BLOCK_BYTES), np.int8))
+    mgr.reset_cache()
+    req = ReqContext(req_id="load-gone")
+    mgr.on_new_request(req)
+    verdicts = []
+
+    def resolved():
+        verdicts[:] = [mgr.lookup(k, req) for k in keys]
+        return all(v is not LookupResult.RETRY for v in verdicts)
+
+    settle(mgr, resolved)  # all HIT: promotions are queued, not yet submitted
+    with kvstash.Client(daemon.grpc_uri) as c:
+        c.open_namespace(tier._namespace)
+        assert c.delete(tier._namespace, [kvstash.key_from_engine_hash(bytes(keys[1]))]) == 1
+    loads = []
+    submit = tier.submit_load
+    tier.submit_load = lambda job: (loads.append(list(job.keys)), submit(job))[1]
+    for _ in range(30):
+        mgr.on_schedule_end(STEP)
+        time.sleep(0.02)
+        mgr.lookup(keys[1], req)
+    assert sum(keys[1] in job for job in loads) == 1, loads  # one load, then a miss
+    assert mgr.lookup(keys[1], req).name == "MISS"
+    assert mgr.lookup(keys[0], req).name == "HIT" and mgr.lookup(keys[2], req).name == "HIT"
+    mgr.on_request_finished(req)
+    settle(mgr)
+    mgr.shutdown()
+
+
+def test_drain_jobs_returns_with_every_result_queued(daemon):
+    """vLLM's reset_cache drains the tiers and then asserts no job is left: with the
+    completion of each job slowed down, every store still has its result when it looks."""
+    mgr = make_manager(daemon.grpc_uri, engine="e-drain", model="test/drain")
+    tier = mgr.secondary_tiers[0]
+    result = tier._result
+
+    def slow_result(*args):
+        time.sleep(0.05)  # widen the gap between a transfer's end and its result
+        return result(*args)
+
+    tier._result = slow_result
+    for r in range(5):
+        keys = [make_offload_key(hashlib.sha256(b"drain%d-%d" % (r, i)).digest(), 0)
+                for i in range(4)]
+        req = ReqContext(req_id=f"drain-{r}")
+        mgr.on_new_request(req)
+        mgr.prepare_store(keys, req)
+        mgr.complete_store(keys, req)
+        mgr.on_request_finished(req)
+        mgr.reset_cache()  # asserts inside vLLM when a job's result is missing
+    mgr.shutdown()

@@ -31,6 +31,9 @@ from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageC
 
 # Keys of SGLang's extra config that are SGLang's, not this backend's.
 _SGLANG_KEYS = frozenset({"backend_name", "module_path", "class_name", "interface_v1"})
+# Keys per server-side Lookup of batch_exists: well under the daemon's
+# server.max_keys_per_request (65536 by default).
+LOOKUP_KEYS = 16384
 
 
 class KvstashHiCacheStorage(HiCacheStorage):
@@ -159,19 +162,31 @@ class KvstashHiCacheStorage(HiCacheStorage):
     # -- existence ---------------------------------------------------------------------
 
     def batch_exists(self, keys: List[str], extra_info: Any = None) -> int:
-        """Consecutive pages present from keys[0], in one server-side Lookup."""
+        """Consecutive pages present from keys[0]. SGLang asks for a whole prompt at once;
+        the server-side Lookups go in page-aligned pieces of at most LOOKUP_KEYS keys (the
+        daemon's per-request limit is larger), stopping at the first piece that falls short."""
         conn = self._conn.get()
         if conn is None or not keys:
             return 0
         client, (ns, flat) = conn
+        per = self._buffers_per_page if self._zero_copy else 1
+        pages_per_call = max(1, LOOKUP_KEYS // per)
+        found = 0
         try:
-            if not self._zero_copy:
-                return client.lookup(flat, [kvstash.key_from_engine_hash(k) for k in keys]).hit_count
-            per = self._buffers_per_page
-            return client.lookup(ns, _chunk_keys(keys, per)).hit_count // per
+            for start in range(0, len(keys), pages_per_call):
+                piece = keys[start:start + pages_per_call]
+                if self._zero_copy:
+                    hit = client.lookup(ns, _chunk_keys(piece, per)).hit_count // per
+                else:
+                    hit = client.lookup(flat, [kvstash.key_from_engine_hash(k)
+                                               for k in piece]).hit_count
+                found += hit
+                if hit < len(piece):
+                    break
         except kvstash.Error as e:
             logger.warning("KvstashHiCacheStorage: exists failed, treated as a miss: %s", e)
             return 0
+        return found
 
     def exists(self, key: str) -> bool:
         return self.batch_exists([key]) == 1

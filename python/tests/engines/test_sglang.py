@@ -216,3 +216,18 @@ def test_uri_naming_the_metrics_port_is_logged_with_what_answered(daemon, caplog
     assert any("metrics endpoint, not its UCX listener" in m for m in logged), logged
     assert b.batch_exists(page_keys(1, "wrong-port")) == 0  # SGLang recomputes
     b.close()
+
+
+def test_exists_over_a_prompt_longer_than_one_request(daemon):
+    """SGLang asks batch_exists for a whole prompt at once: more page buffers than the
+    daemon takes in one request still count, and a hole still ends the prefix."""
+    pool = host_pool("mha", "layer_first")  # LAYERS x K, V: 6 buffers a page
+    b = backend(daemon.ucx_uri, pool, model="long-prompt")
+    fill(pool, seed=13)
+    keys = page_keys(11000, "long")  # 66000 page buffers: over 65536 keys
+    for start in range(0, len(keys), 64):
+        piece = keys[start:start + 64]
+        assert all(b.batch_set_v1(piece, indices(range(len(piece)))))
+    assert b.batch_exists(keys + page_keys(1, "absent")) == len(keys)
+    assert b.batch_exists(keys[:5] + page_keys(1, "hole") + keys[5:]) == 5
+    b.close()

@@ -80,7 +80,11 @@ class KvstashL2Adapter:
         out: List[Completion] = []
         for fid, value, error in self._completions.drain():
             with self._lock:
-                op, sizes = self._kinds.pop(fid)
+                kind = self._kinds.pop(fid, None)
+            if kind is None:  # never LMCache's: dropping it must not lose the rest
+                logger.warning("KvstashL2Adapter: completion for unknown batch %d dropped", fid)
+                continue
+            op, sizes = kind
             if error is not None:
                 out.append((fid, False, str(error), None))
             else:
@@ -117,7 +121,7 @@ class KvstashL2Adapter:
                 n.submit_exists(q, fid, ns, kv_keys)
             else:
                 n.submit_delete(q, fid, ns, kv_keys)
-        except kvstash.Error as e:
+        except Exception as e:  # noqa: BLE001 -- a submit must not raise into LMCache's threads
             with self._lock:
                 self._kinds.pop(fid, None)
             logger.warning("KvstashL2Adapter: %s batch refused: %s", op, e)

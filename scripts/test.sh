@@ -15,9 +15,11 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 
-# ccache: paths under the checkout hashed relative to it, so a clone in another folder
-# still hits; room for the five builds (plain, ASan, TSan, fuzz, the wheel).
+# ccache: paths under the checkout hashed relative to it, and the working directory left
+# out of the hash of -g compiles, so a clone in another folder still hits; room for the five
+# builds (plain, ASan, TSan, fuzz, the wheel).
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$top}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-25G}
 
 timing=()

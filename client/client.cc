@@ -23,57 +23,49 @@ using client_internal::CallContext;
 
 // How long Connect waits for a kvstashd answer before asking what listens there instead,
 // and how long that question may take.
-constexpr int64_t kFirstWaitMs = 300;
-constexpr int64_t kProbeMs = 1000;
-
-// The status for an address where no kvstashd answered in time: FAILED_PRECONDITION naming
-// what answers there instead when something else does (the URI must change), else
-// UNAVAILABLE with `s`'s reason.
-absl::Status NotServing(const client_internal::ParsedUri& parsed, absl::string_view uri,
-                        const ClientOptions& options, const absl::Status& s) {
-  const absl::Time probe_deadline =
-      absl::Now() + absl::Milliseconds(std::min<int64_t>(kProbeMs, options.connect_timeout_ms));
-  client_internal::ListenerDescription d =
-      client_internal::DescribeListener(parsed.host, parsed.port, parsed.scheme, probe_deadline);
-  if (d.wrong_service) return absl::FailedPreconditionError(absl::StrCat(uri, ": ", d.what));
-  return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " did not answer within ",
-                                             options.connect_timeout_ms, " ms: ", s.message(),
-                                             d.what.empty() ? "" : "; ", d.what));
-}
+constexpr absl::Duration kFirstWait = absl::Milliseconds(300);
+constexpr absl::Duration kProbe = absl::Seconds(1);
 
 // A setting (or the token) must change; waiting cannot help.
 bool Terminal(const absl::Status& s) {
   return absl::IsFailedPrecondition(s) || absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s);
 }
 
-// OK once the daemon behind `transport` is connected and serving, within the connect
-// timeout. A listener that does not answer as kvstashd within kFirstWaitMs is probed once
-// (NotServing) so that a URI naming another port fails at once rather than at the timeout.
+// OK once the daemon behind `transport` is connected and serving, all within the connect
+// timeout. A transport not connected within kFirstWait has its address probed once
+// (DescribeListener), so that a URI naming another port or protocol fails at once, naming
+// what answers there, rather than at the timeout.
 absl::Status CheckServing(client_internal::Transport* transport,
-                          const client_internal::ParsedUri& parsed, absl::string_view uri,
+                          const client_internal::ProbeTarget& target, absl::string_view uri,
                           const ClientOptions& options) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Milliseconds(options.connect_timeout_ms);
-  absl::Status s =
-      transport->WaitConnected(std::min(deadline, start + absl::Milliseconds(kFirstWaitMs)));
+  absl::Status s = transport->WaitConnected(std::min(deadline, start + kFirstWait));
   if (!s.ok() && !Terminal(s)) {
-    absl::Status probed = NotServing(parsed, uri, options, s);
-    if (absl::IsFailedPrecondition(probed)) return probed;
+    client_internal::ListenerDescription d =
+        client_internal::DescribeListener(target, std::min(deadline, absl::Now() + kProbe));
+    if (d.wrong_service) return absl::FailedPreconditionError(absl::StrCat(uri, ": ", d.what));
     s = transport->WaitConnected(deadline);
-  }
-  absl::StatusOr<HealthInfo> health;
-  if (s.ok()) {
-    CallContext ctx;
-    ctx.deadline = deadline;
-    health = transport->Health(ctx);
-    s = health.status();
-  }
-  if (absl::IsUnimplemented(s)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        uri, ": ", parsed.HostPort(), " is a gRPC server but not kvstashd (", s.message(), ")"));
+    if (!s.ok() && !Terminal(s)) {
+      return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " did not answer within ",
+                                                 options.connect_timeout_ms, " ms: ", s.message(),
+                                                 d.what.empty() ? "" : "; ", d.what));
+    }
   }
   if (Terminal(s)) return s;
-  if (!s.ok()) return NotServing(parsed, uri, options, s);
+  CallContext ctx;
+  ctx.deadline = deadline;
+  absl::StatusOr<HealthInfo> health = transport->Health(ctx);
+  if (absl::IsUnimplemented(health.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(uri, ": ", target.Address(),
+                                                      " is a gRPC server but not kvstashd (",
+                                                      health.status().message(), ")"));
+  }
+  if (!health.ok()) {
+    if (Terminal(health.status())) return health.status();
+    return absl::UnavailableError(absl::StrCat(
+        "kvstashd at ", uri, " connected but did not answer: ", health.status().message()));
+  }
   if (!health->serving) {
     return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " is draining"));
   }
@@ -91,6 +83,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
   if (!parsed.ok()) return parsed.status();
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   client_internal::TransportPtr transport;
+  client_internal::ProbeTarget target{parsed->host, parsed->port, parsed->scheme, false};
   if (parsed->scheme == client_internal::UriScheme::kUcx) {
     if (absl::Status s = client_internal::CheckNoTlsOptions(options); !s.ok()) return s;
     auto ucx = client_internal::UcxTransport::Create(parsed->host, parsed->port, options);
@@ -100,10 +93,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
     absl::StatusOr<client_internal::ChannelSecurity> security =
         client_internal::MakeChannelSecurity(options, parsed->tls);
     if (!security.ok()) return security.status();
+    target.tls = security->tls;
     transport =
         std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options, *security);
   }
-  if (absl::Status s = CheckServing(transport.get(), *parsed, uri, options); !s.ok()) return s;
+  if (absl::Status s = CheckServing(transport.get(), target, uri, options); !s.ok()) return s;
   return std::unique_ptr<Client>(
       std::make_unique<client_internal::ClientImpl>(std::move(transport), options));
 }

@@ -68,6 +68,11 @@ absl::StatusOr<Client*> MemberConn::Connect(absl::Time deadline) {
                                                 options_.cluster.transport, " address"))
           : connect_(uri_, options);
   absl::Status s = client.status();
+  // A member address that answers as something else is that member's failure: the others
+  // still serve.
+  if (absl::IsFailedPrecondition(s)) {
+    s = absl::UnavailableError(absl::StrCat("cluster member ", member_.id, ": ", s.message()));
+  }
   // A memory range this member refuses must not make it unusable: calls still work with
   // unregistered buffers.
   if (s.ok()) init_(**client).IgnoreError();

@@ -92,11 +92,14 @@ GrpcTransport::Connection& GrpcTransport::Next() {
 }
 
 absl::Status GrpcTransport::WaitConnected(absl::Time deadline) {
+  // The last part of the time is kept for a fail-fast call that reports why the last
+  // attempt failed (refused, TLS handshake), so that the whole stays within `deadline`.
+  const absl::Duration reserve =
+      std::min(absl::Milliseconds(200), std::max(absl::ZeroDuration(), deadline - absl::Now()) / 4);
   for (size_t i = 0; i < connections_.size(); ++i) {
-    if (!connections_[i].channel->WaitForConnected(absl::ToChronoTime(deadline))) {
-      // A fail-fast call reports why the last attempt failed (refused, TLS handshake).
+    if (!connections_[i].channel->WaitForConnected(absl::ToChronoTime(deadline - reserve))) {
       CallContext probe;
-      probe.deadline = absl::Now() + absl::Seconds(1);
+      probe.deadline = deadline;
       absl::StatusOr<std::string> why =
           RunUnaryCall(connections_[i].stub.get(), probe, MethodName(UnaryMethod::kHealth), "");
       return absl::UnavailableError(

@@ -8,82 +8,108 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/host_port.h"
 #include "common/ready_file.h"
 
 namespace kvstash::client_internal {
 namespace {
 
 constexpr size_t kMaxReplyBytes = 16 << 10;
+constexpr size_t kFrameHeaderBytes = 9;   // HTTP/2
+constexpr size_t kRecordHeaderBytes = 5;  // TLS
+// How long a listener may take to speak first (gRPC servers send SETTINGS on accepting).
+constexpr absl::Duration kPrefaceWait = absl::Milliseconds(100);
 
-// Milliseconds left until `deadline` for poll(), at least 0.
-int MsLeft(absl::Time deadline) {
-  return static_cast<int>(
-      std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now()) + 1));
-}
-
-// A connected socket, or -1 with `*why` set.
-int ConnectBy(const std::string& host, int port, absl::Time deadline, std::string* why) {
-  absl::StatusOr<SocketAddress> to = ResolveTcp(host, port);
-  if (!to.ok()) {
-    *why = std::string(to.status().message());
+// A socket connected to the first of the target's addresses that accepts, or -1 with
+// `*why` set.
+int ConnectAny(const ProbeTarget& target, absl::Time deadline, std::string* why) {
+  absl::StatusOr<std::vector<SocketAddress>> all = ResolveTcpAll(target.host, target.port);
+  if (!all.ok()) {
+    *why = std::string(all.status().message());
     return -1;
   }
-  int fd = socket(to->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int err = fd < 0 ? errno : 0;
-  if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr*>(&to->addr), to->len) != 0) {
-    err = errno;
-    if (err == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      socklen_t len = sizeof(err);
-      err = poll(&p, 1, MsLeft(deadline)) == 1 ? 0 : ETIMEDOUT;
-      if (err == 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    }
+  int err = 0;
+  for (const SocketAddress& a : *all) {
+    int fd = ConnectTcp(a, deadline, &err);
+    if (fd >= 0) return fd;
   }
-  if (err != 0) {
-    if (fd >= 0) close(fd);
-    *why = err == ECONNREFUSED ? "nothing listens there (connection refused)"
-                               : absl::StrCat("cannot connect: ", std::strerror(err));
-    return -1;
-  }
-  return fd;
+  *why = err == ECONNREFUSED ? "nothing listens there (connection refused)"
+                             : absl::StrCat("cannot connect: ", std::strerror(err));
+  return -1;
 }
 
-// Sends `request` and returns what comes back until the peer closes, `deadline` passes or
-// kMaxReplyBytes arrived.
-std::string Exchange(int fd, absl::string_view request, absl::Time deadline) {
-  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(request.size())) {
-    return "";
-  }
-  std::string reply;
+// What arrives on `fd` until the peer closes, `deadline` passes or `enough` bytes arrived.
+ProbeReply Read(int fd, absl::Time deadline, size_t enough = kMaxReplyBytes) {
+  ProbeReply reply;
   char buf[4096];
-  while (reply.size() < kMaxReplyBytes) {
+  while (reply.bytes.size() < enough) {
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, MsLeft(deadline)) != 1) break;
+    const int ms = static_cast<int>(
+        std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now()) + 1));
+    if (poll(&p, 1, ms) != 1) break;
     ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<size_t>(n));
+    if (n <= 0) {
+      reply.closed = true;
+      break;
+    }
+    reply.bytes.append(buf, static_cast<size_t>(n));
   }
   return reply;
 }
 
+bool Send(int fd, absl::string_view bytes) {
+  return send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+}
+
+// A TLS 1.2/1.3 ClientHello any TLS server answers with a handshake record or an alert.
+std::string ClientHello() {
+  auto u16 = [](size_t v) { return std::string{static_cast<char>(v >> 8), static_cast<char>(v)}; };
+  const std::string ciphers("\x13\x01\x13\x02\xc0\x2f\xc0\x2b\xc0\x30\xc0\x2c", 12);
+  const std::string extensions =
+      std::string("\x00\x2b\x00\x05\x04\x03\x04\x03\x03", 9) +               // supported_versions
+      std::string("\x00\x0a\x00\x06\x00\x04\x00\x1d\x00\x17", 10) +          // supported_groups
+      std::string("\x00\x0d\x00\x08\x00\x06\x04\x03\x08\x04\x04\x01", 12) +  // signature_algorithms
+      // key_share: X25519's base point, a valid public key (without one a TLS 1.3 server
+      // may close without a word).
+      std::string("\x00\x33\x00\x26\x00\x24\x00\x1d\x00\x20\x09", 11) + std::string(31, '\0');
+  std::string hello = std::string("\x03\x03", 2) + std::string(32, '\x5a') + std::string(1, '\0') +
+                      u16(ciphers.size()) + ciphers + std::string("\x01\x00", 2) +
+                      u16(extensions.size()) + extensions;
+  std::string handshake = std::string(1, '\x01') + std::string(1, '\0') + u16(hello.size()) + hello;
+  return std::string("\x16\x03\x01", 3) + u16(handshake.size()) + handshake;
+}
+
 const char* ListenerName(UriScheme s) { return s == UriScheme::kUcx ? "UCX" : "gRPC"; }
 
-// The sentence for kvstashd's metrics endpoint, whose /listeners body is `info`.
-std::string MetricsEndpoint(absl::string_view address, UriScheme expected, const ReadyInfo& info) {
-  std::string s = absl::StrCat(address, " is kvstashd's metrics endpoint, not its ",
-                               ListenerName(expected), " listener");
-  if (expected == UriScheme::kGrpc) return absl::StrCat(s, " (grpc://", info.grpc, ")");
-  if (info.ucx.empty()) {
-    return absl::StrCat(s, " (that daemon serves no UCX: ucx.enabled is false; grpc://", info.grpc,
-                        ")");
+// `listener` (HOST:PORT as the daemon bound it) as the target's host reaches it: a wildcard
+// host becomes the host the target named.
+std::string Reachable(const ProbeTarget& target, const std::string& listener) {
+  absl::string_view host, port;
+  int p = 0;
+  if (!SplitHostPort(listener, &host, &port) || !IsWildcardHost(host) ||
+      !absl::SimpleAtoi(port, &p)) {
+    return listener;
   }
-  return absl::StrCat(s, " (ucx://", info.ucx, ")");
+  return JoinHostPort(target.host, p);
+}
+
+// The sentence for kvstashd's metrics endpoint, whose /listeners body is `info`.
+std::string MetricsEndpoint(const ProbeTarget& target, const ReadyInfo& info) {
+  std::string s = absl::StrCat(target.Address(), " is kvstashd's metrics endpoint, not its ",
+                               ListenerName(target.scheme), " listener");
+  const std::string grpc =
+      absl::StrCat(info.grpc_tls ? "grpcs://" : "grpc://", Reachable(target, info.grpc));
+  if (target.scheme == UriScheme::kGrpc) return absl::StrCat(s, " (", grpc, ")");
+  if (info.ucx.empty()) {
+    return absl::StrCat(s, " (that daemon serves no UCX: ucx.enabled is false; ", grpc, ")");
+  }
+  return absl::StrCat(s, " (ucx://", Reachable(target, info.ucx), ")");
 }
 
 // Up to 40 bytes of `reply`, non-printable ones as '.'.
@@ -95,63 +121,84 @@ std::string Printable(absl::string_view reply) {
   return out;
 }
 
+ListenerDescription Http1(const ProbeTarget& target, absl::string_view reply,
+                          const std::string& want) {
+  int status = 0;
+  size_t sp = reply.find(' ');
+  if (sp != absl::string_view::npos) (void)absl::SimpleAtoi(reply.substr(sp + 1, 3), &status);
+  size_t body = reply.find("\r\n\r\n");
+  if (status == 200 && body != absl::string_view::npos) {
+    absl::StatusOr<ReadyInfo> info = ParseReadyFile(reply.substr(body + 4));
+    if (info.ok()) return {true, MetricsEndpoint(target, *info)};
+  }
+  return {true, absl::StrCat(target.Address(), " is an HTTP server (HTTP status ", status,
+                             "), not ", want)};
+}
+
 }  // namespace
 
-ListenerDescription DescribeReply(absl::string_view address, UriScheme expected,
-                                  absl::string_view reply) {
-  const std::string want = absl::StrCat("kvstashd's ", ListenerName(expected), " listener");
-  if (absl::StartsWith(reply, "HTTP/1.")) {
-    int status = 0;
-    size_t sp = reply.find(' ');
-    if (sp != absl::string_view::npos) (void)absl::SimpleAtoi(reply.substr(sp + 1, 3), &status);
-    size_t body = reply.find("\r\n\r\n");
-    if (status == 200 && body != absl::string_view::npos) {
-      absl::StatusOr<ReadyInfo> info = ParseReadyFile(reply.substr(body + 4));
-      if (info.ok()) return {true, MetricsEndpoint(address, expected, *info)};
+std::string ProbeTarget::Address() const { return JoinHostPort(host, port); }
+
+ListenerDescription DescribeReply(const ProbeTarget& target, const ProbeReply& reply) {
+  const std::string address = target.Address();
+  const std::string want = absl::StrCat("kvstashd's ", ListenerName(target.scheme), " listener");
+  const absl::string_view bytes = reply.bytes;
+  if (absl::StartsWith(bytes, "HTTP/1.")) return Http1(target, bytes, want);
+  const bool grpc = target.scheme == UriScheme::kGrpc;
+  // HTTP/2 frames: 3 bytes of length, then the type (4 SETTINGS, 7 GOAWAY).
+  if (bytes.size() >= 9 && (bytes[3] == 4 || bytes[3] == 7)) {
+    // To a plaintext gRPC URI that is what was asked for: kvstashd slow to answer, or not
+    // kvstashd (its Health call tells).
+    if (grpc && !target.tls) return {};
+    if (grpc) {
+      return {true, absl::StrCat(address, " is a plaintext HTTP/2 (gRPC) server; if it is ",
+                                 "kvstashd's gRPC listener, use grpc://", address,
+                                 " without the TLS options")};
     }
-    return {true,
-            absl::StrCat(address, " is an HTTP server (HTTP status ", status, "), not ", want)};
-  }
-  // An HTTP/2 server answers a bad preface with frames: 3 bytes of length, then the type
-  // (4 SETTINGS, 7 GOAWAY). To a gRPC URI that is no verdict: kvstashd may only be slow.
-  if (reply.size() >= 9 && (reply[3] == 4 || reply[3] == 7)) {
-    if (expected == UriScheme::kGrpc) return {};
     return {true, absl::StrCat(address, " is an HTTP/2 (gRPC) server, not ", want,
                                "; if it is kvstashd's gRPC listener, use grpc://", address)};
   }
   // A TLS record: an alert (21) or a handshake (22), version 3.x.
-  if (reply.size() >= 2 && (reply[0] == 21 || reply[0] == 22) && reply[1] == 3) {
-    if (expected == UriScheme::kGrpc) {
-      return {false, absl::StrCat(address, " answers with TLS (a kvstashd with server.tls ",
-                                  "takes grpcs:// or the client's TLS options)")};
-    }
+  if (bytes.size() >= 2 && (bytes[0] == 21 || bytes[0] == 22) && bytes[1] == 3) {
+    if (grpc && target.tls) return {};  // the handshake's own error says more
     return {true, absl::StrCat(address, " is a TLS server, not ", want,
-                               "; if it is kvstashd's gRPC listener, use grpcs://", address)};
+                               "; if it is kvstashd's gRPC listener with server.tls, use grpcs://",
+                               address)};
   }
-  if (reply.empty()) {
-    // gRPC servers send their SETTINGS on accepting, so silence is no gRPC server; but a
-    // loaded one may only be late, so this stays a hint, not a verdict.
-    if (expected == UriScheme::kGrpc) {
-      return {false,
-              absl::StrCat(address, " accepts connections but answered neither HTTP nor ",
-                           "HTTP/2 (gRPC); if it is kvstashd's UCX listener, use ucx://", address)};
-    }
-    return {};
+  if (!bytes.empty()) {
+    return {true, absl::StrCat(address, " answered \"", Printable(bytes), "\", not ", want)};
   }
-  return {true, absl::StrCat(address, " answered \"", Printable(reply), "\", not ", want)};
+  // Silence or a close without a word is no verdict: a loaded kvstashd may only be late.
+  if (!grpc) return {};
+  if (reply.closed) {
+    return {false, absl::StrCat(address, " closes connections without answering HTTP, HTTP/2 ",
+                                "(gRPC) or TLS")};
+  }
+  // gRPC servers send SETTINGS on accepting; kvstashd's UCX listener stays silent.
+  return {false,
+          absl::StrCat(address, " accepts connections but answered neither HTTP nor ",
+                       "HTTP/2 (gRPC); if it is kvstashd's UCX listener, use ucx://", address)};
 }
 
-ListenerDescription DescribeListener(const std::string& host, int port, UriScheme expected,
-                                     absl::Time deadline) {
-  const std::string address = absl::StrContains(host, ':') ? absl::StrCat("[", host, "]:", port)
-                                                           : absl::StrCat(host, ":", port);
+ListenerDescription DescribeListener(const ProbeTarget& target, absl::Time deadline) {
   std::string why;
-  int fd = ConnectBy(host, port, deadline, &why);
-  if (fd < 0) return {false, absl::StrCat(address, ": ", why)};
-  std::string reply = Exchange(
-      fd, absl::StrCat("GET /listeners HTTP/1.0\r\nHost: ", address, "\r\n\r\n"), deadline);
+  int fd = ConnectAny(target, deadline, &why);
+  if (fd < 0) return {false, absl::StrCat(target.Address(), ": ", why)};
+  ProbeReply reply = Read(fd, std::min(deadline, absl::Now() + kPrefaceWait), kFrameHeaderBytes);
+  if (reply.bytes.empty() && !reply.closed &&
+      Send(fd, absl::StrCat("GET /listeners HTTP/1.0\r\nHost: ", target.Address(), "\r\n\r\n"))) {
+    reply = Read(fd, deadline);
+  }
   close(fd);
-  return DescribeReply(address, expected, reply);
+  // TLS servers close on plaintext without a word: greet one as TLS instead.
+  if (reply.bytes.empty() && reply.closed && (fd = ConnectAny(target, deadline, &why)) >= 0) {
+    if (Send(fd, ClientHello())) {
+      ProbeReply tls = Read(fd, deadline, kRecordHeaderBytes);
+      if (!tls.bytes.empty()) reply = tls;
+    }
+    close(fd);
+  }
+  return DescribeReply(target, reply);
 }
 
 }  // namespace kvstash::client_internal

@@ -1,37 +1,50 @@
 // DescribeListener: what answers at HOST:PORT when a connection there did not behave as the
 // kvstashd listener a URI asked for, so that Connect's error says what to fix (a URI naming
-// the daemon's metrics port or its other listener, or another program) instead of only
-// "did not answer".
+// the daemon's metrics port or its other listener, plaintext against TLS, or another
+// program) instead of only "did not answer".
 //
-// Thread-safety: a function of its arguments.
+// Thread-safety: functions of their arguments.
 #pragma once
 
 #include <string>
 
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/uri.h"
 
 namespace kvstash::client_internal {
 
+// The listener a client asked for.
+struct ProbeTarget {
+  std::string host;  // as in the URI, without IPv6 brackets
+  int port = 0;
+  UriScheme scheme = UriScheme::kGrpc;
+  bool tls = false;  // the client speaks TLS to it (grpcs:// or the tls_* options)
+
+  std::string Address() const;  // HOST:PORT, IPv6 hosts in brackets
+};
+
+// What one probe connection got back.
+struct ProbeReply {
+  std::string bytes;    // what the peer sent, possibly nothing
+  bool closed = false;  // the peer closed the connection (else the wait ran out)
+};
+
 struct ListenerDescription {
-  // Something answers there that is not the listener `expected` names: a setting must
+  // Something answers there that is not the listener the target names: a setting must
   // change (FAILED_PRECONDITION), waiting cannot help.
   bool wrong_service = false;
   // A sentence naming the address and what answered; empty when nothing more can be said.
   std::string what;
 };
 
-// Connects to `host`:`port`, sends one HTTP/1.0 `GET /listeners` (answered by kvstashd's
-// metrics endpoint with its listener addresses) and reads the reply until `deadline`.
-// Reports a refused connection, kvstashd's metrics endpoint (naming the listener the URI
-// should have used), another HTTP or HTTP/2 server, or a silent one.
-ListenerDescription DescribeListener(const std::string& host, int port, UriScheme expected,
-                                     absl::Time deadline);
+// Connects to the target (each address its host resolves to, until one accepts) and, by
+// the deadline: reads what the peer sends unprompted (an HTTP/2 server's SETTINGS); else
+// sends one HTTP/1.0 `GET /listeners` (answered by kvstashd's metrics endpoint with its
+// listener addresses); and when the peer closes without a word, as TLS servers do on
+// plaintext, sends a TLS ClientHello on a second connection.
+ListenerDescription DescribeListener(const ProbeTarget& target, absl::Time deadline);
 
-// The reply part of DescribeListener: what `reply` (the bytes a listener at `address` sent
-// back to an HTTP/1.0 GET, possibly none) says about it.
-ListenerDescription DescribeReply(absl::string_view address, UriScheme expected,
-                                  absl::string_view reply);
+// What `reply` says about the listener at `target`.
+ListenerDescription DescribeReply(const ProbeTarget& target, const ProbeReply& reply);
 
 }  // namespace kvstash::client_internal

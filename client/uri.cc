@@ -1,7 +1,11 @@
 #include "client/uri.h"
 
 #include <netdb.h>
+#include <poll.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "absl/container/flat_hash_set.h"
@@ -10,8 +14,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "cluster/host_port.h"
+#include "absl/time/clock.h"
 #include "cluster/member.h"
+#include "common/host_port.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -20,33 +25,6 @@ absl::Status Bad(absl::string_view uri, absl::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat("bad daemon URI \"", uri, "\": ", why,
                    " (expected grpc://HOST:PORT, grpcs://HOST:PORT or ucx://HOST:PORT)"));
-}
-
-bool IsHostChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
-}
-
-// Splits "host:port" or "[v6]:port"; the host comes back without brackets.
-bool SplitHostPort(absl::string_view hp, absl::string_view* host, absl::string_view* port) {
-  if (absl::StartsWith(hp, "[")) {
-    size_t close = hp.find(']');
-    if (close == absl::string_view::npos || close + 1 >= hp.size() || hp[close + 1] != ':') {
-      return false;
-    }
-    *host = hp.substr(1, close - 1);
-    *port = hp.substr(close + 2);
-    return !host->empty() &&
-           host->find_first_not_of("0123456789abcdefABCDEF:.") == absl::string_view::npos;
-  }
-  size_t colon = hp.rfind(':');
-  if (colon == absl::string_view::npos) return false;
-  *host = hp.substr(0, colon);
-  *port = hp.substr(colon + 1);
-  if (host->empty()) return false;
-  for (char c : *host) {
-    if (!IsHostChar(c)) return false;
-  }
-  return true;
 }
 
 absl::Status BadCluster(absl::string_view uri, absl::string_view why) {
@@ -64,7 +42,7 @@ absl::Status ParseAddressList(absl::string_view uri, absl::string_view list,
   absl::flat_hash_set<std::string> seen;
   for (absl::string_view entry : absl::StrSplit(list, ',')) {
     if (entry.empty()) return BadCluster(uri, "empty entry in the HOST:PORT list");
-    absl::StatusOr<cluster::HostPort> hp = cluster::ParseHostPort(entry);
+    absl::StatusOr<HostPort> hp = ParseHostPort(entry);
     if (!hp.ok()) return BadCluster(uri, hp.status().message());
     // Host names are case-insensitive: Node:1 and node:1 are one member (and one id, so
     // every client places keys alike).
@@ -79,10 +57,7 @@ absl::Status ParseAddressList(absl::string_view uri, absl::string_view list,
 
 }  // namespace
 
-std::string ParsedUri::HostPort() const {
-  if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port);
-  return absl::StrCat(host, ":", port);
-}
+std::string ParsedUri::HostPort() const { return JoinHostPort(host, port); }
 
 absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
   size_t sep = uri.find("://");
@@ -101,15 +76,10 @@ absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
   if (rest.find_first_of("/?#@") != absl::string_view::npos) {
     return Bad(uri, "only HOST:PORT may follow the scheme");
   }
-  absl::string_view host, port;
-  if (!SplitHostPort(rest, &host, &port)) return Bad(uri, "expected HOST:PORT");
-  int port_num = 0;
-  if (port.empty() || port.find_first_not_of("0123456789") != absl::string_view::npos ||
-      !absl::SimpleAtoi(port, &port_num) || port_num < 1 || port_num > 65535) {
-    return Bad(uri, absl::StrCat("port \"", port, "\" is not in 1..65535"));
-  }
-  out.host = std::string(host);
-  out.port = port_num;
+  absl::StatusOr<HostPort> hp = ParseHostPort(rest);
+  if (!hp.ok()) return Bad(uri, hp.status().message());
+  out.host = hp->host;
+  out.port = hp->port;
   return out;
 }
 
@@ -152,7 +122,7 @@ absl::StatusOr<ClusterUri> ParseClusterUri(absl::string_view uri) {
   if (scheme == "dns") {
     out.scheme = ClusterScheme::kDns;
     if (rest.find(',') != absl::string_view::npos) return BadCluster(uri, "one NAME:PORT only");
-    absl::StatusOr<cluster::HostPort> hp = cluster::ParseHostPort(rest);
+    absl::StatusOr<HostPort> hp = ParseHostPort(rest);
     if (!hp.ok()) return BadCluster(uri, hp.status().message());
     out.host = hp->host;
     out.port = hp->port;
@@ -161,7 +131,7 @@ absl::StatusOr<ClusterUri> ParseClusterUri(absl::string_view uri) {
   return BadCluster(uri, absl::StrCat("unknown scheme \"", scheme, "\""));
 }
 
-absl::StatusOr<SocketAddress> ResolveTcp(const std::string& host, int port) {
+absl::StatusOr<std::vector<SocketAddress>> ResolveTcpAll(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -171,11 +141,58 @@ absl::StatusOr<SocketAddress> ResolveTcp(const std::string& host, int port) {
     return absl::UnavailableError(
         absl::StrCat("cannot resolve ", host, ":", port, ": ", gai_strerror(rc)));
   }
-  SocketAddress out;
-  std::memcpy(&out.addr, found->ai_addr, found->ai_addrlen);
-  out.len = found->ai_addrlen;
+  std::vector<SocketAddress> out;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    SocketAddress one;
+    std::memcpy(&one.addr, a->ai_addr, a->ai_addrlen);
+    one.len = a->ai_addrlen;
+    out.push_back(one);
+  }
   freeaddrinfo(found);
+  if (out.empty()) return absl::UnavailableError(absl::StrCat("no address for ", host, ":", port));
   return out;
+}
+
+absl::StatusOr<SocketAddress> ResolveTcp(const std::string& host, int port) {
+  constexpr absl::Duration kAcceptWait = absl::Milliseconds(250);
+  absl::StatusOr<std::vector<SocketAddress>> all = ResolveTcpAll(host, port);
+  if (!all.ok()) return all.status();
+  if (all->size() > 1) {
+    for (const SocketAddress& a : *all) {
+      int err = 0;
+      int fd = ConnectTcp(a, absl::Now() + kAcceptWait, &err);
+      if (fd >= 0) {
+        close(fd);
+        return a;
+      }
+    }
+  }
+  return all->front();
+}
+
+int ConnectTcp(const SocketAddress& to, absl::Time deadline, int* err) {
+  int fd = socket(to.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *err = errno;
+    return -1;
+  }
+  *err = 0;
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&to.addr), to.len) != 0) {
+    *err = errno;
+    if (*err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      const int ms = static_cast<int>(
+          std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now()) + 1));
+      socklen_t len = sizeof(*err);
+      *err = poll(&p, 1, ms) == 1 ? 0 : ETIMEDOUT;
+      if (*err == 0) getsockopt(fd, SOL_SOCKET, SO_ERROR, err, &len);
+    }
+  }
+  if (*err != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace kvstash::client_internal

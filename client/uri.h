@@ -1,6 +1,6 @@
-// Parsing of the daemon or cluster address handed to Client::Connect.
+// Parsing of the daemon or cluster address handed to Client::Connect, and resolving it.
 //
-// Thread-safety: pure functions.
+// Thread-safety: functions of their arguments (and of the resolver and network).
 #pragma once
 
 #include <sys/socket.h>
@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace kvstash::client_internal {
 
@@ -31,13 +32,23 @@ struct ParsedUri {
 // an unknown scheme, is INVALID_ARGUMENT with a message quoting the URI.
 absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri);
 
-// The first TCP address `host` and `port` resolve to (numeric or by name).
+// A TCP address `host` and `port` resolve to (numeric or by name).
 struct SocketAddress {
   sockaddr_storage addr{};
   socklen_t len = 0;
 };
-// UNAVAILABLE naming HOST:PORT when the name does not resolve.
+// Every address, in the resolver's order. UNAVAILABLE naming HOST:PORT when the name does
+// not resolve.
+absl::StatusOr<std::vector<SocketAddress>> ResolveTcpAll(const std::string& host, int port);
+
+// The address to connect to: when the name resolves to several (localhost may give ::1
+// before 127.0.0.1 while a daemon listens on one of them), the first that accepts a TCP
+// connection within 250 ms each; else, or when none accepts, the first.
 absl::StatusOr<SocketAddress> ResolveTcp(const std::string& host, int port);
+
+// A connected non-blocking, close-on-exec socket to `to`, or -1 with `*err` set to the
+// errno (ETIMEDOUT when `deadline` passed first).
+int ConnectTcp(const SocketAddress& to, absl::Time deadline, int* err);
 
 enum class ClusterScheme { kEtcd, kStatic, kDns };
 

@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cluster/etcd_internal.h"
-#include "cluster/host_port.h"
+#include "common/host_port.h"
 
 namespace kvstash::cluster {
 namespace {

@@ -10,8 +10,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cluster/host_port.h"
 #include "cluster/member_record.pb.h"
+#include "common/host_port.h"
 
 namespace kvstash::cluster {
 namespace {

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "cluster/host_port.h"
 #include "cluster/member_source.h"
+#include "common/host_port.h"
 
 namespace kvstash::cluster {
 namespace {

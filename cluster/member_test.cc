@@ -6,7 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "cluster/etcd_client.h"
-#include "cluster/host_port.h"
+#include "common/host_port.h"
 #include "gtest/gtest.h"
 
 namespace kvstash::cluster {

@@ -7,6 +7,11 @@
 //                       the same format, leaves it out)
 //   metrics=HOST:PORT   when the metrics endpoint is served
 //   ucx=HOST:PORT       when the UCX listener is served
+//   grpc_tls=true       when the gRPC listener takes TLS only (grpcs://)
+//
+// The ready file names hosts to connect to from this machine (a wildcard listen host as
+// 127.0.0.1); /listeners names them as bound (a wildcard stays 0.0.0.0 or [::]: a reader
+// on another host substitutes the host it reached).
 //
 // The daemon renames a complete file into place, so a reader that finds the file finds
 // all of it. Readers ignore keys they do not know. python/kvstash/testing.py holds the
@@ -27,13 +32,14 @@
 namespace kvstash {
 
 struct ReadyInfo {
-  std::string grpc;     // HOST:PORT of the gRPC listener; never empty in a valid file
-  int64_t pid = 0;      // the daemon's process id; 0 when the file has none
-  std::string metrics;  // HOST:PORT of the metrics endpoint; empty when not served
-  std::string ucx;      // HOST:PORT of the UCX listener; empty when not served
+  std::string grpc;       // HOST:PORT of the gRPC listener; never empty in a valid file
+  int64_t pid = 0;        // the daemon's process id; 0 when the file has none
+  std::string metrics;    // HOST:PORT of the metrics endpoint; empty when not served
+  std::string ucx;        // HOST:PORT of the UCX listener; empty when not served
+  bool grpc_tls = false;  // the gRPC listener takes TLS only
 };
 
-// The file's text: grpc=, then pid=, metrics= and ucx= when set, one line each.
+// The file's text: grpc=, then pid=, metrics=, ucx= and grpc_tls= when set, one line each.
 std::string FormatReadyFile(const ReadyInfo& info);
 
 // Reads FormatReadyFile's text back. Blank lines, white space around keys and values and

@@ -27,7 +27,10 @@ venv_for() {
   hash=$(sha256sum "$pins" | cut -c1-12)
   venv="$cache/$engine-$hash"
   # Built in place (scripts in bin/ name their interpreter by path); .complete marks a
-  # venv whose install finished.
+  # venv whose install finished; two runs on one machine take turns.
+  local lock
+  exec {lock}>"$cache/$engine.lock"
+  flock "$lock"
   if [[ ! -f "$venv/.complete" ]]; then
     echo "== $engine: building $venv from $(basename "$pins")" >&2
     rm -rf "$venv"
@@ -40,6 +43,7 @@ venv_for() {
       [[ "$old" == "$venv" ]] || rm -rf "$old"
     done
   fi
+  exec {lock}>&-
   echo "$venv"
 }
 
@@ -53,7 +57,7 @@ for engine in "${engines[@]}"; do
   echo "== $engine: pytest"
   # Every engine venv has torch: the DLPack test of the client runs there too.
   (cd "$top/python/tests" &&
-    KVSTASHD="$build/server/kvstashd" "$venv/bin/python" -m pytest -q "engines/test_$engine"*.py \
+    KVSTASHD="$build/server/kvstashd" "$venv/bin/python" -m pytest -q --durations=8 "engines/test_$engine"*.py \
       test_client.py::test_torch_cpu_tensors_through_dlpack) || status=1
   echo "== $engine: $((SECONDS - start)) s"
 done

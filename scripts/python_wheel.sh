@@ -14,6 +14,9 @@ build=${1:-build}
 [[ "$build" = /* ]] || build="$top/$build"
 pins="$top/python/build-requirements.txt"
 venv=${KVSTASH_WHEEL_VENV:-$HOME/.cache/kvstash/wheel-venv-$(sha256sum "$pins" | cut -c1-12)}
+mkdir -p "$(dirname "$venv")"
+exec {lock}>"$venv.lock"
+flock "$lock"  # two runs on one machine: one builds the venv, the other waits for it
 if [[ ! -f "$venv/.complete" ]]; then
   rm -rf "$venv"
   "${PYTHON:-python3}" -m venv "$venv" >&2
@@ -21,6 +24,7 @@ if [[ ! -f "$venv/.complete" ]]; then
   "$venv/bin/python" -m pip install -q -r "$pins" >&2
   touch "$venv/.complete"
 fi
+flock -u "$lock"
 out="$build/wheel"
 rm -rf "$out"
 mkdir -p "$out"

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cluster/etcd_client.h"
+#include "common/host_port.h"
 
 namespace kvstash::server {
 namespace {
@@ -23,10 +24,6 @@ constexpr absl::Duration kFollowTimeout = absl::Seconds(2);
 constexpr absl::Duration kFollowRetry = absl::Seconds(2);
 // Longest wait for one Health probe, however long the interval between probes.
 constexpr absl::Duration kMaxProbeTimeout = absl::Seconds(2);
-
-bool IsWildcardHost(absl::string_view host) {
-  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
-}
 
 std::set<std::string> IdsOf(const std::vector<cluster::Member>& members) {
   std::set<std::string> ids;

@@ -135,6 +135,7 @@ absl::Status WriteReadyFile(const std::string& path, const Server& server) {
   info.pid = getpid();
   info.metrics = server.metrics_address();
   info.ucx = server.ucx_address();
+  info.grpc_tls = server.BoundListenerInfo().grpc_tls;
   return WriteFileAtomically(path, FormatReadyFile(info));
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/byte_size.h"
+#include "common/host_port.h"
 #include "common/ready_file.h"
 #include "server/store_metrics.h"
 #include "server/tls_credentials.h"
@@ -234,10 +235,7 @@ absl::Status Server::StartMetrics() {
   metrics::HttpHandlers handlers;
   handlers.metrics = [this] { return metrics_.Scrape(); };
   handlers.ready = [this] { return ready(); };
-  ReadyInfo listeners;  // bound before this endpoint starts
-  listeners.grpc = connect_address();
-  listeners.ucx = ucx_address();
-  handlers.listeners = [text = FormatReadyFile(listeners)] { return text; };
+  handlers.listeners = [text = FormatReadyFile(BoundListenerInfo())] { return text; };
   metrics::HttpEndpointOptions options;
   options.listen = config_.metrics.listen;
   options.bearer_token_file = config_.metrics.bearer_token_file;
@@ -389,14 +387,29 @@ void Server::Shutdown(absl::Duration grace) {
                                   {"huge_page_use", HugePageUsage()}});
 }
 
+ReadyInfo Server::BoundListenerInfo() const {
+  ReadyInfo info;
+  const std::string& grpc = config_.server.grpc_listen;
+  absl::string_view host, port;
+  if (absl::StartsWith(grpc, "unix:")) {
+    info.grpc = grpc;
+  } else {
+    SplitHostPort(grpc, &host, &port);
+    info.grpc = JoinHostPort(host.empty() ? "0.0.0.0" : host, selected_port_);
+  }
+  info.grpc_tls = config_.server.tls.enabled();
+  if (ucx_ != nullptr && SplitHostPort(config_.ucx.listen, &host, &port)) {
+    info.ucx = JoinHostPort(host.empty() ? "0.0.0.0" : host, PortOf(ucx_address()));
+  }
+  return info;
+}
+
 std::string Server::connect_address() const {
   const std::string& listen = config_.server.grpc_listen;
   if (absl::StartsWith(listen, "unix:")) return listen;
-  std::string host = listen.substr(0, listen.rfind(':'));
-  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::" || host == "*") {
-    host = "127.0.0.1";
-  }
-  return absl::StrCat(host, ":", selected_port_);
+  absl::string_view host, port;
+  SplitHostPort(listen, &host, &port);
+  return JoinHostPort(LocalConnectHost(host), selected_port_);
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {

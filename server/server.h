@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/ready_file.h"
 #include "server/auth/authenticator.h"
 #include "server/auth/call_limiter.h"
 #include "server/cluster_member.h"
@@ -56,6 +57,10 @@ class Server {
   // becomes 127.0.0.1), or "unix:/path". REQUIRES: Start() ok.
   std::string connect_address() const;
 
+  // The listeners as bound (a wildcard host kept, so a remote reader substitutes the host it
+  // reached), as the metrics endpoint's /listeners publishes them.
+  // REQUIRES: Start() ok.
+  ReadyInfo BoundListenerInfo() const;
   // "HOST:PORT" of the UCX listener, or "" when UCX is disabled or not started.
   std::string ucx_address() const { return ucx_ == nullptr ? "" : ucx_->address(); }
   // "HOST:PORT" of the /metrics endpoint, or "" when metrics are disabled or not started.

@@ -10,8 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -19,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "tests/daemon_process.h"
+#include "tests/test_util.h"
 
 namespace kvstash {
 namespace {
@@ -120,20 +123,30 @@ TEST_F(WrongListenerTest, AnotherGrpcServerIsNotKvstashd) {
   other->Shutdown();
 }
 
+// A socket bound to a free loopback port, listening when `listen_backlog` > 0; its port in
+// `*port`.
+int BoundSocket(int listen_backlog, int* port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      (listen_backlog > 0 && listen(fd, listen_backlog) != 0)) {
+    close(fd);
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 TEST(WrongListenerNoDaemonTest, NothingListeningIsUnavailableAndSaysRefused) {
   // A port that was free a moment ago: bound by a socket that is closed again.
   int port = 0;
-  {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port = ntohs(addr.sin_port);
-    close(fd);
-  }
+  int fd = BoundSocket(0, &port);
+  ASSERT_GE(fd, 0);
+  close(fd);
   ClientOptions options;
   options.connect_timeout_ms = 1000;
   for (const char* scheme : {"grpc", "ucx"}) {
@@ -142,6 +155,59 @@ TEST(WrongListenerNoDaemonTest, NothingListeningIsUnavailableAndSaysRefused) {
     EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
     EXPECT_THAT(c.status().message(), HasSubstr("connection refused")) << scheme;
   }
+}
+
+// A listener that accepts and never says a word (the kernel accepts into the backlog):
+// Connect, probe included, keeps to its connect timeout.
+TEST(WrongListenerNoDaemonTest, ASilentListenerCostsNoMoreThanTheConnectTimeout) {
+  int port = 0;
+  int fd = BoundSocket(16, &port);
+  ASSERT_GE(fd, 0);
+  ClientOptions options;
+  options.connect_timeout_ms = 1500;
+  options.max_retries = 0;
+  for (const char* scheme : {"grpc", "ucx"}) {
+    const absl::Time start = absl::Now();
+    absl::Status s = Client::Connect(absl::StrCat(scheme, "://127.0.0.1:", port), options).status();
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+    // The old probe and its diagnostic call each added a second past the timeout.
+    EXPECT_LT(took, absl::Milliseconds(options.connect_timeout_ms + 700)) << scheme << ": " << s;
+  }
+  close(fd);
+}
+
+// Plaintext clients at a TLS listener are told to use grpcs://, by the gRPC port itself and
+// by the metrics endpoint, which names the listener with its scheme.
+TEST(WrongListenerTlsTest, PlaintextAtATlsDaemonSaysGrpcs) {
+  const std::string certs =
+      absl::StrCat(::testing::TempDir(), "/kvstash-wrong-listener-", getpid(), "-certs");
+  std::filesystem::remove_all(certs);
+  ASSERT_TRUE(testing::MakeTestCertificates(certs).ok());
+  DaemonOptions options;
+  options.set = {"storage.dram.capacity_bytes=64MiB",
+                 "server.tls.cert_file=" + certs + "/server.crt",
+                 "server.tls.key_file=" + certs + "/server.key"};
+  auto daemon = DaemonProcess::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ClientOptions client;
+  client.connect_timeout_ms = 60000;
+  client.max_retries = 0;
+  for (const char* scheme : {"grpc", "ucx"}) {
+    absl::Status s =
+        Client::Connect(absl::StrCat(scheme, "://", (*daemon)->address()), client).status();
+    EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("is a TLS server, not kvstashd's ",
+                                                    scheme == std::string("ucx") ? "UCX" : "gRPC",
+                                                    " listener; if it is kvstashd's gRPC listener "
+                                                    "with server.tls, use grpcs://",
+                                                    (*daemon)->address())));
+  }
+  absl::Status s = Client::Connect("grpc://" + (*daemon)->ready().metrics, client).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("not its gRPC listener (grpcs://127.0.0.1:",
+                                                  PortOf((*daemon)->address()), ")")));
+  std::filesystem::remove_all(certs);
 }
 
 }  // namespace

@@ -19,7 +19,9 @@ Thread-safety: functions of their arguments; a DefaultDaemon is driven by one th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import os
 import re
 import shlex
@@ -30,7 +32,9 @@ import sys
 import tempfile
 import time
 import urllib.request
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence
+
+from kvstash.testing import parse_ready_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = os.path.join(REPO, "README.md")
@@ -214,25 +218,69 @@ def port_free(port: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def fixed_ports(name: str, timeout_s: float = 1800) -> Iterator[None]:
+    """Holds a lock, one per machine, for tests that need fixed ports (README's defaults,
+    LMCache's): two suites on one machine take turns instead of failing on a taken port."""
+    path = os.path.join(tempfile.gettempdir(), f"kvstash-fixed-ports-{name}.lock")
+    with open(path, "w") as f:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{path}: held by another test run for {timeout_s} s")
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 class DefaultDaemon:
-    """kvstashd started as README's "Running kvstashd" does, with no flags: the embedded
-    default config, its ports (7070 gRPC, 7071 metrics, 7072 UCX) and ./var/kvstash in
-    ``cwd``. Raises RuntimeError when a default port is taken or it does not get ready."""
+    """kvstashd started as README's "Running kvstashd" does, with no config flags: the
+    embedded default config, its ports (7070 gRPC, 7071 metrics, 7072 UCX) and ./var/kvstash
+    in ``cwd``; only ``--ready_file``, which changes nothing served, tells that this process
+    is the one serving. Holds :func:`fixed_ports` while it runs. Raises RuntimeError when a
+    default port is taken or it does not get ready."""
 
     def __init__(self, kvstashd: str, cwd: str, start_timeout_s: float = 60) -> None:
+        self._ports = fixed_ports("kvstashd-defaults")
+        self._ports.__enter__()
+        self.proc: Optional[subprocess.Popen] = None
+        try:
+            self._start(kvstashd, cwd, start_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, kvstashd: str, cwd: str, start_timeout_s: float) -> None:
         taken = [f"{name} {port}" for name, port in DEFAULT_PORTS.items() if not port_free(port)]
         if taken:
             raise RuntimeError(f"README's snippets need the default ports; in use: {taken}")
         self.log_path = os.path.join(cwd, "kvstashd.log")
+        ready = os.path.join(cwd, "kvstashd.ready")
+        if os.path.exists(ready):
+            os.remove(ready)
         with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([kvstashd], cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen([kvstashd, "--ready_file", ready], cwd=cwd, stdout=log,
+                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + start_timeout_s
-        while not self._ready():
+        while not (self._ours(ready) and self._ready()):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
                 with open(self.log_path) as f:
                     raise RuntimeError(f"kvstashd (default config) did not get ready:\n{f.read()}")
             time.sleep(0.1)
+
+    def _ours(self, ready: str) -> bool:
+        try:
+            with open(ready) as f:
+                info = parse_ready_file(f.read())
+        except (OSError, ValueError):
+            return False
+        return self.proc is not None and info.get("pid") == str(self.proc.pid)
 
     @staticmethod
     def _ready() -> bool:
@@ -244,13 +292,18 @@ class DefaultDaemon:
             return False
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        finally:
+            if self._ports is not None:
+                ports, self._ports = self._ports, None
+                ports.__exit__(None, None, None)
 
     def __enter__(self) -> "DefaultDaemon":
         return self

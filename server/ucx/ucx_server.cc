@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/host_port.h"
 
 namespace kvstash::server::ucx {
 namespace {
@@ -17,30 +18,13 @@ absl::Status UcsError(absl::string_view what, ucs_status_t s) {
   return absl::UnavailableError(absl::StrCat(what, ": ", ucs_status_string(s)));
 }
 
-// Splits "host:port" / "[v6]:port"; the host comes back without brackets.
-bool SplitHostPort(const std::string& hp, std::string* host, std::string* port) {
-  const size_t colon = hp.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = hp.substr(0, colon);
-  *port = hp.substr(colon + 1);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  return true;
-}
-
-// A wildcard listen host is reached as 127.0.0.1 from this host.
-std::string ConnectHost(const std::string& host) {
-  if (host.empty() || host == "0.0.0.0" || host == "::" || host == "*") return "127.0.0.1";
-  return host;
-}
-
 }  // namespace
 
 absl::Status UcxServerOptions::Validate() const {
-  std::string host, port;
+  absl::string_view host, port;
   int p = -1;
-  if (!SplitHostPort(listen, &host, &port) || !absl::SimpleAtoi(port, &p) || p < 0 || p > 65535) {
+  if (!SplitHostPort(listen, &host, &port) || host.empty() || !absl::SimpleAtoi(port, &p) ||
+      p < 0 || p > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("ucx.listen: expected HOST:PORT, got \"", listen, "\""));
   }
@@ -75,15 +59,16 @@ absl::Status UcxServer::Init() {
 }
 
 absl::Status UcxServer::Listen() {
-  std::string host, port;
+  absl::string_view host, port;
   SplitHostPort(options_.listen, &host, &port);
+  const std::string node_name(host), service(port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  const char* node = (host.empty() || host == "*") ? nullptr : host.c_str();
-  if (int rc = getaddrinfo(node, port.c_str(), &hints, &found); rc != 0) {
+  const char* node = (host.empty() || host == "*") ? nullptr : node_name.c_str();
+  if (int rc = getaddrinfo(node, service.c_str(), &hints, &found); rc != 0) {
     return absl::UnavailableError(
         absl::StrCat("ucx.listen: cannot resolve \"", options_.listen, "\": ", gai_strerror(rc)));
   }
@@ -106,9 +91,7 @@ absl::Status UcxServer::Listen() {
   const auto* sa = reinterpret_cast<const sockaddr*>(&attr.sockaddr);
   port_ = ntohs(sa->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port
                                           : reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
-  const std::string connect = ConnectHost(host);
-  address_ = connect.find(':') != std::string::npos ? absl::StrCat("[", connect, "]:", port_)
-                                                    : absl::StrCat(connect, ":", port_);
+  address_ = JoinHostPort(LocalConnectHost(host), port_);
   return absl::OkStatus();
 }
 

@@ -105,13 +105,13 @@ class KvstashL2Adapter:
         if conn is None:
             return self._fail(fid, "kvstashd unreachable")
         client, (ns,) = conn
-        kv_keys = [kvstash.key_from_engine_hash(k) for k in keys]
-        # Per key: the buffer's size (set, get) or 0 (exists, delete).
-        sizes = [memoryview(v).nbytes for v in views] if views is not None else [0] * len(keys)
-        with self._lock:
-            self._kinds[fid] = (op, sizes)
         q, n = self._completions, client._native
         try:
+            kv_keys = [kvstash.key_from_engine_hash(k) for k in keys]
+            # Per key: the buffer's size (set, get) or 0 (exists, delete).
+            sizes = [memoryview(v).nbytes for v in views] if views is not None else [0] * len(keys)
+            with self._lock:
+                self._kinds[fid] = (op, sizes)
             if op == "set":
                 n.submit_put(q, fid, ns, kv_keys, views, 0, OBJECT_FORMAT, _native.PutHints(),
                              False)

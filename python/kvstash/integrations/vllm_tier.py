@@ -117,9 +117,9 @@ class KvstashTier(SecondaryTierManager):
             self._finish(JobResult(job_id=job.job_id, success=False))
             return
         client, (ns,) = conn
-        kv_keys = [kvstash.key_from_engine_hash(bytes(k)) for k in keys]
-        rows = [self._rows[int(c)] for c in np.asarray(job.chunk_ids)]
         try:
+            kv_keys = [kvstash.key_from_engine_hash(bytes(k)) for k in keys]
+            rows = [self._rows[int(c)] for c in np.asarray(job.chunk_ids)]
             if store:
                 future = client.put_async(ns, kv_keys, rows, format=ROW_FORMAT)
             else:

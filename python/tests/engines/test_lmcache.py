@@ -182,11 +182,15 @@ def test_bad_params_are_refused():
         KvstashL2Adapter(uri="redis://x")
 
 
-def free_port():
+def free_ports(n):
+    """``n`` distinct free ports (every socket stays bound until all are picked)."""
+    import contextlib
     import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 def checksums(log, phase):
@@ -236,7 +240,7 @@ def store_clear_reload(rpc, http, grpc_uri, log_path):
 def test_mp_server_reloads_from_kvstash_after_l1_clear(daemon, tmp_path):
     """LMCache's MP server stores through the adapter; after its L1 is cleared the same
     requests load from kvstash, with the checksums of the first run."""
-    rpc, http = free_port(), free_port()
+    rpc, http = free_ports(2)
     ns_model = f"mp-server-{os.getpid()}"
     log_path = tmp_path / "server.log"
     with open(log_path, "w") as log:
@@ -251,7 +255,11 @@ def test_mp_server_reloads_from_kvstash_after_l1_clear(daemon, tmp_path):
         store_clear_reload(rpc, http, daemon.grpc_uri, log_path)
     finally:
         server.send_signal(2)
-        server.wait(timeout=120)
+        try:
+            server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def test_readme_server_command(tmp_path):
@@ -260,11 +268,11 @@ def test_readme_server_command(tmp_path):
     import readme_snippets as rs
     blocks = [s for s in rs.checked(rs.docs_files()) if s.mode == "engine" and s.arg == "lmcache"]
     assert len(blocks) == 1 and blocks[0].code.startswith("lmcache server "), blocks
-    for port in (5555, 8080):
-        assert rs.port_free(port), f"port {port} is taken"
     workdir = rs.Workdir(os.path.dirname(os.path.dirname(os.environ["KVSTASHD"])))
     log_path = tmp_path / "server.log"
-    with rs.DefaultDaemon(os.environ["KVSTASHD"], workdir.path):
+    with rs.fixed_ports("lmcache-defaults"), rs.DefaultDaemon(os.environ["KVSTASHD"], workdir.path):
+        for port in (5555, 8080):
+            assert rs.port_free(port), f"port {port} is taken"
         server = rs.start(blocks[0], workdir, str(log_path),
                           env={"LMCACHE_DISABLE_BANNER": "1", "LMCACHE_TRACK_USAGE": "false"})
         try:

@@ -7,8 +7,12 @@ as A."""
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -23,7 +27,8 @@ BLOCK = 128  # vLLM's CPU default block size; one block per chunk
 
 
 def engine_main(model: str, uri: str, load_mode: str, tp: int = 1) -> None:
-    """Runs in a subprocess: one engine, one greedy request, a JSON line with the answer."""
+    """Runs in a subprocess: one engine; for each line on stdin, one greedy request and a
+    JSON line with the answer and the kvstash counters so far."""
     from vllm import LLM, SamplingParams
     from vllm.config import KVTransferConfig
     from vllm.inputs import TokensPrompt
@@ -36,23 +41,76 @@ def engine_main(model: str, uri: str, load_mode: str, tp: int = 1) -> None:
     llm = LLM(model=model, dtype="bfloat16", max_model_len=2048, enforce_eager=True,
               enable_prefix_caching=False, kv_transfer_config=config, disable_log_stats=False,
               tensor_parallel_size=tp)
-    out = llm.generate([TokensPrompt(prompt_token_ids=PROMPT)],
-                       SamplingParams(max_tokens=8, temperature=0.0), use_tqdm=False)[0]
-    metrics = {m.name: m.value for m in llm.get_metrics() if "kvstash" in m.name}
-    print("RESULT " + json.dumps({"tokens": list(out.outputs[0].token_ids),
-                                  "cached": out.num_cached_tokens, "metrics": metrics}),
-          flush=True)
+    for _ in sys.stdin:
+        out = llm.generate([TokensPrompt(prompt_token_ids=PROMPT)],
+                           SamplingParams(max_tokens=8, temperature=0.0), use_tqdm=False)[0]
+        metrics = {m.name: m.value for m in llm.get_metrics() if "kvstash" in m.name}
+        print("RESULT " + json.dumps({"tokens": list(out.outputs[0].token_ids),
+                                      "cached": out.num_cached_tokens, "metrics": metrics}),
+              flush=True)
+
+
+class Engine:
+    """An engine_main subprocess. Without prefix caching, each request of the same prompt
+    asks the connector again, as a fresh engine would."""
+
+    def __init__(self, model: str, uri: str, load_mode: str, tp: int = 1) -> None:
+        env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
+        if tp > 1:  # vLLM binds each rank to a NUMA node unless told which cores to use
+            env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(i % os.cpu_count()) for i in range(tp))
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self._proc = subprocess.Popen([sys.executable, __file__, model, uri, load_mode, str(tp)],
+                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._stderr, text=True)
+        self._lines: "queue.Queue[str]" = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self._totals: dict = {}
+
+    def _read(self) -> None:
+        for line in self._proc.stdout:
+            self._lines.put(line)
+        self._lines.put("")  # the engine exited
+
+    def _log(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read()[-4000:]
+
+    def request(self, timeout_s: float = 900) -> dict:
+        """One request: its answer, and the counters it moved."""
+        self._proc.stdin.write("go\n")
+        self._proc.stdin.flush()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            assert line, f"engine exited {self._proc.wait()}: {self._log()}"
+            if line.startswith("RESULT "):
+                break
+        out = json.loads(line[len("RESULT "):])
+        totals = out["metrics"]
+        out["metrics"] = {k: v - self._totals.get(k, 0) for k, v in totals.items()}
+        self._totals = totals
+        return out
+
+    def close(self) -> None:
+        self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._stderr.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def run_engine(model: str, uri: str, load_mode: str, tp: int = 1) -> dict:
-    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
-    if tp > 1:  # vLLM binds each rank to a NUMA node unless told which cores to use
-        env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(i % os.cpu_count()) for i in range(tp))
-    p = subprocess.run([sys.executable, __file__, model, uri, load_mode, str(tp)], env=env,
-                       capture_output=True, text=True, timeout=900)
-    lines = [line for line in p.stdout.splitlines() if line.startswith("RESULT ")]
-    assert p.returncode == 0 and lines, p.stderr[-4000:]
-    return json.loads(lines[-1][len("RESULT "):])
+    """A fresh engine's answer to one request."""
+    with Engine(model, uri, load_mode, tp) as e:
+        return e.request()
 
 
 def replace_one_chunk(daemon, model, size_factor=1.0):
@@ -79,26 +137,28 @@ def test_engine_b_serves_from_what_engine_a_stored(model_dir, scheme, load_mode)
     with Daemon() as d:
         uri = d.grpc_uri if scheme == "grpc" else d.ucx_uri
         a = run_engine(model_dir, uri, load_mode)
-        b = run_engine(model_dir, uri, load_mode)
-        assert a["cached"] == 0 and b["cached"] == EXPECT, (a, b)
-        assert b["tokens"] == a["tokens"]
-        objects = EXPECT // BLOCK * 2  # chunks x layers
-        assert a["metrics"]["vllm:kvstash_stored_objects"] == objects, a
-        assert b["metrics"]["vllm:kvstash_loaded_objects"] == objects, b
-        assert b["metrics"]["vllm:kvstash_load_failed_objects"] == 0, b
-        replace_one_chunk(d, model_dir)
-        c = run_engine(model_dir, uri, load_mode)
-        assert c["cached"] == EXPECT and c["tokens"] != a["tokens"], (a, c)
-        if scheme == "grpc":
-            # Found by the lookup, unusable at load: recomputed, never read.
-            replace_one_chunk(d, model_dir, size_factor=0.5)
-            short = run_engine(model_dir, uri, load_mode)
-            assert short["tokens"] == a["tokens"], (a, short)
-            assert short["metrics"]["vllm:kvstash_load_failed_objects"] == 1, short
-        else:
-            d.kill()
-            down = run_engine(model_dir, uri, load_mode)
-            assert down["cached"] == 0 and down["tokens"] == a["tokens"], (a, down)
+        # Engine B answers every later request too: each asks the connector anew.
+        with Engine(model_dir, uri, load_mode) as engine_b:
+            b = engine_b.request()
+            assert a["cached"] == 0 and b["cached"] == EXPECT, (a, b)
+            assert b["tokens"] == a["tokens"]
+            objects = EXPECT // BLOCK * 2  # chunks x layers
+            assert a["metrics"]["vllm:kvstash_stored_objects"] == objects, a
+            assert b["metrics"]["vllm:kvstash_loaded_objects"] == objects, b
+            assert b["metrics"]["vllm:kvstash_load_failed_objects"] == 0, b
+            replace_one_chunk(d, model_dir)
+            c = engine_b.request()
+            assert c["cached"] == EXPECT and c["tokens"] != a["tokens"], (a, c)
+            if scheme == "grpc":
+                # Found by the lookup, unusable at load: recomputed, never read.
+                replace_one_chunk(d, model_dir, size_factor=0.5)
+                short = engine_b.request()
+                assert short["tokens"] == a["tokens"], (a, short)
+                assert short["metrics"]["vllm:kvstash_load_failed_objects"] == 1, short
+            else:
+                d.kill()
+                down = engine_b.request()
+                assert down["cached"] == 0 and down["tokens"] == a["tokens"], (a, down)
 
 
 def test_tensor_parallel_ranks_store_and_load_their_own_heads(model_dir):

@@ -72,10 +72,14 @@ class Server:
                                block.mode, block.arg)
         self.log_path = log_path
         self.proc = rs.start(block, workdir, log_path, {"MODEL": model}, ENV)
-        deadline = time.monotonic() + start_timeout_s
-        while not self.healthy():
-            assert self.proc.poll() is None and time.monotonic() < deadline, self.log_tail()
-            time.sleep(1)
+        try:
+            deadline = time.monotonic() + start_timeout_s
+            while not self.healthy():
+                assert self.proc.poll() is None and time.monotonic() < deadline, self.log_tail()
+                time.sleep(1)
+        except BaseException:
+            self.close()  # the server's whole process group, engine core included
+            raise
 
     def log_tail(self) -> str:
         with open(self.log_path) as f:

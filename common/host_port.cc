@@ -1,10 +1,11 @@
-#include "cluster/host_port.h"
+#include "common/host_port.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace kvstash::cluster {
+namespace kvstash {
 namespace {
 
 bool ValidHostChar(char c) {
@@ -13,10 +14,7 @@ bool ValidHostChar(char c) {
 
 }  // namespace
 
-std::string HostPort::ToString() const {
-  if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port);
-  return absl::StrCat(host, ":", port);
-}
+std::string HostPort::ToString() const { return JoinHostPort(host, port); }
 
 absl::StatusOr<HostPort> ParseHostPort(absl::string_view text) {
   auto bad = [&](absl::string_view why) {
@@ -52,4 +50,30 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text) {
   return out;
 }
 
-}  // namespace kvstash::cluster
+bool SplitHostPort(absl::string_view address, absl::string_view* host, absl::string_view* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos) return false;
+  *host = address.substr(0, colon);
+  *port = address.substr(colon + 1);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  return true;
+}
+
+bool IsWildcardHost(absl::string_view host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
+}
+
+std::string JoinHostPort(absl::string_view host, int port) {
+  if (absl::StrContains(host, ':') && !absl::StartsWith(host, "[")) {
+    return absl::StrCat("[", host, "]:", port);
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+absl::string_view LocalConnectHost(absl::string_view host) {
+  return IsWildcardHost(host) ? "127.0.0.1" : host;
+}
+
+}  // namespace kvstash

@@ -473,6 +473,45 @@ TEST_P(ClusterClientTest, BreakerProbeBringsAStoppedMemberBack) {
   ExpectAllFetched(*client, ns, keys);
 }
 
+// A member whose address answers as something else (here its daemon's metrics endpoint) is
+// an unreachable member, not a refusal every member would share: the others keep serving.
+TEST_P(ClusterClientTest, MemberAddressOfAnotherServiceIsAnUnreachableMember) {
+  HandSource* source = nullptr;
+  NamespaceHandle ns;
+  std::unique_ptr<Client> client = ConnectSettable(2, Options(), &source, &ns);
+  ASSERT_NE(client, nullptr);
+  std::vector<cluster::Member> set = {MemberOf(0), MemberOf(1), MemberOf(2)};
+  set[2].grpc_address = set[2].ucx_address = daemons_[2]->ready().metrics;
+  source->Set(set);
+  std::mt19937_64 rng(11);
+  std::vector<Payload> chunks = Chunks(rng, 60);
+  std::vector<PutItem> puts;
+  for (const Payload& p : chunks) puts.push_back(p.AsPutItem());
+  ASSERT_TRUE(client->Put(ns, absl::MakeSpan(puts)).ok());
+  cluster::Placement placement = PlacementOf(*client);
+  const int wrong = placement.IndexOf(set[2].id);
+  ASSERT_GE(wrong, 0);
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> items;
+  ASSERT_TRUE(GetMany(*client, ns, KeysOf(chunks), kChunkBytes, &bufs, &items).ok());
+  int served = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const bool owned_by_wrong = placement.Owner(chunks[i].key) == static_cast<uint32_t>(wrong);
+    EXPECT_EQ(items[i].status.ok(), !owned_by_wrong) << i << ": " << items[i].status;
+    if (items[i].status.ok()) {
+      ++served;
+      EXPECT_EQ(FirstPatternMismatch(chunks[i].key, bufs[i].data(), items[i].size), -1);
+    }
+  }
+  EXPECT_GT(served, 0);
+  auto after = client->Cluster();
+  ASSERT_TRUE(after.ok()) << after.status();
+  for (const ClusterMemberStatus& m : after->members) {
+    EXPECT_EQ(m.connected, m.id != set[2].id) << m.id;
+    if (m.id == set[2].id) EXPECT_GT(m.call_errors, 0u);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, ClusterClientTest,
                          ::testing::Values(Transport::kGrpc, Transport::kUcxTcp),
                          TransportTestName);

@@ -87,13 +87,14 @@ class TlsTest : public ::testing::Test {
     EXPECT_EQ(FirstPatternMismatch(keys[1], out.data(), item.size), -1);
   }
 
-  // A client with `options` is refused with UNAVAILABLE and a message containing `why`;
-  // then a client trusting the right CA (with `good`) still round-trips.
+  // A client with `options` is refused with `code` and a message containing `why`; then a
+  // client trusting the right CA (with `good`) still round-trips.
   void ExpectRefused(const ClientOptions& options, const std::string& why,
-                     const ClientOptions& good) {
+                     const ClientOptions& good,
+                     absl::StatusCode code = absl::StatusCode::kUnavailable) {
     auto client = Connect(options);
     ASSERT_FALSE(client.ok());
-    EXPECT_TRUE(absl::IsUnavailable(client.status())) << client.status();
+    EXPECT_EQ(client.status().code(), code) << client.status();
     EXPECT_TRUE(absl::StrContains(client.status().message(), why)) << client.status();
     ExpectRoundTrip(good);
   }
@@ -123,7 +124,9 @@ TEST_F(TlsTest, PlaintextClientAndWrongCaAreRefused) {
   ASSERT_NO_FATAL_FAILURE(StartDaemon(Cert("server.crt"), Cert("server.key")));
   ClientOptions plaintext = Trusting("ca.crt");
   plaintext.tls_ca_file.clear();
-  ExpectRefused(plaintext, "not established", Trusting("ca.crt"));
+  // A plaintext client is told at once that the listener speaks TLS.
+  ExpectRefused(plaintext, "is a TLS server, not kvstashd's gRPC listener", Trusting("ca.crt"),
+                absl::StatusCode::kFailedPrecondition);
   ExpectRefused(Trusting("other_ca.crt"), "certificate verify failed", Trusting("ca.crt"));
 }
 

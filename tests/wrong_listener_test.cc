@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/http_get.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
@@ -175,6 +176,28 @@ TEST(WrongListenerNoDaemonTest, ASilentListenerCostsNoMoreThanTheConnectTimeout)
     EXPECT_LT(took, absl::Milliseconds(options.connect_timeout_ms + 700)) << scheme << ": " << s;
   }
   close(fd);
+}
+
+// A daemon bound to every interface publishes its listeners as bound; a client that reached
+// the metrics endpoint at some host is told the listener at that host.
+TEST(WrongListenerWildcardTest, WildcardListenersAreNamedByTheHostReached) {
+  DaemonOptions options;
+  options.listen = "0.0.0.0:0";
+  options.set = {"storage.dram.capacity_bytes=64MiB", "ucx.listen=0.0.0.0:0"};
+  auto daemon = DaemonProcess::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  const int grpc_port = PortOf((*daemon)->address());
+  const int ucx_port = PortOf((*daemon)->ucx_address());
+  absl::StatusOr<HttpResponse> listeners = HttpGet((*daemon)->ready().metrics, "/listeners");
+  ASSERT_TRUE(listeners.ok()) << listeners.status();
+  EXPECT_EQ(listeners->body,
+            absl::StrCat("grpc=0.0.0.0:", grpc_port, "\nucx=0.0.0.0:", ucx_port, "\n"));
+  ClientOptions client;
+  client.connect_timeout_ms = 60000;
+  const std::string metrics_port = absl::StrCat(PortOf((*daemon)->ready().metrics));
+  absl::Status s = Client::Connect("ucx://localhost:" + metrics_port, client).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("(ucx://localhost:", ucx_port, ")")));
 }
 
 // Plaintext clients at a TLS listener are told to use grpcs://, by the gRPC port itself and

@@ -285,8 +285,10 @@ class Client {
   // uri: "grpc://host:port", "grpcs://host:port" or "ucx://host:port". Fails with UNAVAILABLE when
   // the daemon does not answer within connect_timeout_ms, FAILED_PRECONDITION at once when
   // something else answers there (kvstashd's metrics port or its other listener, another gRPC
-  // or HTTP server; the message names the address, what answered and, when it can tell, the
-  // listener meant), INVALID_ARGUMENT for a malformed URI or options.
+  // or HTTP server, TLS to a plaintext URI or plaintext to a TLS one; the message names the
+  // address, what answered and, when it can tell, the listener meant), INVALID_ARGUMENT for a
+  // malformed URI or options. All of it within connect_timeout_ms. A cluster client counts a
+  // member whose address answers as something else as an unreachable member.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(absl::string_view uri,
                                                          const ClientOptions& options = {});
   virtual ~Client() = default;

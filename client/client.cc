@@ -31,20 +31,20 @@ bool Terminal(const absl::Status& s) {
   return absl::IsFailedPrecondition(s) || absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s);
 }
 
-// OK once the daemon behind `transport` is connected and serving, all within the connect
-// timeout. A transport not connected within kFirstWait has its address probed once
-// (DescribeListener), so that a URI naming another port or protocol fails at once, naming
-// what answers there, rather than at the timeout.
+// OK once the daemon behind `transport` is connected and serving, within the connect
+// timeout counted from `start`. A transport not connected within kFirstWait has its address probed
+// once (DescribeListener), so that a URI naming another port or protocol fails at once, naming what
+// answers there, rather than at the timeout.
 absl::Status CheckServing(client_internal::Transport* transport,
                           const client_internal::ProbeTarget& target, absl::string_view uri,
-                          const ClientOptions& options) {
-  const absl::Time start = absl::Now();
+                          const ClientOptions& options, absl::Time start) {
   const absl::Time deadline = start + absl::Milliseconds(options.connect_timeout_ms);
   absl::Status s = transport->WaitConnected(std::min(deadline, start + kFirstWait));
   if (!s.ok() && !Terminal(s)) {
     client_internal::ListenerDescription d =
         client_internal::DescribeListener(target, std::min(deadline, absl::Now() + kProbe));
-    if (d.wrong_service) return absl::FailedPreconditionError(absl::StrCat(uri, ": ", d.what));
+    if (d.wrong_service)
+      return client_internal::WrongListenerError(absl::StrCat(uri, ": ", d.what));
     s = transport->WaitConnected(deadline);
     if (!s.ok() && !Terminal(s)) {
       return absl::UnavailableError(absl::StrCat("kvstashd at ", uri, " did not answer within ",
@@ -57,9 +57,9 @@ absl::Status CheckServing(client_internal::Transport* transport,
   ctx.deadline = deadline;
   absl::StatusOr<HealthInfo> health = transport->Health(ctx);
   if (absl::IsUnimplemented(health.status())) {
-    return absl::FailedPreconditionError(absl::StrCat(uri, ": ", target.Address(),
-                                                      " is a gRPC server but not kvstashd (",
-                                                      health.status().message(), ")"));
+    return client_internal::WrongListenerError(absl::StrCat(uri, ": ", target.Address(),
+                                                            " is a gRPC server but not kvstashd (",
+                                                            health.status().message(), ")"));
   }
   if (!health.ok()) {
     if (Terminal(health.status())) return health.status();
@@ -82,6 +82,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
   absl::StatusOr<client_internal::ParsedUri> parsed = client_internal::ParseUri(uri);
   if (!parsed.ok()) return parsed.status();
   if (absl::Status s = options.Validate(); !s.ok()) return s;
+  const absl::Time start = absl::Now();  // resolving the address counts too
   client_internal::TransportPtr transport;
   client_internal::ProbeTarget target{parsed->host, parsed->port, parsed->scheme, false};
   if (parsed->scheme == client_internal::UriScheme::kUcx) {
@@ -97,7 +98,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
     transport =
         std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options, *security);
   }
-  if (absl::Status s = CheckServing(transport.get(), target, uri, options); !s.ok()) return s;
+  if (absl::Status s = CheckServing(transport.get(), target, uri, options, start); !s.ok()) {
+    return s;
+  }
   return std::unique_ptr<Client>(
       std::make_unique<client_internal::ClientImpl>(std::move(transport), options));
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/listener_probe.h"
 
 namespace kvstash::client_internal {
 
@@ -70,7 +71,7 @@ absl::StatusOr<Client*> MemberConn::Connect(absl::Time deadline) {
   absl::Status s = client.status();
   // A member address that answers as something else is that member's failure: the others
   // still serve.
-  if (absl::IsFailedPrecondition(s)) {
+  if (IsWrongListener(s)) {
     s = absl::UnavailableError(absl::StrCat("cluster member ", member_.id, ": ", s.message()));
   }
   // A memory range this member refuses must not make it unusable: calls still work with

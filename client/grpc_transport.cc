@@ -102,9 +102,10 @@ absl::Status GrpcTransport::WaitConnected(absl::Time deadline) {
       probe.deadline = deadline;
       absl::StatusOr<std::string> why =
           RunUnaryCall(connections_[i].stub.get(), probe, MethodName(UnaryMethod::kHealth), "");
+      if (why.ok()) continue;  // connected within the reserve after all
       return absl::UnavailableError(
-          absl::StrCat("connection ", i, " to kvstashd at ", target_, " not established in time",
-                       why.ok() ? "" : absl::StrCat(": ", why.status().message())));
+          absl::StrCat("connection ", i, " to kvstashd at ", target_,
+                       " not established in time: ", why.status().message()));
     }
   }
   return absl::OkStatus();

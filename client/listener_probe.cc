@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,7 @@
 namespace kvstash::client_internal {
 namespace {
 
+constexpr absl::string_view kWrongListenerPayload = "type.kvstash/wrong_listener";
 constexpr size_t kMaxReplyBytes = 16 << 10;
 constexpr size_t kFrameHeaderBytes = 9;   // HTTP/2
 constexpr size_t kRecordHeaderBytes = 5;  // TLS
@@ -139,12 +141,30 @@ ListenerDescription Http1(const ProbeTarget& target, absl::string_view reply,
 
 std::string ProbeTarget::Address() const { return JoinHostPort(host, port); }
 
+absl::Status WrongListenerError(absl::string_view message) {
+  absl::Status s = absl::FailedPreconditionError(message);
+  s.SetPayload(kWrongListenerPayload, absl::Cord());
+  return s;
+}
+
+bool IsWrongListener(const absl::Status& s) {
+  return absl::IsFailedPrecondition(s) && s.GetPayload(kWrongListenerPayload).has_value();
+}
+
 ListenerDescription DescribeReply(const ProbeTarget& target, const ProbeReply& reply) {
   const std::string address = target.Address();
   const std::string want = absl::StrCat("kvstashd's ", ListenerName(target.scheme), " listener");
   const absl::string_view bytes = reply.bytes;
   if (absl::StartsWith(bytes, "HTTP/1.")) return Http1(target, bytes, want);
   const bool grpc = target.scheme == UriScheme::kGrpc;
+  // A TLS record: an alert (21) or a handshake (22), version 3.0-3.4. Checked first: a
+  // record's length may look like an HTTP/2 frame type.
+  if (bytes.size() >= 3 && (bytes[0] == 21 || bytes[0] == 22) && bytes[1] == 3 && bytes[2] <= 4) {
+    if (grpc && target.tls) return {};  // the handshake's own error says more
+    return {true, absl::StrCat(address, " is a TLS server, not ", want,
+                               "; if it is kvstashd's gRPC listener with server.tls, use grpcs://",
+                               address)};
+  }
   // HTTP/2 frames: 3 bytes of length, then the type (4 SETTINGS, 7 GOAWAY).
   if (bytes.size() >= 9 && (bytes[3] == 4 || bytes[3] == 7)) {
     // To a plaintext gRPC URI that is what was asked for: kvstashd slow to answer, or not
@@ -157,13 +177,6 @@ ListenerDescription DescribeReply(const ProbeTarget& target, const ProbeReply& r
     }
     return {true, absl::StrCat(address, " is an HTTP/2 (gRPC) server, not ", want,
                                "; if it is kvstashd's gRPC listener, use grpc://", address)};
-  }
-  // A TLS record: an alert (21) or a handshake (22), version 3.x.
-  if (bytes.size() >= 2 && (bytes[0] == 21 || bytes[0] == 22) && bytes[1] == 3) {
-    if (grpc && target.tls) return {};  // the handshake's own error says more
-    return {true, absl::StrCat(address, " is a TLS server, not ", want,
-                               "; if it is kvstashd's gRPC listener with server.tls, use grpcs://",
-                               address)};
   }
   if (!bytes.empty()) {
     return {true, absl::StrCat(address, " answered \"", Printable(bytes), "\", not ", want)};
@@ -191,7 +204,10 @@ ListenerDescription DescribeListener(const ProbeTarget& target, absl::Time deadl
   }
   close(fd);
   // TLS servers close on plaintext without a word: greet one as TLS instead.
-  if (reply.bytes.empty() && reply.closed && (fd = ConnectAny(target, deadline, &why)) >= 0) {
+  if (reply.bytes.empty() && reply.closed) {
+    fd = ConnectAny(target, deadline, &why);
+    if (fd < 0)
+      return {false, absl::StrCat(target.Address(), " closed the connection, then: ", why)};
     if (Send(fd, ClientHello())) {
       ProbeReply tls = Read(fd, deadline, kRecordHeaderBytes);
       if (!tls.bytes.empty()) reply = tls;

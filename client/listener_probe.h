@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/uri.h"
 
@@ -46,5 +48,11 @@ ListenerDescription DescribeListener(const ProbeTarget& target, absl::Time deadl
 
 // What `reply` says about the listener at `target`.
 ListenerDescription DescribeReply(const ProbeTarget& target, const ProbeReply& reply);
+
+// FAILED_PRECONDITION with `message`, marked as a verdict about one address (something
+// other than the kvstashd listener answers there), so that a cluster client can tell it
+// from a setting every member would refuse.
+absl::Status WrongListenerError(absl::string_view message);
+bool IsWrongListener(const absl::Status& s);
 
 }  // namespace kvstash::client_internal

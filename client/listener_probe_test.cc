@@ -76,6 +76,13 @@ TEST(DescribeReplyTest, TlsIsWrongToPlaintextClients) {
   EXPECT_EQ(tls.what, "");
 }
 
+TEST(DescribeReplyTest, ATlsRecordWhoseLengthLooksLikeAnHttp2FrameIsTls) {
+  const std::string server_hello("\x16\x03\x03\x07\x00\x02\x00\x06\xfc", 9);
+  ListenerDescription d = Describe(Target("h", 7070, UriScheme::kGrpc, true), server_hello);
+  EXPECT_FALSE(d.wrong_service);
+  EXPECT_EQ(d.what, "");
+}
+
 TEST(DescribeReplyTest, PlaintextHttp2IsWrongToTlsClients) {
   const std::string settings("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
   ListenerDescription d = Describe(Target("h", 7070, UriScheme::kGrpc, true), settings);

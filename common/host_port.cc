@@ -41,8 +41,8 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text) {
     }
   }
   int port = 0;
-  if (port_text.empty() || !absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535 ||
-      !absl::ascii_isdigit(static_cast<unsigned char>(port_text.front()))) {
+  if (port_text.empty() || port_text.find_first_not_of("0123456789") != absl::string_view::npos ||
+      !absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535) {
     return bad("port must be 1..65535");
   }
   out.host = std::string(host);

@@ -29,6 +29,14 @@ TEST(HostPortTest, WildcardsAndTheirLocalAddress) {
   }
 }
 
+TEST(HostPortTest, ParseTakesDigitsOnlyForThePort) {
+  ASSERT_TRUE(ParseHostPort("[::1]:7070").ok());
+  EXPECT_EQ(ParseHostPort("[::1]:7070")->ToString(), "[::1]:7070");
+  for (absl::string_view bad : {"h:7070 ", "h: 7070", "h:+80", "h:0", "h:65536", "::1:80", ":80"}) {
+    EXPECT_FALSE(ParseHostPort(bad).ok()) << bad;
+  }
+}
+
 TEST(HostPortTest, JoinBracketsV6Once) {
   EXPECT_EQ(JoinHostPort("10.0.0.3", 7072), "10.0.0.3:7072");
   EXPECT_EQ(JoinHostPort("::1", 7072), "[::1]:7072");

@@ -33,7 +33,7 @@ def find_kvstashd() -> str:
 
 def parse_ready_file(text: str) -> Dict[str, str]:
     """The daemon's ready file: ``key=value`` lines (``grpc=HOST:PORT`` always, ``pid=``,
-    ``metrics=`` and ``ucx=`` when served; see README, "Running kvstashd", and
+    ``metrics=`` and ``ucx=`` when served, ``grpc_tls=true`` under TLS; see README, "Running kvstashd", and
     common/ready_file.h). Raises ValueError when there is no ``grpc=`` line."""
     fields = {}
     for line in text.splitlines():

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cluster/etcd_client.h"
@@ -40,11 +41,13 @@ std::string HostName() {
 }
 
 std::string AdvertisedAddress(absl::string_view host_port, absl::string_view hostname) {
-  const size_t colon = host_port.rfind(':');
-  if (colon == absl::string_view::npos) return std::string(host_port);
-  const absl::string_view host = host_port.substr(0, colon);
-  if (!IsWildcardHost(host)) return std::string(host_port);
-  return absl::StrCat(hostname, host_port.substr(colon));
+  absl::string_view host, port;
+  int p = 0;
+  if (!SplitHostPort(host_port, &host, &port) || !IsWildcardHost(host) ||
+      !absl::SimpleAtoi(port, &p)) {
+    return std::string(host_port);
+  }
+  return JoinHostPort(hostname, p);
 }
 
 absl::StatusOr<cluster::Member> SelfMember(const ServerConfig& config, const BoundListeners& bound,
@@ -64,9 +67,9 @@ absl::StatusOr<cluster::Member> SelfMember(const ServerConfig& config, const Bou
         "cluster.advertise_grpc: must be set when server.grpc_listen is a Unix socket "
         "(other hosts cannot reach it)");
   } else {
-    const std::string listen = bound.grpc_listen;
-    m.grpc_address = AdvertisedAddress(
-        absl::StrCat(listen.substr(0, listen.rfind(':')), ":", bound.grpc_port), hostname);
+    absl::string_view host, port;
+    SplitHostPort(bound.grpc_listen, &host, &port);
+    m.grpc_address = AdvertisedAddress(JoinHostPort(host, bound.grpc_port), hostname);
   }
   if (!bound.ucx_address.empty()) {
     m.ucx_address =

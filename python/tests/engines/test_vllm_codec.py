@@ -1,0 +1,242 @@
+"""The engine-neutral chunk codec against vLLM 0.32's own KV cache views: every
+KVCacheLayout, full attention (K and V of one width or not) and MLA, kernel blocks smaller
+than the manager's, each cache dtype; byte-exact against an indexing reference, round trips
+across layouts and block sizes, bytes outside the request untouched; the CPU backend's
+packed pages decoded through its own cache writer."""
+
+import pytest
+
+pytestmark = pytest.mark.engine
+torch = pytest.importorskip("torch")
+pytest.importorskip("vllm")
+
+from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheTensor,  # noqa: E402
+                                        MLAAttentionSpec, compute_layout_strides,
+                                        create_kv_cache_views)
+from vllm.v1.kv_cache_layout import KVCacheLayout  # noqa: E402
+
+from kvstash.integrations._kv_codec import KvSpec, PageCodec, learn_page_order  # noqa: E402
+
+LAYERS, BLOCKS = 3, 10
+CARRIER = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
+SPECS = {
+    "bf16": lambda bs: FullAttentionSpec(block_size=bs, num_kv_heads=2, head_size=8,
+                                         dtype=torch.bfloat16),
+    "fp16": lambda bs: FullAttentionSpec(block_size=bs, num_kv_heads=3, head_size=4,
+                                         dtype=torch.float16),
+    "fp32": lambda bs: FullAttentionSpec(block_size=bs, num_kv_heads=1, head_size=8,
+                                         dtype=torch.float32),
+    "fp8": lambda bs: FullAttentionSpec(block_size=bs, num_kv_heads=2, head_size=16,
+                                        dtype=torch.float8_e4m3fn),
+    "v_narrower": lambda bs: FullAttentionSpec(block_size=bs, num_kv_heads=2, head_size=8,
+                                               head_size_v=4, dtype=torch.bfloat16),
+    "mla": lambda bs: MLAAttentionSpec(block_size=bs, num_kv_heads=1, head_size=24,
+                                       dtype=torch.bfloat16),
+}
+
+
+def engine_views(spec, layout, kernel_block=None, seed=0, raw=None):
+    """The per-layer views vLLM gives attention (and a connector), over random bytes."""
+    layer_stride, block_stride, *_ = compute_layout_strides(spec, BLOCKS, LAYERS, layout)
+    size = LAYERS * BLOCKS * spec.page_size_bytes
+    if raw is None:
+        gen = torch.Generator().manual_seed(seed)
+        raw = torch.randint(-128, 128, (size,), dtype=torch.int8, generator=gen)
+    tensor = KVCacheTensor(size=size, layers=[f"layer.{i}" for i in range(LAYERS)],
+                           layer_stride=layer_stride, block_stride=block_stride)
+    try:
+        views = create_kv_cache_views(raw, spec, BLOCKS, layout, tensor, kernel_block)
+    except ValueError as e:  # vLLM refuses kernel blocks in this layout
+        pytest.skip(str(e))
+    return raw, views
+
+
+def kv_spec(spec) -> KvSpec:
+    return KvSpec(spec.num_kv_heads, spec.head_size, spec.head_size_v,
+                  torch.empty(0, dtype=spec.dtype).element_size())
+
+
+def token_cells(view, spec, block_ids, tokens):
+    """Each token's [heads, content] cell of the view, by the view's own indexing: manager
+    block ``b`` is kernel blocks ``b * ratio + i``."""
+    kernel = view.shape[2]
+    ratio = spec.block_size // kernel
+    carrier = view.view(CARRIER[view.element_size()])
+    for t in range(tokens):
+        b, o = block_ids[t // spec.block_size], t % spec.block_size
+        yield carrier[b * ratio + o // kernel, :, o % kernel, :]
+
+
+def reference_tokens(view, spec, block_ids, tokens):
+    """[tokens, heads, content] elements read one token at a time."""
+    return torch.stack(list(token_cells(view, spec, block_ids, tokens)))
+
+
+def canonical(ref, s: KvSpec):
+    """The canonical slice from [tokens, heads, content]: every K row, then every V row."""
+    parts = [ref[..., :s.head_size].reshape(-1), ref[..., s.head_size:].reshape(-1)]
+    return torch.cat(parts).view(torch.uint8)
+
+
+def codec_for(spec, view) -> PageCodec:
+    codec = PageCodec(kv_spec(spec), spec.block_size, view.shape[2])
+    codec.check_view(view)
+    return codec
+
+
+@pytest.mark.parametrize("kernel_split", [False, True])
+@pytest.mark.parametrize("name", list(SPECS))
+@pytest.mark.parametrize("layout", list(KVCacheLayout), ids=lambda x: x.name)
+def test_gather_is_the_canonical_slice_of_the_view(layout, name, kernel_split):
+    spec = SPECS[name](16)
+    _, views = engine_views(spec, layout, 8 if kernel_split else None)
+    s = kv_spec(spec)
+    blocks, tokens = [7, 2, 9], 40  # the last block partial
+    for view in views:
+        codec = codec_for(spec, view)
+        out = torch.empty(s.layer_bytes(tokens), dtype=torch.uint8)
+        codec.gather(view, blocks, tokens, out)
+        assert torch.equal(out, canonical(reference_tokens(view, spec, blocks, tokens), s))
+
+
+def test_gather_matches_flash_attention_k_and_v():
+    spec = SPECS["bf16"](16)
+    _, views = engine_views(spec, KVCacheLayout.LBNHC)
+    view = views[0]
+    s = kv_spec(spec)
+    out = torch.empty(s.layer_bytes(32), dtype=torch.uint8)
+    codec_for(spec, view).gather(view, [3, 5], 32, out)
+    # FlashAttention's own split of the same view.
+    key, value = view.transpose(1, 2).split(spec.head_size, -1)  # [blocks, tokens, heads, D]
+    # Bits compared: random bytes hold NaNs.
+    want_k = torch.cat([key[3], key[5]]).reshape(-1).view(torch.int16)
+    want_v = torch.cat([value[3], value[5]]).reshape(-1).view(torch.int16)
+    got = out.view(torch.int16)
+    assert torch.equal(got[:want_k.numel()], want_k)
+    assert torch.equal(got[want_k.numel():], want_v)
+
+
+ROUND_TRIPS = [
+    # (source layout, block size, kernel block), (destination ...)
+    ((KVCacheLayout.LBNHC, 16, None), (KVCacheLayout.LBHNC, 16, None)),
+    ((KVCacheLayout.LBHNC, 16, 8), (KVCacheLayout.BLNHC, 32, None)),
+    ((KVCacheLayout.BHLNC, 32, None), (KVCacheLayout.LBNHC, 16, 8)),
+    ((KVCacheLayout.LHBNC, 16, None), (KVCacheLayout.BLHNC, 8, None)),
+]
+
+
+@pytest.mark.parametrize("name", ["bf16", "fp8", "mla", "v_narrower"])
+@pytest.mark.parametrize("src,dst", ROUND_TRIPS, ids=lambda x: f"{x[0].name}-{x[1]}-{x[2]}")
+def test_round_trip_across_layouts_and_block_sizes_touches_only_the_request(src, dst, name):
+    src_spec, dst_spec = SPECS[name](src[1]), SPECS[name](dst[1])
+    _, src_views = engine_views(src_spec, src[0], src[2], seed=1)
+    dst_raw, dst_views = engine_views(dst_spec, dst[0], dst[2], seed=2)
+    s, tokens = kv_spec(src_spec), 44
+    src_blocks = [4, 0, 8, 6, 1, 5][:-(-tokens // src[1])]
+    dst_blocks = [9, 3, 2, 7, 0, 5][:-(-tokens // dst[1])]
+    before = dst_raw.clone()
+    for layer in range(LAYERS):
+        out = torch.empty(s.layer_bytes(tokens), dtype=torch.uint8)
+        codec_for(src_spec, src_views[layer]).gather(src_views[layer], src_blocks, tokens, out)
+        codec_for(dst_spec, dst_views[layer]).scatter(out, dst_views[layer], dst_blocks, tokens)
+        assert torch.equal(reference_tokens(dst_views[layer], dst_spec, dst_blocks, tokens),
+                           reference_tokens(src_views[layer], src_spec, src_blocks, tokens))
+    # Every byte outside the request's token cells is as it was.
+    mask = torch.zeros_like(dst_raw)
+    _, mask_views = engine_views(dst_spec, dst[0], dst[2], raw=mask)
+    for view in mask_views:
+        for cell in token_cells(view, dst_spec, dst_blocks, tokens):
+            cell.fill_(-1)
+    outside = mask == 0
+    assert outside.any()
+    assert torch.equal(dst_raw[outside], before[outside])
+
+
+def test_a_slice_of_the_wrong_size_or_a_foreign_view_is_refused():
+    spec = SPECS["bf16"](16)
+    _, views = engine_views(spec, KVCacheLayout.LBNHC)
+    codec = codec_for(spec, views[0])
+    with pytest.raises(ValueError, match="canonical slice"):
+        codec.gather(views[0], [1], 16, torch.empty(100, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="need more than"):
+        codec.gather(views[0], [1], 17, torch.empty(kv_spec(spec).layer_bytes(17),
+                                                      dtype=torch.uint8))
+    _, mla_views = engine_views(SPECS["mla"](16), KVCacheLayout.LBNHC)
+    with pytest.raises(ValueError, match="is not"):
+        codec.check_view(mla_views[0])
+
+
+# -- vLLM's CPU backend: pages packed by its own writer --------------------------------
+
+
+def cpu_writer(isa):
+    from vllm import _custom_ops as ops
+
+    def write(key, value, page):
+        # The backend's own view of a page (cpu_attn.py): K slots, then V slots.
+        blocks, heads, block, _ = page.shape
+        key_cache, value_cache = page.view(blocks, heads, block * 2, -1).chunk(2, dim=2)
+        slots = torch.arange(key.shape[0], dtype=torch.long)
+        ops.cpu_attn_reshape_and_cache(key, value, key_cache, value_cache, slots, isa)
+    return write
+
+
+@pytest.mark.parametrize("block,head_size", [(32, 64), (16, 32)])
+def test_cpu_backend_pages_decode_through_the_learned_order(block, head_size):
+    from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
+    dtype, heads = torch.bfloat16, 2
+    isa = _get_attn_isa(dtype, block, head_size)
+    s = KvSpec(heads, head_size, head_size, 2)
+    write = cpu_writer(isa)
+    order = learn_page_order(lambda k, v, page: write(k, v, page), s, block, dtype)
+    assert order is not None, isa
+    codec = PageCodec(s, block, page_order=order)
+    # The engine writes 2.5 blocks of a prompt into blocks 3, 0, 5 of its cache.
+    tokens, blocks = block * 2 + block // 2, [3, 0, 5]
+    gen = torch.Generator().manual_seed(3)
+    cache = torch.randn(6, heads, block, 2 * head_size, generator=gen).to(dtype)
+    key = torch.randn(tokens, heads, head_size, generator=gen).to(dtype)
+    value = torch.randn(tokens, heads, head_size, generator=gen).to(dtype)
+    key_cache, value_cache = cache.view(6, heads, block * 2, -1).chunk(2, dim=2)
+    slots = torch.tensor([blocks[t // block] * block + t % block for t in range(tokens)])
+    from vllm import _custom_ops as ops
+    ops.cpu_attn_reshape_and_cache(key, value, key_cache, value_cache, slots, isa)
+    codec.check_view(cache)
+    out = torch.empty(s.layer_bytes(tokens), dtype=torch.uint8)
+    codec.gather(cache, blocks, tokens, out)
+    assert torch.equal(out, torch.cat([key.reshape(-1), value.reshape(-1)]).view(torch.uint8))
+    # Scattered into another cache, the pages are the bytes the writer itself produced, and
+    # the slots after the request keep theirs.
+    other = torch.randn(6, heads, block, 2 * head_size, generator=gen).to(dtype)
+    before = other.clone()
+    codec.scatter(out, other, blocks, tokens)
+    assert torch.equal(other[[3, 0]], cache[[3, 0]])
+    again = torch.empty_like(out)
+    codec.gather(other, blocks, tokens, again)
+    assert torch.equal(again, out)
+    # Block 5 held the last half block: its other slots are as they were.
+    tail, kept = (torch.empty(s.layer_bytes(block), dtype=torch.uint8) for _ in range(2))
+    codec.gather(before, [5], block, kept)
+    codec.gather(other, [5], block, tail)
+    row, half = s.layer_bytes(1) // 2, s.layer_bytes(block) // 2  # K rows, then V rows
+    for part in (0, half):
+        rest = slice(part + block // 2 * row, part + half)
+        assert torch.equal(tail[rest], kept[rest])
+    for b in (1, 2, 4):
+        assert torch.equal(other[b], before[b])
+
+
+def test_a_writer_that_converts_values_has_no_order():
+    s = KvSpec(1, 4, 4, 2)
+
+    def scaled(key, value, page):
+        page[0, :, :, :4] = key.transpose(0, 1) * 2
+        page[0, :, :, 4:] = value.transpose(0, 1)
+    assert learn_page_order(scaled, s, 4, torch.bfloat16) is None
+
+    def plain(key, value, page):
+        page[0, :, :, :4] = key.transpose(0, 1)
+        page[0, :, :, 4:] = value.transpose(0, 1)
+    order = learn_page_order(plain, s, 4, torch.bfloat16)
+    assert order is not None and torch.equal(torch.sort(order).values, torch.arange(32))
+    assert learn_page_order(plain, s, 4, torch.float8_e4m3fn) is None

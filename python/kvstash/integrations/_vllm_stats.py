@@ -3,7 +3,7 @@
 vLLM sends each worker's :class:`KvstashConnectorStats` to the engine's logger process,
 aggregates them, logs them (``KV Transfer metrics: ...``) and hands them to
 :class:`KvstashPromMetrics`, which exports ``vllm:kvstash_*`` counters on vLLM's
-``/metrics``. Objects are (chunk, layer) runs of pages.
+``/metrics``. Objects are (chunk, layer) slices of KV.
 
 Thread-safety: not thread-safe; the connector's worker adds to its stats under its own lock.
 """
@@ -27,7 +27,10 @@ COUNTERS: Dict[str, str] = {
     "stored_bytes": "Bytes sent to kvstash by stores",
     "store_declined_objects": "Objects the daemon declined for lack of space",
     "store_failed_objects": "Objects whose store failed (daemon down or error)",
-    "store_skipped_objects": "Objects not stored because a load of the same step failed",
+    "store_skipped_objects": "Objects not stored because a load of the same step failed "
+                             "or no staging slot was free",
+    "staging_full_objects": "Objects not moved because every staging slot was in use (a load "
+                            "then fails and is recomputed, a store is skipped)",
     "lookups": "Scheduler lookups (one per new request with at least one whole chunk)",
     "lookup_failures": "Lookups that failed (daemon down or error): treated as misses",
 }

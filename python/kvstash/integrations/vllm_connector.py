@@ -7,25 +7,27 @@ loaded by any engine of the same model, instead of recomputed.
         kv_role="kv_both", kv_load_failure_policy="recompute",
         kv_connector_extra_config={"uri": "ucx://127.0.0.1:7072"}))
 
-``kv_connector_extra_config``: ``uri`` (required), ``chunk_blocks`` (vLLM blocks per kvstash
-chunk, default 1), ``load_mode`` (``"layerwise"``, the default: loads overlap the forward
-layer by layer; ``"async"``: the request waits, out of the batch, until its chunks arrived),
-``lease_ms`` (how long looked-up chunks are kept from eviction for the load, default 30000),
-``tenant``, ``revision``, ``hash_algo``, ``retry_interval_s`` and any
-:func:`kvstash.default_options` field; anything else is refused at start.
+``kv_connector_extra_config``: ``uri`` (required), ``chunk_tokens`` (tokens per kvstash
+chunk, a multiple of the block size; default 256, or the block size when larger: engines
+share chunks when this agrees), ``load_mode`` (``"layerwise"``, the default: loads overlap
+the forward layer by layer; ``"async"``: the request waits, out of the batch, until its
+chunks arrived), ``lease_ms`` (how long looked-up chunks are kept from eviction for the
+load, default 30000), ``staging_mb`` (host staging for objects in flight, default 512; on a
+GPU pinned, made on first use), ``tenant``, ``revision``, ``hash_algo``,
+``retry_interval_s`` and any :func:`kvstash.default_options` field; anything else is
+refused at start.
 
-What this version does: vLLM's CPU backend (each layer's cache one tensor of pages,
-``[num_blocks, kv_heads, block_size, 2 * head_dim]``, packed by the backend: a (layer,
-block) page is stored as opaque bytes under a format tag, in a namespace that pins the
-layout, so no other layout misreads it), one KV cache group, tensor parallelism (a
-namespace per rank), no pipeline parallelism.
-Chunk keys are kvstash prefix keys over the prompt's token ids (``KeyChain``), one object
-per (chunk, layer), read and written in place in vLLM's cache. The scheduler claims the
-longest prefix of whole chunks present (one leased ``Lookup``), leaving at least one
-prompt token to compute; only whole prompt chunks, once computed, are stored. The worker
-side (``_vllm_worker``) moves the bytes; counters go to vLLM's stats and ``/metrics``
-(``_vllm_stats``). A daemon that is down, a failed lookup or a failed load means vLLM
-recomputes.
+What this version does: CUDA and CPU engines; models whose layers are all full attention
+or all MLA, in any ``KVCacheLayout`` and block size (``_vllm_format`` says what is refused
+and why); tensor parallelism (a namespace per rank); no pipeline parallelism. Each
+(chunk, layer) object is that layer's slice of the engine-neutral ``kvstash.layer_kv_token.v1``
+(docs/chunk-format.md), so engines of the same model share chunks across devices, backends,
+layouts and block sizes. Chunk keys are kvstash prefix keys over the prompt's token ids
+(``KeyChain``). The scheduler claims the longest prefix of whole chunks present (one leased
+``Lookup``), leaving at least one prompt token to compute; only whole prompt chunks, once
+computed, are stored. The worker side (``_vllm_worker``) moves the bytes; counters go to
+vLLM's stats and ``/metrics`` (``_vllm_stats``). A daemon that is down, a failed lookup or
+a failed load means vLLM recomputes.
 
 Thread-safety: vLLM calls each side (scheduler, worker) from one thread.
 """
@@ -37,6 +39,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import kvstash
 from kvstash.integrations._common import Connection, logger, split_options
+from kvstash.integrations._kv_mover import make_mover
+from kvstash.integrations._vllm_format import DEFAULT_CHUNK_TOKENS, EngineFormat, engine_format
 from kvstash.integrations._vllm_stats import KvstashConnectorStats, KvstashPromMetrics
 from kvstash.integrations._vllm_worker import ChunkOp, Worker
 
@@ -81,14 +85,16 @@ class KvstashConnector(KVConnectorBase_V1):
         super().__init__(vllm_config=vllm_config, role=role, kv_cache_config=kv_cache_config)
         params = dict(self._kv_transfer_config.kv_connector_extra_config or {})
         uri = params.pop("uri", "")
-        chunk_blocks = int(params.pop("chunk_blocks", 1))
+        chunk_tokens = params.pop("chunk_tokens", None)
+        self._staging_bytes = int(float(params.pop("staging_mb", 512)) * (1 << 20))
         retry_interval_s = float(params.pop("retry_interval_s", 5.0))
         self._load_async = _load_mode(params.pop("load_mode", "layerwise")) == "async"
         self._lease_ms = int(params.pop("lease_ms", 30000))
         ns_fields, client_options = split_options(params)
         # One namespace per tensor-parallel rank (each holds its own KV heads): the scheduler
         # looks chunks up in all of them, a worker moves its own rank's.
-        self._ranks, self._layers_n = _namespaces(vllm_config, kv_cache_config, chunk_blocks,
+        self._format = engine_format(vllm_config, kv_cache_config)
+        self._ranks, self._layers_n = _namespaces(vllm_config, self._format, chunk_tokens,
                                                   ns_fields)
         rank = 0
         if role == KVConnectorRole.WORKER:
@@ -97,17 +103,18 @@ class KvstashConnector(KVConnectorBase_V1):
         self._namespace = self._ranks[rank]
         if role == KVConnectorRole.WORKER:
             self._ranks = [self._namespace]
-        self._chunk_blocks = chunk_blocks
+        self._chunk_blocks = self._namespace.chunk_tokens // self._format.block_size
         self._conn = Connection(uri, client_options, lambda: self._ranks,
                                 retry_interval_s=retry_interval_s, what="vLLM KvstashConnector",
-                                own_params=("chunk_blocks", "load_mode", "lease_ms"))
+                                own_params=("chunk_tokens", "load_mode", "lease_ms",
+                                            "staging_mb"))
         self._conn.connect_now()
         self._requests: Dict[str, _Request] = {}  # scheduler side
         self._claims: Dict[str, _Claim] = {}
         self._pending_async: List[ChunkOp] = []
         self._stats = KvstashConnectorStats()  # scheduler side
         self._worker = Worker(self._conn, self._layers_n, self._namespace.chunk_tokens,
-                              self._object_key, rank)
+                              self._object_key, self._format.object_format, rank)
 
     def _object_key(self, chunk_key: bytes, layer: int,
                     ns: Optional[kvstash.Namespace] = None) -> bytes:
@@ -257,7 +264,15 @@ class KvstashConnector(KVConnectorBase_V1):
             raise kvstash.InvalidArgument(
                 kvstash.StatusCode.INVALID_ARGUMENT,
                 f"KvstashConnector: {len(layers)} KV caches for {self._layers_n} layers")
-        self._worker.register(layers)
+        try:
+            codecs = [self._format.codec(cache) for _, cache in layers]
+        except ValueError as e:
+            raise kvstash.Error(kvstash.StatusCode.UNIMPLEMENTED,
+                                f"KvstashConnector: {e}") from e
+        device = layers[0][1].device
+        mover = make_mover(device, self._format.spec.layer_bytes(self._namespace.chunk_tokens),
+                           self._staging_bytes)
+        self._worker.register(layers, codecs, mover)
 
     def handle_preemptions(self, kv_connector_metadata: KVConnectorMetadata) -> None:
         if isinstance(kv_connector_metadata, KvstashConnectorMetadata) and \
@@ -307,35 +322,30 @@ def _load_mode(mode: Any) -> str:
             f"KvstashConnector: load_mode {mode!r} is not one of {', '.join(LOAD_MODES)}")
     return mode
 
-def _namespaces(vllm_config: Any, kv_cache_config: Any, chunk_blocks: int,
+def _namespaces(vllm_config: Any, fmt: EngineFormat, chunk_tokens: Any,
                 fields: Dict[str, Any]) -> Tuple[List[kvstash.Namespace], int]:
-    """The namespaces of this engine's pages, one per tensor-parallel rank, and its number
+    """The namespaces of this engine's objects, one per tensor-parallel rank, and its number
     of layers."""
-    from vllm.platforms import current_platform
-    model, parallel, cache = (vllm_config.model_config, vllm_config.parallel_config,
-                              vllm_config.cache_config)
-    if not current_platform.is_cpu():
-        raise kvstash.Error(kvstash.StatusCode.UNIMPLEMENTED,
-                            "KvstashConnector: only vLLM's CPU backend is supported so far")
+    model, parallel = vllm_config.model_config, vllm_config.parallel_config
     if parallel.pipeline_parallel_size != 1:
         raise kvstash.Error(kvstash.StatusCode.UNIMPLEMENTED,
                             "KvstashConnector: pipeline parallelism is not supported yet")
-    if chunk_blocks < 1:
-        raise kvstash.InvalidArgument(kvstash.StatusCode.INVALID_ARGUMENT,
-                                      f"KvstashConnector: chunk_blocks is {chunk_blocks}")
-    block_size = cache.block_size
-    if kv_cache_config is not None and kv_cache_config.kv_cache_groups:
-        if len(kv_cache_config.kv_cache_groups) != 1:
-            raise kvstash.Error(kvstash.StatusCode.UNIMPLEMENTED,
-                                "KvstashConnector: one KV cache group only")
-        block_size = kv_cache_config.kv_cache_groups[0].kv_cache_spec.block_size
-    dtype = str(cache.cache_dtype)
-    if dtype == "auto":
-        dtype = str(model.dtype).replace("torch.", "")
+    if getattr(parallel, "decode_context_parallel_size", 1) != 1:
+        raise kvstash.Error(kvstash.StatusCode.UNIMPLEMENTED,
+                            "KvstashConnector: decode context parallelism is not supported yet")
+    block = fmt.block_size
+    if chunk_tokens is None:
+        chunk_tokens = -(-DEFAULT_CHUNK_TOKENS // block) * block
+    chunk_tokens = int(chunk_tokens)
+    if chunk_tokens < block or chunk_tokens % block:
+        raise kvstash.InvalidArgument(
+            kvstash.StatusCode.INVALID_ARGUMENT,
+            f"KvstashConnector: chunk_tokens {chunk_tokens} is not a multiple of the "
+            f"{block}-token block size")
     layers = model.get_num_layers(parallel)
     tp = parallel.tensor_parallel_size
     return [kvstash.Namespace(
-        model=model.model, num_layers=layers, kv_heads=model.get_num_kv_heads(parallel),
-        head_dim=model.get_head_size(), dtype=dtype, chunk_tokens=block_size * chunk_blocks,
-        tp_rank=rank, tp_size=tp, kv_layout=f"vllm.cpu.page.v1;block_size={block_size}",
-        **fields) for rank in range(tp)], layers
+        model=model.model, num_layers=layers, kv_heads=fmt.spec.kv_heads,
+        head_dim=fmt.spec.head_size, dtype=fmt.dtype, chunk_tokens=chunk_tokens,
+        tp_rank=rank, tp_size=tp, kv_layout=fmt.kv_layout, **fields)
+        for rank in range(tp)], layers

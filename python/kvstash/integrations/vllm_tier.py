@@ -194,7 +194,8 @@ class KvstashTier(SecondaryTierManager):
 
 
 def _namespace_for(spec: Any, row_bytes: int, fields: Dict[str, Any]) -> kvstash.Namespace:
-    """The namespace of this engine's rows: model, dtype, parallel layout and row shape."""
+    """The namespace of this engine's rows: model, dtype, parallel layout, row shape and the
+    KV cache layout the rows' bytes are in (engines in NHD and HND never share rows)."""
     config = spec.config
     layers = sum(len(g.layer_names) for g in config.groups)
     blocks = config.cache.blocks_per_chunk
@@ -202,7 +203,8 @@ def _namespace_for(spec: Any, row_bytes: int, fields: Dict[str, Any]) -> kvstash
     parallel = config.parallel
     layout = (f"vllm.offload.row.v1;row_bytes={row_bytes};blocks_per_chunk={blocks}"
               f";world_size={parallel.world_size};pp={parallel.pp_size}"
-              f";canonical={bool(config.extra_config.get('canonical_layout', False))}")
+              f";canonical={bool(config.extra_config.get('canonical_layout', False))}"
+              f";kv_cache_layout={getattr(config, 'kv_cache_layout', None) or 'unknown'}")
     return kvstash.Namespace(model=config.model.name, dtype=str(config.model.dtype),
                              num_layers=layers, kv_heads=0, head_dim=0, chunk_tokens=tokens,
                              tp_rank=0, tp_size=1, kv_layout=layout, **fields)

@@ -26,7 +26,8 @@ BLOCK_BYTES = 2 * 2 * 2 * 64 * 16 * 2  # layers * K,V * kv_heads * head_dim * to
 STEP = ScheduleEndContext(new_req_ids=(), preempted_req_ids=())
 
 
-def make_manager(uri, engine, model="test/vllm-tier", extra_config=None, **tier_params):
+def make_manager(uri, engine, model="test/vllm-tier", extra_config=None, kv_cache_layout="LBNHC",
+                 **tier_params):
     """vLLM's manager for an offloading config (``kv_connector_extra_config``; default: a
     small primary tier with kvstash at ``uri`` as its secondary tier)."""
     if extra_config is None:
@@ -39,7 +40,7 @@ def make_manager(uri, engine, model="test/vllm-tier", extra_config=None, **tier_
         groups=(OffloadingGroupConfig(tokens_per_block=16, layer_names=("l0", "l1"),
                                       group_id=0),),
         worker_kv_bytes_per_block=BLOCK_BYTES, enable_kv_cache_events=False,
-        extra_config=extra_config,
+        extra_config=extra_config, kv_cache_layout=kv_cache_layout,
         engine_id=engine, model=OffloadingModelConfig(name=model, dtype="bfloat16"),
         cache=OffloadingCacheConfig(tokens_per_hash=16, blocks_per_chunk=1),
         parallel=OffloadingParallelConfig(
@@ -158,6 +159,16 @@ def test_readme_offloading_config():
         mgr = make_manager(None, engine="readme", extra_config=config["kv_connector_extra_config"])
         store_forget_promote(mgr, b"readme", 3)
         mgr.shutdown()
+
+
+def test_engines_in_other_kv_cache_layouts_never_share_rows():
+    """A row is the engine's bytes as laid out in its KV cache: the layout is in the
+    namespace."""
+    def ns_id(engine, layout):
+        return make_manager(None, engine=engine, kv_cache_layout=layout).secondary_tiers[0] \
+            ._namespace.id
+    assert ns_id("nhd-a", "LBNHC") == ns_id("nhd-b", "LBNHC")
+    assert ns_id("nhd-a", "LBNHC") != ns_id("hnd", "LBHNC")
 
 
 def test_uri_naming_the_metrics_port_is_logged_with_what_answered(daemon, caplog):

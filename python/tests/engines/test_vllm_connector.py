@@ -23,7 +23,14 @@ pytest.importorskip("vllm")
 import kvstash  # noqa: E402
 
 PROMPT = [4 + (i * 7) % 990 for i in range(300)]
-BLOCK = 128  # vLLM's CPU default block size; one block per chunk
+CHUNK = 256  # the connector's default chunk: two of vLLM's 128-token CPU blocks
+KV_HEADS, HEAD_DIM = 2, 64  # conftest's model
+
+
+def canonical_namespace(c, model):
+    """The namespace KvstashConnector stores this model's chunks in, whatever the engine."""
+    return c.namespace(model=model, num_layers=2, kv_heads=KV_HEADS, head_dim=HEAD_DIM,
+                       dtype="bfloat16", chunk_tokens=CHUNK)
 
 
 def engine_main(model: str, uri: str, load_mode: str, tp: int = 1) -> None:
@@ -113,14 +120,17 @@ def run_engine(model: str, uri: str, load_mode: str, tp: int = 1) -> dict:
         return e.request()
 
 
+def object_key(ns, chunk, layer):
+    return ns.key_from_engine_hash(ns.prefix_keys(PROMPT)[chunk] + layer.to_bytes(2, "little"))
+
+
 def replace_one_chunk(daemon, model, size_factor=1.0):
-    """Replaces the second chunk's layer-0 object with random bf16 values, of the same size
+    """Replaces the first chunk's layer-0 object with random bf16 values, of the same size
     or ``size_factor`` times it."""
     with kvstash.Client(daemon.grpc_uri) as c:
-        ns = c.namespace(model=model, num_layers=2, kv_heads=2, head_dim=64, dtype="bfloat16",
-                         chunk_tokens=BLOCK, kv_layout=f"vllm.cpu.page.v1;block_size={BLOCK}")
-        victim = ns.key_from_engine_hash(ns.prefix_keys(PROMPT)[1] + (0).to_bytes(2, "little"))
-        size = 2 * BLOCK * 2 * 64 * 2
+        ns = canonical_namespace(c, model)
+        victim = object_key(ns, 0, 0)
+        size = 2 * CHUNK * KV_HEADS * HEAD_DIM * 2
         assert c.get_into(ns, [victim], [bytearray(size)]) == [size]
         assert c.delete(ns, [victim]) == 1
         noise = np.random.default_rng(0).normal(0, 4, int(size * size_factor) // 2)
@@ -128,7 +138,7 @@ def replace_one_chunk(daemon, model, size_factor=1.0):
         assert c.put(ns, [victim], [bf16]) == [True]
 
 
-EXPECT = (len(PROMPT) - 1) // BLOCK * BLOCK
+EXPECT = (len(PROMPT) - 1) // CHUNK * CHUNK
 
 
 @pytest.mark.parametrize("scheme,load_mode", [("grpc", "layerwise"), ("ucx", "async")])
@@ -142,10 +152,11 @@ def test_engine_b_serves_from_what_engine_a_stored(model_dir, scheme, load_mode)
             b = engine_b.request()
             assert a["cached"] == 0 and b["cached"] == EXPECT, (a, b)
             assert b["tokens"] == a["tokens"]
-            objects = EXPECT // BLOCK * 2  # chunks x layers
+            objects = EXPECT // CHUNK * 2  # chunks x layers
             assert a["metrics"]["vllm:kvstash_stored_objects"] == objects, a
             assert b["metrics"]["vllm:kvstash_loaded_objects"] == objects, b
             assert b["metrics"]["vllm:kvstash_load_failed_objects"] == 0, b
+            check_against_the_models_own_kv(d, model_dir)
             replace_one_chunk(d, model_dir)
             c = engine_b.request()
             assert c["cached"] == EXPECT and c["tokens"] != a["tokens"], (a, c)
@@ -161,10 +172,59 @@ def test_engine_b_serves_from_what_engine_a_stored(model_dir, scheme, load_mode)
                 assert down["cached"] == 0 and down["tokens"] == a["tokens"], (a, down)
 
 
+def check_against_the_models_own_kv(daemon, model):
+    """What the CPU engine stored, loaded by a worker holding FlashAttention-NHD views of
+    16-token blocks, is the model's own K and V of the prompt (transformers' forward in
+    bf16: close to vLLM's kernels, not bit-equal), every token and head."""
+    import torch
+    from transformers import LlamaForCausalLM
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
+    from vllm.v1.kv_cache_layout import KVCacheLayout
+
+    from kv_views import engine_views, kv_spec, reference_tokens
+    from kvstash.integrations._common import Connection
+    from kvstash.integrations._kv_codec import CANONICAL_FORMAT, PageCodec
+    from kvstash.integrations._kv_mover import CpuMover, StagingPool
+    from kvstash.integrations._vllm_worker import ChunkOp, Worker
+    spec = FullAttentionSpec(block_size=16, num_kv_heads=KV_HEADS, head_size=HEAD_DIM,
+                             dtype=torch.bfloat16)
+    _, views = engine_views(spec, KVCacheLayout.LBNHC, blocks=CHUNK // 16, layers=2)
+    with kvstash.Client(daemon.grpc_uri) as c:
+        ns = canonical_namespace(c, model)
+    conn = Connection(daemon.grpc_uri, {}, lambda: [ns])
+    assert conn.connect_now()
+    s = kv_spec(spec)
+    worker = Worker(conn, 2, CHUNK, lambda key, layer: object_key(ns, 0, layer),
+                    CANONICAL_FORMAT)
+    worker.register([("l0", views[0]), ("l1", views[1])], [PageCodec(s, 16)] * 2,
+                    CpuMover(StagingPool(s.layer_bytes(CHUNK), 1 << 24, False)))
+    blocks = list(range(CHUNK // 16))[::-1]
+    worker.start_load([ChunkOp("x", b"", blocks)], False)
+    worker.wait_all_layers()
+    assert worker.load_errors() == set()
+    conn.close()
+    hf = LlamaForCausalLM.from_pretrained(model, dtype=torch.bfloat16)
+    with torch.no_grad():
+        cache = hf(torch.tensor([PROMPT[:CHUNK]]), use_cache=True).past_key_values
+    for layer, view in enumerate(views):
+        cells = reference_tokens(view, spec, blocks, CHUNK).view(torch.bfloat16).float()
+        got = cells[..., :HEAD_DIM], cells[..., HEAD_DIM:]  # [tokens, heads, head_dim]
+        for g, ref in zip(got, layer_kv(cache, layer)):
+            ref = ref[0].transpose(0, 1).float()
+            assert (g - ref).abs().max() <= 0.05 * ref.abs().max() + 0.05, layer
+
+
+def layer_kv(cache, layer):
+    """(K, V) of one layer of a transformers cache, each [1, heads, tokens, head_dim]."""
+    if hasattr(cache, "layers"):
+        return cache.layers[layer].keys, cache.layers[layer].values
+    return cache.key_cache[layer], cache.value_cache[layer]
+
+
 def test_tensor_parallel_ranks_store_and_load_their_own_heads(model_dir):
     """TP=2: each rank stores its KV heads in its own namespace; a later request loads both
-    ranks' chunks; a TP=1 engine of the same model finds none of them (another layout of
-    the same heads)."""
+    ranks' chunks; a TP=1 engine of the same model finds none of them (its objects hold
+    every head)."""
     from kvstash.testing import Daemon
     with Daemon() as d:
         # One TP=2 engine (its second request asks the connector anew; engines sharing
@@ -174,7 +234,7 @@ def test_tensor_parallel_ranks_store_and_load_their_own_heads(model_dir):
             b = engine.request()
         assert a["cached"] == 0 and b["cached"] == EXPECT, (a, b)
         assert b["tokens"] == a["tokens"]
-        assert b["metrics"]["vllm:kvstash_loaded_objects"] == EXPECT // BLOCK * 2 * 2, b
+        assert b["metrics"]["vllm:kvstash_loaded_objects"] == EXPECT // CHUNK * 2 * 2, b
         single = run_engine(model_dir, d.ucx_uri, "layerwise", tp=1)
         assert single["cached"] == 0, single
 

@@ -165,8 +165,11 @@ def test_engines_in_other_kv_cache_layouts_never_share_rows():
     """A row is the engine's bytes as laid out in its KV cache: the layout is in the
     namespace."""
     def ns_id(engine, layout):
-        return make_manager(None, engine=engine, kv_cache_layout=layout).secondary_tiers[0] \
-            ._namespace.id
+        mgr = make_manager("grpc://127.0.0.1:1", engine=engine, kv_cache_layout=layout,
+                           connect_timeout_ms=200, retry_interval_s=60)
+        ns = mgr.secondary_tiers[0]._namespace.id
+        mgr.shutdown()
+        return ns
     assert ns_id("nhd-a", "LBNHC") == ns_id("nhd-b", "LBNHC")
     assert ns_id("nhd-a", "LBNHC") != ns_id("hnd", "LBHNC")
 

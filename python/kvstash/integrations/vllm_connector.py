@@ -245,6 +245,12 @@ class KvstashConnector(KVConnectorBase_V1):
         return out
 
     @classmethod
+    def requires_piecewise_for_cudagraph(cls, extra_config: Dict[str, Any]) -> bool:
+        """True in every load mode: stores (and layer-wise loads) run in the per-layer hooks,
+        which a full CUDA graph would skip on replay."""
+        return True
+
+    @classmethod
     def build_kv_connector_stats(cls, data: Optional[Dict[str, Any]] = None
                                  ) -> KvstashConnectorStats:
         return KvstashConnectorStats(data=dict(data or {}))

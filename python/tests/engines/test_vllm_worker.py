@@ -280,3 +280,15 @@ def test_daemon_killed_with_saves_in_flight_never_leaves_a_request_stuck(daemon)
     w.wait_all_layers()
     assert w.load_errors() == set(a.blocks(6))
     a.close()
+
+
+@pytest.mark.parametrize("load_mode", ["layerwise", "async"])
+def test_the_connector_asks_vllm_for_piecewise_cuda_graphs(load_mode):
+    """Its per-layer hooks run between graph pieces; in a full graph replay would skip them."""
+    from vllm.config import KVTransferConfig
+    from vllm.distributed.kv_transfer.kv_connector.factory import KVConnectorFactory
+    extra = {"uri": "ucx://127.0.0.1:7072", "load_mode": load_mode}
+    cls = KVConnectorFactory.get_connector_class(KVTransferConfig(
+        kv_connector="KvstashConnector", kv_role="kv_both", kv_connector_extra_config=extra,
+        kv_connector_module_path="kvstash.integrations.vllm_connector"))
+    assert cls.requires_piecewise_for_cudagraph(extra)

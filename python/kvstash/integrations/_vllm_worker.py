@@ -90,6 +90,7 @@ class Worker:
         self._failed_reqs: Set[str] = set()  # requests whose load failed this step
         self._load_errors: Set[int] = set()
         self._stores: List[ChunkOp] = []  # this step's
+        self._saved: Set[int] = set()  # layers whose stores of this step went out
         self._saves: List[_Save] = []
         self._owed: Set[str] = set()  # requests with stores, reported once finished and saved
         self._finishing: Set[str] = set()
@@ -228,6 +229,7 @@ class Worker:
 
     def begin_step(self, stores: List[ChunkOp]) -> None:
         self._stores = stores
+        self._saved = set()
         self._failed_reqs = set()
         self._owed.update(op.req_id for op in stores)
 
@@ -235,11 +237,22 @@ class Worker:
         """Copies out this step's objects of one layer, whose KV the attention just wrote;
         each layer's puts go out once its copies finished."""
         layer = self._layer_index.get(layer_name)
+        if layer is not None:
+            self._save(layer)
+
+    def save_unsaved_layers(self) -> None:
+        """Saves the layers no forward saved this step (a step that ran none)."""
+        for layer in range(self._layers_n):
+            if layer not in self._saved:
+                self._save(layer)
+
+    def _save(self, layer: int) -> None:
+        self._saved.add(layer)
         ops = [op for op in self._stores if op.req_id not in self._failed_reqs]
         skipped = len(self._stores) - len(ops)
         if skipped:
             self.stats.add(store_skipped_objects=skipped)
-        if layer is not None and ops:
+        if ops:
             staged, kept = [], []
             for op in ops:
                 s = self._mover.stage_out(self._codecs[layer], self._caches[layer],

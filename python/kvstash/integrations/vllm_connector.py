@@ -11,7 +11,8 @@ loaded by any engine of the same model, instead of recomputed.
 chunk, a multiple of the block size; default 256, or the block size when larger: engines
 share chunks when this agrees), ``load_mode`` (``"layerwise"``, the default: loads overlap
 the forward layer by layer; ``"async"``: the request waits, out of the batch, until its
-chunks arrived), ``lease_ms`` (how long looked-up chunks are kept from eviction for the
+chunks arrived), ``store_answers`` (default true: a finished request's answer is stored too,
+so the next chat turn finds its whole history), ``lease_ms`` (how long looked-up chunks are kept from eviction for the
 load, default 30000), ``staging_mb`` (host staging for objects in flight, default 512; on a
 GPU pinned, made on first use), ``tenant``, ``revision``, ``hash_algo``,
 ``retry_interval_s`` and any :func:`kvstash.default_options` field; anything else is
@@ -24,8 +25,9 @@ and why); tensor parallelism (a namespace per rank); no pipeline parallelism. Ea
 (docs/chunk-format.md), so engines of the same model share chunks across devices, backends,
 layouts and block sizes. Chunk keys are kvstash prefix keys over the prompt's token ids
 (``KeyChain``). The scheduler claims the longest prefix of whole chunks present (one leased
-``Lookup``), leaving at least one prompt token to compute; only whole prompt chunks, once
-computed, are stored. The worker side (``_vllm_worker``) moves the bytes; counters go to
+``Lookup``), leaving at least one prompt token to compute; whole prompt chunks are stored
+once computed, and the whole chunks of prompt + answer whose KV is final when the request
+finishes. The worker side (``_vllm_worker``) moves the bytes; counters go to
 vLLM's stats and ``/metrics`` (``_vllm_stats``). A daemon that is down, a failed lookup or
 a failed load means vLLM recomputes.
 
@@ -89,6 +91,11 @@ class KvstashConnector(KVConnectorBase_V1):
         self._staging_bytes = int(float(params.pop("staging_mb", 512)) * (1 << 20))
         retry_interval_s = float(params.pop("retry_interval_s", 5.0))
         self._load_async = _load_mode(params.pop("load_mode", "layerwise")) == "async"
+        self._store_answers = params.pop("store_answers", True)
+        if not isinstance(self._store_answers, bool):
+            raise kvstash.InvalidArgument(
+                kvstash.StatusCode.INVALID_ARGUMENT,
+                f"KvstashConnector: store_answers {self._store_answers!r} is not true or false")
         self._lease_ms = int(params.pop("lease_ms", 30000))
         ns_fields, client_options = split_options(params)
         # One namespace per tensor-parallel rank (each holds its own KV heads): the scheduler
@@ -107,11 +114,12 @@ class KvstashConnector(KVConnectorBase_V1):
         self._conn = Connection(uri, client_options, lambda: self._ranks,
                                 retry_interval_s=retry_interval_s, what="vLLM KvstashConnector",
                                 own_params=("chunk_tokens", "load_mode", "lease_ms",
-                                            "staging_mb"))
+                                            "staging_mb", "store_answers"))
         self._conn.connect_now()
         self._requests: Dict[str, _Request] = {}  # scheduler side
         self._claims: Dict[str, _Claim] = {}
         self._pending_async: List[ChunkOp] = []
+        self._pending_stores: List[ChunkOp] = []  # finished requests' answers
         self._stats = KvstashConnectorStats()  # scheduler side
         self._worker = Worker(self._conn, self._layers_n, self._namespace.chunk_tokens,
                               self._object_key, self._format.object_format, rank)
@@ -173,8 +181,9 @@ class KvstashConnector(KVConnectorBase_V1):
     def build_connector_meta(self, scheduler_output: Any) -> KVConnectorMetadata:
         out = scheduler_output
         meta = KvstashConnectorMetadata(async_loads=self._pending_async,
+                                        stores=self._pending_stores,
                                         preempted=set(out.preempted_req_ids or ()))
-        self._pending_async = []
+        self._pending_async, self._pending_stores = [], []
         for new in out.scheduled_new_reqs:
             req = self._request(new.req_id, new.prompt_token_ids)
             req.block_ids = list(new.block_ids[0])
@@ -230,10 +239,31 @@ class KvstashConnector(KVConnectorBase_V1):
         req.owes_save = req.owes_save or bool(ops)
 
     def request_finished(self, request: Any, block_ids: List[int]) -> Tuple[bool, Optional[dict]]:
-        """Keeps the blocks of a request with stores until the workers report them done."""
+        """Stores the chunks the answer completed (unless ``store_answers`` is off) and keeps
+        the request's blocks until the workers report its stores done."""
         req = self._requests.pop(request.request_id, None)
         self._claims.pop(request.request_id, None)
-        return req is not None and req.owes_save, None
+        if req is None:
+            return False, None
+        if self._store_answers:
+            self._plan_answer(req, request, list(block_ids))
+        return req.owes_save, None
+
+    def _plan_answer(self, req: _Request, request: Any, block_ids: List[int]) -> None:
+        """The whole chunks of prompt + answer whose KV is final: computed and processed
+        (not in flight), which leaves out the last sampled token and any rejected draft."""
+        tokens = list(request.all_token_ids)
+        final = request.num_computed_tokens - getattr(request, "num_in_flight_tokens", 0)
+        final = min(final, len(tokens) - 1)
+        chunk, n = self._namespace.chunk_tokens, self._chunk_blocks
+        done = min(final // chunk, len(block_ids) // n)
+        if done <= req.stored:
+            return
+        keys = self._namespace.prefix_keys(tokens[:done * chunk])
+        ops = [ChunkOp(req.req_id, keys[c], block_ids[c * n:(c + 1) * n])
+               for c in range(req.stored, done)]
+        self._pending_stores += ops
+        req.stored, req.owes_save = done, True
 
     def get_kv_connector_stats(self) -> Optional[KvstashConnectorStats]:
         """This side's counters since the last call (vLLM aggregates both sides)."""
@@ -305,7 +335,9 @@ class KvstashConnector(KVConnectorBase_V1):
 
     def wait_for_save(self) -> None:
         # Puts keep running; only loads of this step must be in the cache before it ends.
+        # A step without a forward (only finished requests' answers to store) saves here.
         self._worker.wait_all_layers()
+        self._worker.save_unsaved_layers()
 
     def get_finished(self, finished_req_ids: Set[str]
                      ) -> Tuple[Optional[Set[str]], Optional[Set[str]]]:

@@ -48,9 +48,11 @@ def engine_main(model: str, uri: str, load_mode: str, tp: int = 1) -> None:
     llm = LLM(model=model, dtype="bfloat16", max_model_len=2048, enforce_eager=True,
               enable_prefix_caching=False, kv_transfer_config=config, disable_log_stats=False,
               tensor_parallel_size=tp)
-    for _ in sys.stdin:
-        out = llm.generate([TokensPrompt(prompt_token_ids=PROMPT)],
-                           SamplingParams(max_tokens=8, temperature=0.0), use_tqdm=False)[0]
+    for line in sys.stdin:
+        ask = json.loads(line)
+        out = llm.generate([TokensPrompt(prompt_token_ids=ask["prompt"])],
+                           SamplingParams(max_tokens=ask["max_tokens"], temperature=0.0),
+                           use_tqdm=False)[0]
         metrics = {m.name: m.value for m in llm.get_metrics() if "kvstash" in m.name}
         print("RESULT " + json.dumps({"tokens": list(out.outputs[0].token_ids),
                                       "cached": out.num_cached_tokens, "metrics": metrics}),
@@ -82,9 +84,9 @@ class Engine:
         self._stderr.seek(0)
         return self._stderr.read()[-4000:]
 
-    def request(self, timeout_s: float = 900) -> dict:
+    def request(self, prompt=PROMPT, max_tokens: int = 8, timeout_s: float = 900) -> dict:
         """One request: its answer, and the counters it moved."""
-        self._proc.stdin.write("go\n")
+        self._proc.stdin.write(json.dumps({"prompt": prompt, "max_tokens": max_tokens}) + "\n")
         self._proc.stdin.flush()
         deadline = time.monotonic() + timeout_s
         while True:
@@ -219,6 +221,33 @@ def layer_kv(cache, layer):
     if hasattr(cache, "layers"):
         return cache.layers[layer].keys, cache.layers[layer].values
     return cache.key_cache[layer], cache.value_cache[layer]
+
+
+def test_the_next_chat_turn_finds_the_answer_stored(model_dir):
+    """A 250-token prompt has no whole chunk; with its answer it has one, stored when the
+    request finished: the next turn (prompt, answer, new words) loads it, and answers as
+    the same turn recomputed once kvstash lost it."""
+    from kvstash.testing import Daemon
+    turn1 = PROMPT[:250]
+    with Daemon() as d, Engine(model_dir, d.ucx_uri, "layerwise") as engine:
+        first = engine.request(turn1, max_tokens=16)
+        assert first["cached"] == 0
+        turn2 = turn1 + first["tokens"] + PROMPT[250:270]
+        with kvstash.Client(d.grpc_uri) as c:
+            ns = canonical_namespace(c, model_dir)
+            chunk = ns.prefix_keys(turn2)[0]
+            keys = [ns.key_from_engine_hash(chunk + layer.to_bytes(2, "little"))
+                    for layer in range(2)]
+            # Stored by the engine's step after the request finished, while the user reads.
+            deadline = time.monotonic() + 60
+            while kvstash.Tier.NONE in c.exists(ns, keys):
+                assert time.monotonic() < deadline, "the answer was not stored"
+                time.sleep(0.05)
+            second = engine.request(turn2)
+            assert second["cached"] == CHUNK, second
+            assert c.delete(ns, keys) == 2
+        recomputed = engine.request(turn2)
+        assert recomputed["cached"] == 0 and recomputed["tokens"] == second["tokens"]
 
 
 def test_tensor_parallel_ranks_store_and_load_their_own_heads(model_dir):

@@ -6,7 +6,10 @@
 #   1. the copy kernels: scripts/cuda_gpu_check.sh on the bundle's binaries (every kernel
 #      against its CPU reference, memcheck, racecheck, kvstash_cuda_bench);
 #   2. PagedTransfer end to end: tests/gpu/paged_e2e.py --bench with the bundle's kvstashd
-#      and torch caches on the GPU.
+#      and torch caches on the GPU;
+#   3. KvstashConnector's device path: tests/gpu/vllm_worker_gpu.py (the chunk codec in every
+#      vLLM 0.32 layout on CUDA tensors, copy ordering under a busy compute stream, staging
+#      bandwidth against torch's own copies).
 # Logs, JSON lines and summary.txt go to OUT_DIR; the exit status is non-zero when a step
 # failed. Environment: E2E_ARGS (extra paged_e2e.py flags), KVSTASH_E2E_SEED.
 set -uo pipefail
@@ -36,5 +39,17 @@ if [[ $rc -ne 0 ]]; then
   grep -E '^FAIL|Error|error' "$out/paged_e2e.log" | head -n 40
 fi
 tail -n 1 "$out/paged_e2e.log"
+
+echo "== vllm_worker_gpu" | tee -a "$out/summary.txt"
+start=$SECONDS
+PYTHONUNBUFFERED=1 "$python" "$top/tests/gpu/vllm_worker_gpu.py" --out "$out" \
+  >"$out/vllm_worker_gpu.log" 2>&1
+rc=$?
+echo "   rc=$rc ($((SECONDS - start)) s, log $out/vllm_worker_gpu.log)" | tee -a "$out/summary.txt"
+if [[ $rc -ne 0 ]]; then
+  failed=1
+  grep -E '^FAIL|Error|error' "$out/vllm_worker_gpu.log" | head -n 40
+fi
+tail -n 2 "$out/vllm_worker_gpu.log"
 echo "gpu_check: $([[ $failed -eq 0 ]] && echo all passed || echo FAILURES) (logs in $out)"
 exit $failed

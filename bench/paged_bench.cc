@@ -105,7 +105,8 @@ constexpr int32_t kChunkTokens = 256;
 bool MakeSetup(const Flags& f, Setup* s) {
   paged::PagedLayout& l = s->layout;
   l = {paged::LayoutKind::kVllmNhd, 32, 0, 16, f.model == "llama2-7b" ? 32 : 8, 128, 2};
-  if (!paged::ParseLayoutKind(f.layout, &l.kind) || l.kind == paged::LayoutKind::kMla) {
+  if (!paged::ParseLayoutKind(f.layout, &l.kind) || l.kind == paged::LayoutKind::kMla ||
+      l.is_view()) {
     std::fprintf(stderr, "unsupported layout %s\n", f.layout.c_str());
     return false;
   }

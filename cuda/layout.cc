@@ -1,5 +1,7 @@
 #include "kvstash/paged/layout.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 namespace kvstash::paged {
@@ -17,11 +19,42 @@ constexpr KindName kKindNames[] = {
     {LayoutKind::kMla, "mla"},
     {LayoutKind::kCrossLayer, "cross_layer"},
     {LayoutKind::kSglangPool, "sglang_pool"},
+    {LayoutKind::kVllmView, "vllm_view"},
+    {LayoutKind::kVllmMlaView, "vllm_mla_view"},
 };
 
 // Upper bound of every shape field: keeps all byte math far from int64 overflow.
 constexpr int64_t kMaxDim = int64_t{1} << 24;
 constexpr int64_t kMaxTensorBytes = int64_t{1} << 50;
+
+// A view's cells (block, head, token: kv_count * head_dim elements each) must not overlap:
+// ordered by stride, each axis must step over everything the axes inside it span.
+Status CheckViewStrides(const PagedLayout& l) {
+  struct Axis {
+    const char* name;
+    int64_t stride, extent;
+  } axes[] = {{"view_block_stride", l.view_block_stride, l.num_blocks},
+              {"view_head_stride", l.view_head_stride, l.kv_heads},
+              {"view_token_stride", l.view_token_stride, l.block_size}};
+  for (const Axis& a : axes) {
+    if (a.stride < 1 || a.stride > kMaxTensorBytes || a.stride % l.elem_bytes != 0) {
+      return Status::Invalid(std::string("layout.") + a.name + " must be a positive multiple " +
+                             "of elem_bytes below 2^50, got " + std::to_string(a.stride));
+    }
+  }
+  std::sort(std::begin(axes), std::end(axes),
+            [](const Axis& a, const Axis& b) { return a.stride < b.stride; });
+  int64_t span = int64_t{l.kv_count()} * l.head_dim * l.elem_bytes;  // one cell
+  for (const Axis& a : axes) {
+    if (a.extent > 1 && a.stride < span) {
+      return Status::Invalid(std::string("layout.") + a.name + " " + std::to_string(a.stride) +
+                             " overlaps the " + std::to_string(span) + " bytes inside it");
+    }
+    span = std::max(span, a.stride * a.extent);
+    if (span > kMaxTensorBytes) return Status::Invalid("layout is larger than 2^50 bytes");
+  }
+  return Status::Ok();
+}
 
 Status CheckShape(const PagedLayout& l) {
   const struct {
@@ -42,8 +75,8 @@ Status CheckShape(const PagedLayout& l) {
     return Status::Invalid("layout.elem_bytes must be 1, 2 or 4, got " +
                            std::to_string(l.elem_bytes));
   }
-  if (l.kind == LayoutKind::kMla && l.kv_heads != 1) {
-    return Status::Invalid("layout.kv_heads must be 1 for mla");
+  if (l.kv_count() == 1 && l.kv_heads != 1) {
+    return Status::Invalid(std::string("layout.kv_heads must be 1 for ") + LayoutKindName(l.kind));
   }
   if (LayoutKindName(l.kind)[0] == '?') return Status::Invalid("layout.kind is unknown");
   const int64_t per_block = int64_t{l.block_size} * l.row_bytes() * 2;
@@ -51,7 +84,7 @@ Status CheckShape(const PagedLayout& l) {
       per_block * l.num_blocks > kMaxTensorBytes / l.num_layers) {
     return Status::Invalid("layout is larger than 2^50 bytes");
   }
-  return Status::Ok();
+  return l.is_view() ? CheckViewStrides(l) : Status::Ok();
 }
 
 Status CheckPointers(const PagedCopyArgs& a) {
@@ -145,6 +178,11 @@ LayoutStrides StridesOf(const PagedLayout& l) {
       s.kv = block_span;
       s.layer = 2 * block_span;
       break;
+    case LayoutKind::kVllmView:
+    case LayoutKind::kVllmMlaView:
+      s = {l.view_block_stride, l.view_token_stride, l.view_head_stride,
+           l.kind == LayoutKind::kVllmView ? d * e : 0, 0};
+      break;
   }
   return s;
 }
@@ -157,6 +195,12 @@ int64_t LayerTensorBytes(const PagedLayout& l) {
       return blocks;
     case LayoutKind::kCrossLayer:
       return blocks * 2 * l.num_layers;
+    case LayoutKind::kVllmView:
+    case LayoutKind::kVllmMlaView:
+      return (l.num_blocks - int64_t{1}) * l.view_block_stride +
+             (l.kv_heads - int64_t{1}) * l.view_head_stride +
+             (l.block_size - int64_t{1}) * l.view_token_stride +
+             int64_t{l.kv_count()} * l.head_dim * l.elem_bytes;
     default:
       return blocks * 2;
   }

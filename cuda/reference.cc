@@ -24,6 +24,11 @@ int64_t PagedElementIndex(const PagedLayout& l, int32_t layer, int32_t kv, int64
       return ((((b * l.num_layers + layer) * 2 + kv) * bs + t) * h + head) * d;
     case LayoutKind::kSglangPool:  // [nb * bs, h, d], K and V in separate pools
       return ((b * bs + t) * h + head) * d;
+    case LayoutKind::kVllmView:  // [nb, h, bs, 2 * d] at byte strides; V after K
+    case LayoutKind::kVllmMlaView:
+      return (b * l.view_block_stride + head * l.view_head_stride + t * l.view_token_stride) /
+                 l.elem_bytes +
+             kv * d;
   }
   return 0;
 }

@@ -247,7 +247,8 @@ int main(int argc, char** argv) {
   for (const auto& m : kModels) {
     for (const std::string& name : f.layouts) {
       LayoutKind kind;
-      if (!ParseLayoutKind(name, &kind) || kind == LayoutKind::kMla) {
+      if (!ParseLayoutKind(name, &kind) || kind == LayoutKind::kMla ||
+          PagedLayout{kind}.is_view()) {
         std::fprintf(stderr, "unknown or unsupported layout %s\n", name.c_str());
         return 2;
       }

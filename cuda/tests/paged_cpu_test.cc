@@ -88,6 +88,9 @@ TEST(PagedReferenceTest, KnownAnswers) {
   EXPECT_EQ(KnownAnswer(LayoutKind::kCrossLayer, 1, 1, 2, 1, 1), 27u);
   EXPECT_EQ(KnownAnswer(LayoutKind::kSglangPool, 1, 1, 2, 1, 1), 3003u);
   EXPECT_EQ(KnownAnswer(LayoutKind::kMla, 1, 0, 2, 0, 1), 1001u);
+  // The views in LBHNC: [3 blocks][2 heads][2 tokens][K 2 | V 2] per layer.
+  EXPECT_EQ(KnownAnswer(LayoutKind::kVllmView, 1, 1, 2, 1, 1), 1011u);
+  EXPECT_EQ(KnownAnswer(LayoutKind::kVllmMlaView, 1, 0, 2, 0, 1), 1001u);
   // (layer 0, K, token 1, head 0, d 0): block 2, slot 1.
   EXPECT_EQ(KnownAnswer(LayoutKind::kVllmNhd, 0, 0, 1, 0, 0), 20u);
   EXPECT_EQ(KnownAnswer(LayoutKind::kVllmHnd, 0, 0, 1, 0, 0), 18u);
@@ -96,6 +99,46 @@ TEST(PagedReferenceTest, KnownAnswers) {
   EXPECT_EQ(KnownAnswer(LayoutKind::kCrossLayer, 0, 0, 1, 0, 0), 68u);
   EXPECT_EQ(KnownAnswer(LayoutKind::kSglangPool, 0, 0, 1, 0, 0), 20u);
   EXPECT_EQ(KnownAnswer(LayoutKind::kMla, 0, 0, 1, 0, 0), 10u);
+  EXPECT_EQ(KnownAnswer(LayoutKind::kVllmView, 0, 0, 1, 0, 0), 36u);
+  EXPECT_EQ(KnownAnswer(LayoutKind::kVllmMlaView, 0, 0, 1, 0, 0), 10u);
+}
+
+TEST(PagedLayoutTest, OverlappingViewStridesAreRefused) {
+  TestShape shape{LayoutKind::kVllmView, 2, 4, 8, 2, 16, 2};
+  shape.order = 1;  // LBNHC
+  PagedLayout l = shape.Layout();
+  std::vector<uint8_t> chunk(static_cast<size_t>(ChunkBytes(l, 8, 2)));
+  HostCache cache(l);
+  const std::vector<int32_t> ids = {1};
+  EXPECT_TRUE(CanImplement(ArgsFor(cache, kGather, ids, 0, 8, chunk.data())).ok());
+  l.view_head_stride = 32;  // less than one head's K|V cell of 64 bytes
+  PagedCopyArgs bad = ArgsFor(cache, kGather, ids, 0, 8, chunk.data());
+  bad.layout = l;
+  const Status s = CanImplement(bad);
+  EXPECT_EQ(s.code, StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message.find("view_head_stride 32 overlaps"), std::string::npos) << s.message;
+  bad.layout.view_head_stride = 0;
+  EXPECT_NE(CanImplement(bad).message.find("positive multiple"), std::string::npos);
+}
+
+TEST(PagedReferenceTest, EveryViewOrderReadsWhatNhdWrote) {
+  const TestShape nhd{LayoutKind::kVllmNhd, 3, 6, 16, 2, 64, 2};
+  Transfer t(nhd, 19);
+  ASSERT_TRUE(ReferenceCopy(t.Args(t.cache, kGather, t.chunk.data())).ok());
+  for (int32_t order = 0; order < 6; ++order) {
+    // A smaller block, as vLLM's kernel blocks, on the reading side.
+    TestShape view = WithKind(nhd, LayoutKind::kVllmView);
+    view.order = order;
+    view.block_size = 8;
+    view.blocks = (t.tokens + 7) / 8 + 2;
+    HostCache dst(view.Layout());
+    dst.Fill(kPoison);
+    const std::vector<int32_t> ids = RandomBlockIds(t.rng, view.blocks, view.blocks);
+    std::vector<uint8_t> again(t.chunk.size(), kPoison);
+    ASSERT_TRUE(ReferenceCopy(ArgsFor(dst, kScatter, ids, 1, t.tokens, t.chunk.data())).ok());
+    ASSERT_TRUE(ReferenceCopy(ArgsFor(dst, kGather, ids, 1, t.tokens, again.data())).ok());
+    EXPECT_EQ(FirstDiff(again, t.chunk), -1) << view.Name();
+  }
 }
 
 // Checks that `got` (poisoned, then scattered into) holds t.cache's transferred tokens

@@ -12,23 +12,37 @@ PagedLayout TestShape::Layout() const {
   l.num_layers = layers;
   l.num_blocks = blocks;
   l.block_size = block_size;
-  l.kv_heads = kind == LayoutKind::kMla ? 1 : heads;
+  l.kv_heads = l.kv_count() == 1 ? 1 : heads;
   l.head_dim = head_dim;
   l.elem_bytes = elem_bytes;
+  if (l.is_view()) {
+    // The strides vLLM's compute_layout_strides gives one layer's view of a whole cache.
+    const int64_t extent[5] = {layers, blocks, l.kv_heads, block_size,
+                               int64_t{l.kv_count()} * head_dim * elem_bytes};
+    int64_t stride[5] = {}, run = 1;
+    for (int i = 4; i >= 0; --i) {
+      stride[kViewOrders[order][i]] = run;
+      run *= extent[kViewOrders[order][i]];
+    }
+    l.view_block_stride = stride[1];
+    l.view_head_stride = stride[2];
+    l.view_token_stride = stride[3];
+  }
   return l;
 }
 
 std::string TestShape::Name() const {
   const PagedLayout l = Layout();
-  return std::string(LayoutKindName(kind)) + "/L" + std::to_string(l.num_layers) + "_NB" +
-         std::to_string(l.num_blocks) + "_BS" + std::to_string(l.block_size) + "_H" +
+  const std::string order_name = l.is_view() ? std::string("_") + kViewOrderNames[order] : "";
+  return std::string(LayoutKindName(kind)) + order_name + "/L" + std::to_string(l.num_layers) +
+         "_NB" + std::to_string(l.num_blocks) + "_BS" + std::to_string(l.block_size) + "_H" +
          std::to_string(l.kv_heads) + "_D" + std::to_string(l.head_dim) + "_E" +
          std::to_string(l.elem_bytes);
 }
 
 TestShape WithKind(TestShape s, LayoutKind kind) {
   s.kind = kind;
-  if (kind == LayoutKind::kMla) s.heads = 1;
+  if (PagedLayout{kind}.kv_count() == 1) s.heads = 1;
   return s;
 }
 
@@ -47,6 +61,21 @@ std::vector<TestShape> AllShapes() {
       }
       if (kind == LayoutKind::kSglangPool) out.push_back({kind, 2, 40, 1, 2, 16, elem});
       if (kind == LayoutKind::kMla) out.push_back({kind, 2, 4, 4, 1, 576, elem});
+    }
+  }
+  // The views in every KVCacheLayout; odd shapes and the other element sizes in two.
+  for (LayoutKind kind : {LayoutKind::kVllmView, LayoutKind::kVllmMlaView}) {
+    for (int32_t order = 0; order < 6; ++order) {
+      TestShape s = WithKind({kind, 3, 6, 16, 2, 64, 2}, kind);
+      s.order = order;
+      out.push_back(s);
+      if (order == 1 || order == 4) {
+        for (int32_t elem : {1, 4}) {
+          TestShape odd = WithKind({kind, 2, 5, 3, 3, 7, elem}, kind);
+          odd.order = order;
+          out.push_back(odd);
+        }
+      }
     }
   }
   return out;

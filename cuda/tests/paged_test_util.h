@@ -17,14 +17,23 @@ namespace kvstash::paged::testing {
 struct TestShape {
   LayoutKind kind = LayoutKind::kVllmNhd;
   int32_t layers = 2, blocks = 8, block_size = 16, heads = 2, head_dim = 64, elem_bytes = 2;
+  // The view kinds: which of vLLM 0.32's KVCacheLayouts gives their strides (kViewOrders).
+  int32_t order = 0;
 
   PagedLayout Layout() const;
   std::string Name() const;
 };
 
+// vLLM 0.32's KVCacheLayout stride orders over [layer, block, head, token, content], outermost
+// first (LBHNC, LBNHC, LHBNC, BLHNC, BLNHC, BHLNC), and their names.
+inline constexpr int32_t kViewOrders[6][5] = {{0, 1, 2, 3, 4}, {0, 1, 3, 2, 4}, {0, 2, 1, 3, 4},
+                                              {1, 0, 2, 3, 4}, {1, 0, 3, 2, 4}, {1, 2, 0, 3, 4}};
+inline constexpr const char* kViewOrderNames[6] = {"LBHNC", "LBNHC", "LHBNC",
+                                                   "BLHNC", "BLNHC", "BHLNC"};
+
 // Every LayoutKind x element size 1/2/4 x geometries: aligned (block 16, head_dim 64),
 // odd block size and head dim (3 x 7, 5 x 33: narrow vectors), SGLang page size 1, MLA
-// width 576. Small enough for sanitizer builds.
+// width 576, the views in each KVCacheLayout. Small enough for sanitizer builds.
 std::vector<TestShape> AllShapes();
 // The same shape with a different kind (MLA forces kv_heads 1).
 TestShape WithKind(TestShape s, LayoutKind kind);

@@ -41,6 +41,13 @@ enum class LayoutKind : int32_t {
   // with pool_tokens = num_blocks * block_size; a "block" is a page of block_size tokens
   // (page_size 1 is the common case).
   kSglangPool = 6,
+  // vLLM 0.32 per-layer view, any KVCacheLayout: [num_blocks, kv_heads, block_size, 2 *
+  // head_dim] with K then V side by side in the last axis, the first three axes at the byte
+  // strides PagedLayout::view_*_stride give (torch's stride() times elem_bytes); the last
+  // axis is contiguous. num_blocks counts the view's (kernel) blocks.
+  kVllmView = 7,
+  // vLLM 0.32 MLA view: [num_blocks, 1, block_size, head_dim] (the latent), strides as above.
+  kVllmMlaView = 8,
 };
 
 const char* LayoutKindName(LayoutKind kind);
@@ -57,14 +64,22 @@ struct PagedLayout {
   int32_t kv_heads = 0;     // 1 for kMla
   int32_t head_dim = 0;     // elements; kMla: the latent width, e.g. 576
   int32_t elem_bytes = 2;   // 1 (fp8), 2 (fp16/bf16) or 4 (fp32)
+  // kVllmView and kVllmMlaView only: byte strides of the view's block, head and token axes.
+  int64_t view_block_stride = 0;
+  int64_t view_head_stride = 0;
+  int64_t view_token_stride = 0;
 
-  // 1 for kMla, else 2.
-  int32_t kv_count() const { return kind == LayoutKind::kMla ? 1 : 2; }
+  bool is_view() const { return kind == LayoutKind::kVllmView || kind == LayoutKind::kVllmMlaView; }
+  // 1 for the MLA kinds, else 2.
+  int32_t kv_count() const {
+    return kind == LayoutKind::kMla || kind == LayoutKind::kVllmMlaView ? 1 : 2;
+  }
   // Bytes of one token's row in a chunk: kv_heads * head_dim * elem_bytes.
   int64_t row_bytes() const { return int64_t{kv_heads} * head_dim * elem_bytes; }
-  // Whether a block's tokens are one contiguous run per (layer, K|V) (every kind but HND).
+  // Whether a block's tokens are one contiguous run per (layer, K|V) (every kind but HND
+  // and the views, which are copied row by row).
   bool block_contiguous() const {
-    return kind != LayoutKind::kVllmHnd && kind != LayoutKind::kFlashInferHnd;
+    return kind != LayoutKind::kVllmHnd && kind != LayoutKind::kFlashInferHnd && !is_view();
   }
 };
 
@@ -76,12 +91,13 @@ struct LayoutStrides {
   int64_t block = 0;
   int64_t token = 0;
   int64_t head = 0;
-  int64_t kv = 0;     // added for V (0 for kSglangPool and kMla)
+  int64_t kv = 0;     // added for V (0 for kSglangPool and the MLA kinds)
   int64_t layer = 0;  // added per layer (kCrossLayer only)
 };
 LayoutStrides StridesOf(const PagedLayout& layout);
 
-// Bytes of one layer's tensor (kCrossLayer: of the whole cache; kSglangPool: of one pool).
+// Bytes of one layer's tensor (kCrossLayer: of the whole cache; kSglangPool: of one pool;
+// the views: from the first byte to the last they address).
 int64_t LayerTensorBytes(const PagedLayout& layout);
 
 enum class CopyDirection : int32_t {

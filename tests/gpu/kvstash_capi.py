@@ -32,7 +32,8 @@ class CapiLayout(ctypes.Structure):
         (name, ctypes.c_int32)
         for name in ("num_layers", "num_blocks", "block_size", "kv_heads", "head_dim",
                      "elem_bytes")
-    ]
+    ] + [(name, ctypes.c_int64)
+         for name in ("view_block_stride", "view_head_stride", "view_token_stride")]
 
 
 class CapiTransferOptions(ctypes.Structure):
@@ -113,10 +114,15 @@ class Layout:
     kv_heads: int
     head_dim: int
     elem_bytes: int
+    # vllm_view / vllm_mla_view: vLLM's KVCacheLayout the views are in, and their byte
+    # strides (set by torch_layouts.Cache from the tensors it makes).
+    order: str = "LBNHC"
+    view_strides: tuple = (0, 0, 0)
 
     def capi(self) -> CapiLayout:
         return CapiLayout(self.kind.encode(), self.num_layers, self.num_blocks,
-                          self.block_size, self.kv_heads, self.head_dim, self.elem_bytes)
+                          self.block_size, self.kv_heads, self.head_dim, self.elem_bytes,
+                          *self.view_strides)
 
 
 class Handle:

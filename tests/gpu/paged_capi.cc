@@ -21,6 +21,7 @@ namespace {
 struct CapiLayout {  // paged::PagedLayout, the kind by name (paged::ParseLayoutKind)
   const char* kind;
   int32_t num_layers, num_blocks, block_size, kv_heads, head_dim, elem_bytes;
+  int64_t view_block_stride, view_head_stride, view_token_stride;  // the vLLM views only
 };
 
 struct CapiTransferOptions {
@@ -90,7 +91,10 @@ void* kvs_transfer_create(void* client, const char* model_id, const char* dtype,
                   layout->block_size,
                   layout->kv_heads,
                   layout->head_dim,
-                  layout->elem_bytes};
+                  layout->elem_bytes,
+                  layout->view_block_stride,
+                  layout->view_head_stride,
+                  layout->view_token_stride};
   for (int i = 0; i < num_layer_ptrs; ++i) {
     cache.layers.push_back(reinterpret_cast<void*>(layer_ptrs[i]));
   }

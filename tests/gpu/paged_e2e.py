@@ -104,6 +104,14 @@ def layout_pairs(quick: bool):
             return
     yield ("mla->mla", Layout("mla", L, nb, 16, 1, 576, 2), Layout("mla", L, nb // 2, 32, 1,
                                                                      576, 2), 64, 170)
+    # vLLM 0.32's views, strided by their KVCacheLayout, to and from the classic layouts.
+    for src, dst, order in (("vllm_nhd", "vllm_view", "LBNHC"), ("vllm_view", "flashinfer_hnd",
+                                                                  "BLHNC"),
+                            ("vllm_view", "vllm_view", "LHBNC")):
+        yield (f"{src}->{dst} {order}", Layout(src, L, nb, 16, H, D, 2, order),
+               Layout(dst, L, nb // 2, 32, H, D, 2, order), 64, 170)
+    yield ("mla->vllm_mla_view BLNHC", Layout("mla", L, nb, 16, 1, 576, 2),
+           Layout("vllm_mla_view", L, nb, 16, 1, 576, 2, "BLNHC"), 64, 170)
 
 
 def blocks_needed(layout: Layout, tokens: int) -> int:

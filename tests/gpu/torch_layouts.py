@@ -11,6 +11,9 @@ import torch
 from kvstash_capi import Layout
 
 DTYPES = {1: torch.uint8, 2: torch.bfloat16, 4: torch.float32}
+# vLLM 0.32's KVCacheLayout stride orders over [layer, block, head, token, content].
+ORDERS = {"LBHNC": (0, 1, 2, 3, 4), "LBNHC": (0, 1, 3, 2, 4), "LHBNC": (0, 2, 1, 3, 4),
+          "BLHNC": (1, 0, 2, 3, 4), "BLNHC": (1, 0, 3, 2, 4), "BHLNC": (1, 2, 0, 3, 4)}
 BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32}  # same-size integer views
 
 
@@ -22,6 +25,9 @@ class Cache:
         self.layout, l = layout, layout
         nb, bs, h, d, dt = l.num_blocks, l.block_size, l.kv_heads, l.head_dim, DTYPES[
             l.elem_bytes]
+        if l.kind in ("vllm_view", "vllm_mla_view"):
+            self._views(device)
+            return
         shape = {
             "vllm_nhd": (2, nb, bs, h, d),
             "vllm_hnd": (2, nb, h, bs, d),
@@ -35,6 +41,19 @@ class Cache:
         self.k = [torch.empty(shape, dtype=dt, device=device) for _ in range(count)]
         self.v = ([torch.empty(shape, dtype=dt, device=device) for _ in range(count)]
                   if l.kind == "sglang_pool" else [])
+
+    def _views(self, device: str) -> None:
+        """vLLM 0.32's per-layer [blocks, heads, tokens, content] views of one buffer in the
+        layout's memory order; records their byte strides in the layout."""
+        l = self.layout
+        content = (2 if l.kind == "vllm_view" else 1) * l.head_dim
+        shape = (l.num_layers, l.num_blocks, l.kv_heads, l.block_size, content)
+        order = ORDERS[l.order]
+        raw = torch.empty([shape[i] for i in order], dtype=DTYPES[l.elem_bytes], device=device)
+        five = raw.permute([order.index(i) for i in range(5)])  # logical [L, B, H, N, C]
+        self.k, self.v = [five[layer] for layer in range(l.num_layers)], []
+        e = l.elem_bytes
+        l.view_strides = tuple(s * e for s in (five.stride(1), five.stride(2), five.stride(3)))
 
     def tensors(self) -> list[torch.Tensor]:
         return self.k + self.v
@@ -65,6 +84,9 @@ class Cache:
             return torch.stack([p.view(l.num_blocks, l.block_size, l.kv_heads, l.head_dim)
                                 for p in pools])  # a copy: read-only use
         t = self.k[layer]
+        if l.kind in ("vllm_view", "vllm_mla_view"):  # K then V in the content axis
+            kv = 2 if l.kind == "vllm_view" else 1
+            return t.view(*t.shape[:3], kv, l.head_dim).permute(3, 0, 2, 1, 4)
         return {
             "vllm_nhd": lambda: t,
             "vllm_hnd": lambda: t.permute(0, 1, 3, 2, 4),

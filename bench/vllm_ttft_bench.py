@@ -166,9 +166,31 @@ def run_config(name: str, base: Dict[str, Any], kvstashd: str, scratch: str,
             "wall_s": done[0]["wall_s"]}
 
 
+CANONICAL_LOAD = "kvstash ucx, engine-neutral format"
+
+
+def cpu_page_codec(dtype: Any) -> Any:
+    """The connector's codec for vLLM's CPU pages of this model: the packing learned from
+    the backend's own writer, as KvstashConnector learns it."""
+    import torch
+    from kvstash.integrations._kv_codec import KvSpec, PageCodec, learn_page_order
+    from vllm import _custom_ops as ops
+    from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
+    isa = _get_attn_isa(dtype, BLOCK, HEAD_DIM)
+    spec = KvSpec(KV_HEADS, HEAD_DIM, HEAD_DIM, torch.empty(0, dtype=dtype).element_size())
+
+    def write(key: Any, value: Any, page: Any) -> None:
+        k_cache, v_cache = page.view(1, KV_HEADS, BLOCK * 2, -1).chunk(2, dim=2)
+        ops.cpu_attn_reshape_and_cache(key, value, k_cache, v_cache,
+                                       torch.arange(key.shape[0]), isa)
+    return PageCodec(spec, BLOCK, page_order=learn_page_order(write, spec, BLOCK, dtype))
+
+
 def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[str, Any]]:
-    """The connector's bytes alone: ``tokens`` of KV as (chunk, layer) page objects read
-    into vLLM-shaped page tensors from kvstash (gRPC, UCX) and from page-cached files."""
+    """The connector's bytes alone: ``tokens`` of KV read into vLLM-shaped page tensors: as
+    (block, layer) page objects from kvstash (gRPC, UCX) and from page-cached files, and as
+    the connector reads them now, (256-token chunk, layer) objects of the engine-neutral
+    format over UCX into staging, decoded into the pages."""
     import torch
     import kvstash
     from kvstash.testing import Daemon
@@ -203,6 +225,7 @@ def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[st
                 timings[f"kvstash {scheme}"] = (
                     lambda cl=client, n=ns, k=keys: cl.get_into(
                         n, k, [pages[layer][c] for c, layer in objects]))
+            timings[CANONICAL_LOAD] = canonical_load(clients["ucx"], pages, src, dtype)
             for _ in range(reps):
                 for what, fn in timings.items():
                     for p in pages:
@@ -217,6 +240,38 @@ def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[st
             for client in clients.values():
                 client.close()
     return out
+
+
+def canonical_load(client: Any, pages: List[Any], src: List[Any], dtype: str) -> Any:
+    """Stores ``src`` as the connector does and returns the load: a get of every (chunk,
+    layer) object into staging buffers, each then decoded into its layer's pages."""
+    import torch
+    codec = cpu_page_codec(getattr(torch, dtype))
+    chunk = 2 * BLOCK
+    chunks = pages[0].shape[0] // 2
+    ns = client.namespace(model="load-path", num_layers=LAYERS, kv_heads=KV_HEADS,
+                          head_dim=HEAD_DIM, dtype=dtype, chunk_tokens=chunk)
+    objects = [(c, layer) for c in range(chunks) for layer in range(LAYERS)]
+    keys = [ns.key_from_engine_hash(b"canonical-%d-%d" % o) for o in objects]
+    staging = [torch.empty(codec.spec.layer_bytes(chunk), dtype=torch.uint8) for _ in objects]
+    for buf, (c, layer) in zip(staging, objects):
+        codec.gather(src[layer], [2 * c, 2 * c + 1], chunk, buf)
+    assert all(client.put(ns, keys, staging))
+
+    def load() -> None:
+        # As the connector's layer-wise load: every layer's gets at once, each layer decoded
+        # as soon as its objects arrived, while later layers still travel.
+        futures = []
+        for layer in range(LAYERS):
+            mine = [i for i, (_, lay) in enumerate(objects) if lay == layer]
+            futures.append((mine, client.get_into_async(
+                ns, [keys[i] for i in mine], [staging[i] for i in mine])))
+        for mine, future in futures:
+            future.result()
+            for i in mine:
+                c, layer = objects[i]
+                codec.scatter(staging[i], pages[layer], [2 * c, 2 * c + 1], chunk)
+    return load
 
 
 def summarize(runs: List[Dict[str, Any]], loads: List[Dict[str, Any]]) -> str:
@@ -268,6 +323,9 @@ def summarize(runs: List[Dict[str, Any]], loads: List[Dict[str, Any]]) -> str:
             lines.append(f"| {w} | {xs[0]['bytes'] / 2**20:.0f} | {med_ms[w]:.1f} | "
                          f"{xs[0]['bytes'] / med_ms[w] / 1e6:.2f} | {med_ms[w] / file_ms:.2f}x "
                          f"| {all(x['ok'] for x in xs)} |")
+        if CANONICAL_LOAD in med_ms and "kvstash ucx" in med_ms:
+            lines.append(f"\nEngine-neutral format / page objects over UCX: "
+                         f"{med_ms[CANONICAL_LOAD] / med_ms['kvstash ucx']:.2f}x (target <= 1.2x)")
     return "\n".join(lines)
 
 

@@ -84,6 +84,9 @@ class PageCodec:
         self.ratio = block_tokens // kernel
         self._order = page_order
         self._orders: dict = {}  # page_order per device
+        # K's and V's place in a page as (first element, (token, head, dim) strides) when
+        # the order is that regular: then pages are read and written through strided views.
+        self._slabs = None if page_order is None else _affine_parts(page_order, spec, kernel)
 
     def check_view(self, cache: Any) -> None:
         """Raises ValueError when ``cache`` is not a page view this codec reads."""
@@ -104,6 +107,9 @@ class PageCodec:
     def gather(self, cache: Any, block_ids: Sequence[int], tokens: int, out: Any) -> None:
         """Copies tokens ``[0, tokens)`` of blocks ``block_ids`` (in order) into ``out``, a
         contiguous tensor of ``spec.layer_bytes(tokens)`` bytes on the cache's device."""
+        if self._slabs is not None:
+            self._copy_slabs(cache, block_ids, tokens, out, gather=True)
+            return
         x = self._decode(cache, self._kernel_ids(cache, block_ids, tokens), tokens)
         k, v = self._split(out, tokens)
         k.copy_(x[..., :self.spec.head_size])
@@ -114,6 +120,9 @@ class PageCodec:
         """Writes the canonical slice ``src`` into tokens ``[0, tokens)`` of blocks
         ``block_ids``; every other token slot of the cache keeps its bytes."""
         import torch
+        if self._slabs is not None:
+            self._copy_slabs(cache, block_ids, tokens, src, gather=False)
+            return
         ids = self._kernel_ids(cache, block_ids, tokens)
         k, v = self._split(src, tokens)
         x = k if v is None else torch.cat((k, v), dim=-1)  # [tokens, heads, content]
@@ -133,6 +142,24 @@ class PageCodec:
             c[int(ids[full])][:, :rest] = x[full * self.kernel:].transpose(0, 1)
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _copy_slabs(self, cache: Any, block_ids: Sequence[int], tokens: int, buf: Any,
+                    gather: bool) -> None:
+        """Packed pages of a regular order: one strided copy per (block, K|V), straight
+        between the page and the canonical slice (the slots after ``tokens`` untouched)."""
+        s = self.spec
+        view = self._view(cache)
+        parts = self._split(buf, tokens)
+        for j, b in enumerate(self._kernel_ids(cache, block_ids, tokens).tolist()):
+            first = j * self.kernel
+            n = min(self.kernel, tokens - first)
+            page = view[b].reshape(-1)
+            for part, (base, strides), width in zip(parts, self._slabs,
+                                                     (s.head_size, s.head_size_v)):
+                slab = page.as_strided((n, s.kv_heads, width), strides,
+                                       page.storage_offset() + base)
+                rows = part[first:first + n]
+                _copy(rows, slab) if gather else _copy(slab, rows)
 
     def _view(self, cache: Any) -> Any:
         return cache.view(_carrier(self.spec.elem_bytes))
@@ -198,6 +225,37 @@ def _join_kv(pages: Any, s: KvSpec) -> Any:
     n, kv, kernel = pages.shape[:3]
     parts = [pages[:, i].reshape(n * kernel, s.kv_heads, -1) for i in range(kv)]
     return parts[0] if kv == 1 else torch.cat(parts, dim=-1)
+
+
+def _copy(dst: Any, src: Any) -> None:
+    """dst <- src; on CPU through numpy, single-threaded: a small strided copy run by
+    torch's thread pool stalls for milliseconds when the cores are busy elsewhere."""
+    if dst.device.type == "cpu":
+        import numpy
+        numpy.copyto(dst.numpy(), src.numpy())
+    else:
+        dst.copy_(src)
+
+
+def _affine_parts(order: Any, s: KvSpec, kernel: int) -> Optional[list]:
+    """(first element, (token, head, dim) strides) of K and of V in a page, when ``order``
+    places each as one strided block; None otherwise."""
+    import torch
+    o = order.view(2, kernel, s.kv_heads, s.head_size)
+    idx = [torch.arange(n).view(*[-1 if i == a else 1 for i in range(3)])
+           for a, n in enumerate(o.shape[1:])]
+    parts = []
+    for kv in range(2):
+        base = int(o[kv, 0, 0, 0])
+        strides = tuple(int(o[kv][tuple(1 if i == a else 0 for i in range(3))]) - base
+                        if o.shape[1 + a] > 1 else 0 for a in range(3))
+        if min(strides) < 0:
+            return None
+        want = base + sum(i * st for i, st in zip(idx, strides))
+        if not torch.equal(o[kv], want):
+            return None
+        parts.append((base, strides))
+    return parts
 
 
 def _pages_contiguous(cache: Any) -> bool:

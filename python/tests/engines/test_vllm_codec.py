@@ -129,6 +129,7 @@ def test_cpu_backend_pages_decode_through_the_learned_order(block, head_size):
     order = learn_page_order(lambda k, v, page: write(k, v, page), s, block, dtype)
     assert order is not None, isa
     codec = PageCodec(s, block, page_order=order)
+    assert codec._slabs is not None, "the backend's packing is regular: strided copies"
     # The engine writes 2.5 blocks of a prompt into blocks 3, 0, 5 of its cache.
     tokens, blocks = block * 2 + block // 2, [3, 0, 5]
     gen = torch.Generator().manual_seed(3)
@@ -178,3 +179,37 @@ def test_a_writer_that_converts_values_has_no_order():
     order = learn_page_order(plain, s, 4, torch.bfloat16)
     assert order is not None and torch.equal(torch.sort(order).values, torch.arange(32))
     assert learn_page_order(plain, s, 4, torch.float8_e4m3fn) is None
+
+
+def test_an_irregular_packing_round_trips_through_the_general_path():
+    """A writer that scatters a page's elements by a fixed random permutation: no strided
+    description, so pages are decoded element by element; tokens and bytes still exact."""
+    s, block = KvSpec(2, 4, 4, 2), 4
+    perm = torch.randperm(2 * block * 2 * 4, generator=torch.Generator().manual_seed(5))
+
+    def scrambled(key, value, page):
+        canon = torch.stack((key, value)).reshape(-1)  # [kv][token][head][dim]
+        page.view(-1)[perm] = canon
+    order = learn_page_order(scrambled, s, block, torch.bfloat16)
+    assert order is not None and torch.equal(order, perm)
+    codec = PageCodec(s, block, page_order=order)
+    assert codec._slabs is None
+    gen = torch.Generator().manual_seed(6)
+    cache = torch.randn(5, 2, block, 8, generator=gen).to(torch.bfloat16)
+    key = torch.randn(6, 2, 4, generator=gen).to(torch.bfloat16)
+    value = torch.randn(6, 2, 4, generator=gen).to(torch.bfloat16)
+    src = torch.cat([key.reshape(-1), value.reshape(-1)]).view(torch.uint8)
+    before = cache.clone()
+    codec.scatter(src, cache, [3, 1], 6)
+    out = torch.empty_like(src)
+    codec.gather(cache, [3, 1], 6, out)
+    assert torch.equal(out, src)
+    for b in (0, 2, 4):
+        assert torch.equal(cache[b], before[b])
+    # Block 1 held tokens 4 and 5 only: its slots 2 and 3 kept their bytes.
+    rest, kept = (torch.empty(s.layer_bytes(block), dtype=torch.uint8) for _ in range(2))
+    codec.gather(cache, [1], block, rest)
+    codec.gather(before, [1], block, kept)
+    half, row = s.layer_bytes(block) // 2, s.layer_bytes(1) // 2
+    for part in (0, half):
+        assert torch.equal(rest[part + 2 * row:part + half], kept[part + 2 * row:part + half])

@@ -26,8 +26,9 @@ from kvstash.integrations._kv_codec import CANONICAL_FORMAT, KvSpec, PageCodec, 
 
 # The format tag of opaque CPU-backend pages ("VLCP").
 PAGE_FORMAT = 0x564C4350
-# Default chunk: every vLLM block size up to 256 divides it.
-DEFAULT_CHUNK_TOKENS = 256
+# Default chunk: vLLM's CPU block, and a multiple of every smaller (GPU) block size, so
+# engines share chunks by default; finer than 256 so more of each prompt is reused.
+DEFAULT_CHUNK_TOKENS = 128
 
 _FP8 = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
 

@@ -8,7 +8,7 @@ loaded by any engine of the same model, instead of recomputed.
         kv_connector_extra_config={"uri": "ucx://127.0.0.1:7072"}))
 
 ``kv_connector_extra_config``: ``uri`` (required), ``chunk_tokens`` (tokens per kvstash
-chunk, a multiple of the block size; default 256, or the block size when larger: engines
+chunk, a multiple of the block size; default 128, or the block size when larger: engines
 share chunks when this agrees), ``load_mode`` (``"layerwise"``, the default: loads overlap
 the forward layer by layer; ``"async"``: the request waits, out of the batch, until its
 chunks arrived), ``store_answers`` (default true: a finished request's answer is stored too,

@@ -23,7 +23,7 @@ pytest.importorskip("vllm")
 import kvstash  # noqa: E402
 
 PROMPT = [4 + (i * 7) % 990 for i in range(300)]
-CHUNK = 256  # the connector's default chunk: two of vLLM's 128-token CPU blocks
+CHUNK = 128  # the connector's default chunk: one of vLLM's 128-token CPU blocks
 KV_HEADS, HEAD_DIM = 2, 64  # conftest's model
 
 
@@ -224,9 +224,9 @@ def layer_kv(cache, layer):
 
 
 def test_the_next_chat_turn_finds_the_answer_stored(model_dir):
-    """A 250-token prompt has no whole chunk; with its answer it has one, stored when the
-    request finished: the next turn (prompt, answer, new words) loads it, and answers as
-    the same turn recomputed once kvstash lost it."""
+    """A 250-token prompt has one whole chunk; with its answer it has two, the second stored
+    when the request finished: the next turn (prompt, answer, new words) loads both, and
+    answers as the same turn recomputed once kvstash lost them."""
     from kvstash.testing import Daemon
     turn1 = PROMPT[:250]
     with Daemon() as d, Engine(model_dir, d.ucx_uri, "layerwise") as engine:
@@ -235,17 +235,17 @@ def test_the_next_chat_turn_finds_the_answer_stored(model_dir):
         turn2 = turn1 + first["tokens"] + PROMPT[250:270]
         with kvstash.Client(d.grpc_uri) as c:
             ns = canonical_namespace(c, model_dir)
-            chunk = ns.prefix_keys(turn2)[0]
-            keys = [ns.key_from_engine_hash(chunk + layer.to_bytes(2, "little"))
-                    for layer in range(2)]
+            chunks = ns.prefix_keys(turn2)[:2]
+            keys = [[ns.key_from_engine_hash(chunk + layer.to_bytes(2, "little"))
+                     for layer in range(2)] for chunk in chunks]
             # Stored by the engine's step after the request finished, while the user reads.
             deadline = time.monotonic() + 60
-            while kvstash.Tier.NONE in c.exists(ns, keys):
+            while kvstash.Tier.NONE in c.exists(ns, keys[1]):
                 assert time.monotonic() < deadline, "the answer was not stored"
                 time.sleep(0.05)
             second = engine.request(turn2)
-            assert second["cached"] == CHUNK, second
-            assert c.delete(ns, keys) == 2
+            assert second["cached"] == 2 * CHUNK, second
+            assert c.delete(ns, keys[0]) == 2
         recomputed = engine.request(turn2)
         assert recomputed["cached"] == 0 and recomputed["tokens"] == second["tokens"]
 

@@ -26,30 +26,25 @@ python=${PYTHON:-python3}
 CUDA_BIN_DIR=$bundle/bin "$top/scripts/cuda_gpu_check.sh" "$out"
 failed=$?
 
-echo "== paged_e2e" | tee -a "$out/summary.txt"
-start=$SECONDS
-# shellcheck disable=SC2086
-PYTHONUNBUFFERED=1 "$python" "$top/tests/gpu/paged_e2e.py" --kvstashd "$bundle/bin/kvstashd" \
-  --capi "$bundle/lib/libkvstash_paged_capi.so" --out "$out" --bench ${E2E_ARGS:-} \
-  >"$out/paged_e2e.log" 2>&1
-rc=$?
-echo "   rc=$rc ($((SECONDS - start)) s, log $out/paged_e2e.log)" | tee -a "$out/summary.txt"
-if [[ $rc -ne 0 ]]; then
-  failed=1
-  grep -E '^FAIL|Error|error' "$out/paged_e2e.log" | head -n 40
-fi
-tail -n 1 "$out/paged_e2e.log"
+# run_script NAME SCRIPT ARGS...: one Python check, its log in OUT_DIR/NAME.log, its
+# verdict in summary.txt.
+run_script() {
+  local name=$1 script=$2 start=$SECONDS rc
+  shift 2
+  echo "== $name" | tee -a "$out/summary.txt"
+  PYTHONUNBUFFERED=1 "$python" "$script" "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  echo "   rc=$rc ($((SECONDS - start)) s, log $out/$name.log)" | tee -a "$out/summary.txt"
+  if [[ $rc -ne 0 ]]; then
+    failed=1
+    grep -E '^FAIL|Error|error' "$out/$name.log" | head -n 40
+  fi
+  tail -n 2 "$out/$name.log"
+}
 
-echo "== vllm_worker_gpu" | tee -a "$out/summary.txt"
-start=$SECONDS
-PYTHONUNBUFFERED=1 "$python" "$top/tests/gpu/vllm_worker_gpu.py" --out "$out" \
-  >"$out/vllm_worker_gpu.log" 2>&1
-rc=$?
-echo "   rc=$rc ($((SECONDS - start)) s, log $out/vllm_worker_gpu.log)" | tee -a "$out/summary.txt"
-if [[ $rc -ne 0 ]]; then
-  failed=1
-  grep -E '^FAIL|Error|error' "$out/vllm_worker_gpu.log" | head -n 40
-fi
-tail -n 2 "$out/vllm_worker_gpu.log"
+# shellcheck disable=SC2086
+run_script paged_e2e "$top/tests/gpu/paged_e2e.py" --kvstashd "$bundle/bin/kvstashd" \
+  --capi "$bundle/lib/libkvstash_paged_capi.so" --out "$out" --bench ${E2E_ARGS:-}
+run_script vllm_worker_gpu "$top/tests/gpu/vllm_worker_gpu.py" --out "$out"
 echo "gpu_check: $([[ $failed -eq 0 ]] && echo all passed || echo FAILURES) (logs in $out)"
 exit $failed

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "copy_plan.h"
@@ -121,6 +122,19 @@ TEST(PagedLayoutTest, OverlappingViewStridesAreRefused) {
   EXPECT_NE(CanImplement(bad).message.find("positive multiple"), std::string::npos);
 }
 
+// Scatters t's chunk into a poisoned cache of `reader`'s shape (enough blocks, a random
+// table after `skip` entries) and gathers it back: the bytes must be t's chunk.
+void ExpectReadsBack(Transfer& t, TestShape reader, int32_t skip, const std::string& what) {
+  reader.blocks = (t.tokens + reader.block_size - 1) / reader.block_size + skip;
+  HostCache dst(reader.Layout());
+  dst.Fill(kPoison);
+  const std::vector<int32_t> ids = RandomBlockIds(t.rng, reader.blocks, reader.blocks);
+  std::vector<uint8_t> again(t.chunk.size(), kPoison);
+  ASSERT_TRUE(ReferenceCopy(ArgsFor(dst, kScatter, ids, skip, t.tokens, t.chunk.data())).ok());
+  ASSERT_TRUE(ReferenceCopy(ArgsFor(dst, kGather, ids, skip, t.tokens, again.data())).ok());
+  EXPECT_EQ(FirstDiff(again, t.chunk), -1) << what;
+}
+
 TEST(PagedReferenceTest, EveryViewOrderReadsWhatNhdWrote) {
   const TestShape nhd{LayoutKind::kVllmNhd, 3, 6, 16, 2, 64, 2};
   Transfer t(nhd, 19);
@@ -130,14 +144,7 @@ TEST(PagedReferenceTest, EveryViewOrderReadsWhatNhdWrote) {
     TestShape view = WithKind(nhd, LayoutKind::kVllmView);
     view.order = order;
     view.block_size = 8;
-    view.blocks = (t.tokens + 7) / 8 + 2;
-    HostCache dst(view.Layout());
-    dst.Fill(kPoison);
-    const std::vector<int32_t> ids = RandomBlockIds(t.rng, view.blocks, view.blocks);
-    std::vector<uint8_t> again(t.chunk.size(), kPoison);
-    ASSERT_TRUE(ReferenceCopy(ArgsFor(dst, kScatter, ids, 1, t.tokens, t.chunk.data())).ok());
-    ASSERT_TRUE(ReferenceCopy(ArgsFor(dst, kGather, ids, 1, t.tokens, again.data())).ok());
-    EXPECT_EQ(FirstDiff(again, t.chunk), -1) << view.Name();
+    ExpectReadsBack(t, view, 1, view.Name());
   }
 }
 
@@ -195,14 +202,7 @@ TEST(PagedReferenceTest, CrossLayoutAndBlockSizeRoundTrip) {
         // A different block size and block table on the reading side.
         TestShape other = WithKind(shape, to);
         other.block_size = shape.block_size == 1 ? 4 : shape.block_size * 2 - 1;
-        other.blocks = (t.tokens + other.block_size - 1) / other.block_size + 2;
-        HostCache dst(other.Layout());
-        dst.Fill(kPoison);
-        const std::vector<int32_t> ids = RandomBlockIds(t.rng, other.blocks, other.blocks);
-        std::vector<uint8_t> again(t.chunk.size(), kPoison);
-        ASSERT_TRUE(ReferenceCopy(ArgsFor(dst, kScatter, ids, 2, t.tokens, t.chunk.data())).ok());
-        ASSERT_TRUE(ReferenceCopy(ArgsFor(dst, kGather, ids, 2, t.tokens, again.data())).ok());
-        EXPECT_EQ(FirstDiff(again, t.chunk), -1) << LayoutKindName(from) << " -> " << other.Name();
+        ExpectReadsBack(t, other, 2, std::string(LayoutKindName(from)) + " -> " + other.Name());
       }
     }
   }

@@ -174,15 +174,10 @@ def cpu_page_codec(dtype: Any) -> Any:
     the backend's own writer, as KvstashConnector learns it."""
     import torch
     from kvstash.integrations._kv_codec import KvSpec, PageCodec, learn_page_order
-    from vllm import _custom_ops as ops
+    from kvstash.integrations._vllm_format import cpu_page_writer
     from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
-    isa = _get_attn_isa(dtype, BLOCK, HEAD_DIM)
+    write = cpu_page_writer(_get_attn_isa(dtype, BLOCK, HEAD_DIM))
     spec = KvSpec(KV_HEADS, HEAD_DIM, HEAD_DIM, torch.empty(0, dtype=dtype).element_size())
-
-    def write(key: Any, value: Any, page: Any) -> None:
-        k_cache, v_cache = page.view(1, KV_HEADS, BLOCK * 2, -1).chunk(2, dim=2)
-        ops.cpu_attn_reshape_and_cache(key, value, k_cache, v_cache,
-                                       torch.arange(key.shape[0]), isa)
     return PageCodec(spec, BLOCK, page_order=learn_page_order(write, spec, BLOCK, dtype))
 
 

@@ -18,7 +18,7 @@ Thread-safety: EngineFormat is immutable.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import kvstash
 from kvstash.integrations._kv_codec import CANONICAL_FORMAT, KvSpec, PageCodec, \
@@ -47,23 +47,25 @@ class EngineFormat:
     kv_layout: str  # the namespace's kv_layout
     object_format: int  # the tag every object is put with
     page_writer: Optional[Callable[[Any, Any, Any], None]] = None  # CPU backend: its writer
+    page_order: Optional[Any] = None  # CPU backend: its packing of a block_size-token page
 
     @property
     def opaque(self) -> bool:
         return self.object_format == PAGE_FORMAT
 
-    def codec(self, view: Any) -> PageCodec:
-        """The codec of one layer's cache view; raises ValueError for a view unlike the
-        spec."""
-        kernel = view.shape[2] if view.dim() == 4 else self.block_size
-        order = None
-        if self.page_writer is not None and not self.opaque:
-            order = learn_page_order(self.page_writer, self.spec, kernel, view.dtype)
+    def codec(self, views: Sequence[Any]) -> PageCodec:
+        """The one codec of every layer's cache view; raises ValueError for a view unlike
+        the spec."""
+        kernel = views[0].shape[2] if views[0].dim() == 4 else self.block_size
+        order = self.page_order
+        if self.page_writer is not None and kernel != self.block_size:
+            order = learn_page_order(self.page_writer, self.spec, kernel, views[0].dtype)
             if order is None:
                 raise ValueError(f"the backend's {kernel}-token pages could not be decoded")
         codec = (_OpaquePages if self.opaque else PageCodec)(
             self.spec, self.block_size, kernel, order)
-        codec.check_view(view)
+        for view in views:
+            codec.check_view(view)
         return codec
 
 
@@ -127,11 +129,23 @@ def engine_format(vllm_config: Any, kv_cache_config: Any) -> EngineFormat:
 def _cpu_format(fmt: EngineFormat, vllm_config: Any, dtype: Any, cache_dtype: str
                 ) -> EngineFormat:
     """vLLM's CPU backend: its writer's packing, learned; opaque pages where it cannot be."""
-    import torch
-    from vllm import _custom_ops as ops
     from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
     isa = _get_attn_isa(vllm_config.model_config.dtype, fmt.block_size, fmt.spec.head_size,
                         cache_dtype)
+    write = cpu_page_writer(isa, cache_dtype)
+    order = learn_page_order(write, fmt.spec, fmt.block_size, dtype)
+    if order is not None:
+        return EngineFormat(fmt.spec, fmt.block_size, fmt.dtype, fmt.kv_layout,
+                            fmt.object_format, write, order)
+    return EngineFormat(fmt.spec, fmt.block_size, fmt.dtype,
+                        f"vllm.cpu_attn.{isa}.page.v1;block_size={fmt.block_size}", PAGE_FORMAT)
+
+
+def cpu_page_writer(isa: str, cache_dtype: str = "auto") -> Callable[[Any, Any, Any], None]:
+    """vLLM's CPU backend's cache writer for ``isa``, as :func:`learn_page_order` calls it:
+    ``write(key, value, page)`` stores tokens 0.. of one block the way the backend does."""
+    import torch
+    from vllm import _custom_ops as ops
 
     def write(key: Any, value: Any, page: Any) -> None:
         # The backend's own view of a page (cpu_attn.py): a block's K slots, then its V.
@@ -140,9 +154,4 @@ def _cpu_format(fmt: EngineFormat, vllm_config: Any, dtype: Any, cache_dtype: st
         slots = torch.arange(key.shape[0], dtype=torch.long)
         ops.cpu_attn_reshape_and_cache(key, value, k_cache, v_cache, slots, isa,
                                        kv_cache_dtype=cache_dtype)
-
-    if learn_page_order(write, fmt.spec, fmt.block_size, dtype) is not None:
-        return EngineFormat(fmt.spec, fmt.block_size, fmt.dtype, fmt.kv_layout,
-                            fmt.object_format, write)
-    return EngineFormat(fmt.spec, fmt.block_size, fmt.dtype,
-                        f"vllm.cpu_attn.{isa}.page.v1;block_size={fmt.block_size}", PAGE_FORMAT)
+    return write

@@ -301,14 +301,14 @@ class KvstashConnector(KVConnectorBase_V1):
                 kvstash.StatusCode.INVALID_ARGUMENT,
                 f"KvstashConnector: {len(layers)} KV caches for {self._layers_n} layers")
         try:
-            codecs = [self._format.codec(cache) for _, cache in layers]
+            codec = self._format.codec([cache for _, cache in layers])
         except ValueError as e:
             raise kvstash.Error(kvstash.StatusCode.UNIMPLEMENTED,
                                 f"KvstashConnector: {e}") from e
         device = layers[0][1].device
         mover = make_mover(device, self._format.spec.layer_bytes(self._namespace.chunk_tokens),
                            self._staging_bytes)
-        self._worker.register(layers, codecs, mover)
+        self._worker.register(layers, [codec] * len(layers), mover)
 
     def handle_preemptions(self, kv_connector_metadata: KVConnectorMetadata) -> None:
         if isinstance(kv_connector_metadata, KvstashConnectorMetadata) and \

@@ -107,26 +107,14 @@ def test_a_slice_of_the_wrong_size_or_a_foreign_view_is_refused():
 # -- vLLM's CPU backend: pages packed by its own writer --------------------------------
 
 
-def cpu_writer(isa):
-    from vllm import _custom_ops as ops
-
-    def write(key, value, page):
-        # The backend's own view of a page (cpu_attn.py): K slots, then V slots.
-        blocks, heads, block, _ = page.shape
-        key_cache, value_cache = page.view(blocks, heads, block * 2, -1).chunk(2, dim=2)
-        slots = torch.arange(key.shape[0], dtype=torch.long)
-        ops.cpu_attn_reshape_and_cache(key, value, key_cache, value_cache, slots, isa)
-    return write
-
-
 @pytest.mark.parametrize("block,head_size", [(32, 64), (16, 32)])
 def test_cpu_backend_pages_decode_through_the_learned_order(block, head_size):
     from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
     dtype, heads = torch.bfloat16, 2
     isa = _get_attn_isa(dtype, block, head_size)
     s = KvSpec(heads, head_size, head_size, 2)
-    write = cpu_writer(isa)
-    order = learn_page_order(lambda k, v, page: write(k, v, page), s, block, dtype)
+    from kvstash.integrations._vllm_format import cpu_page_writer
+    order = learn_page_order(cpu_page_writer(isa), s, block, dtype)
     assert order is not None, isa
     codec = PageCodec(s, block, page_order=order)
     assert codec._slabs is not None, "the backend's packing is regular: strided copies"

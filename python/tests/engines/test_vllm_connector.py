@@ -25,6 +25,7 @@ import kvstash  # noqa: E402
 PROMPT = [4 + (i * 7) % 990 for i in range(300)]
 CHUNK = 128  # the connector's default chunk: one of vLLM's 128-token CPU blocks
 KV_HEADS, HEAD_DIM = 2, 64  # conftest's model
+SPEC_COUNTERS = ("vllm:spec_decode_num_draft_tokens", "vllm:spec_decode_num_accepted_tokens")
 
 
 def canonical_namespace(c, model):
@@ -33,9 +34,11 @@ def canonical_namespace(c, model):
                        dtype="bfloat16", chunk_tokens=CHUNK)
 
 
-def engine_main(model: str, uri: str, load_mode: str, tp: int = 1) -> None:
-    """Runs in a subprocess: one engine; for each line on stdin, one greedy request and a
-    JSON line with the answer and the kvstash counters so far."""
+def engine_main(model: str, uri: str, load_mode: str, tp: int = 1,
+                speculative: str = "null") -> None:
+    """Runs in a subprocess: one engine (``speculative``: vLLM's speculative_config as
+    JSON); for each line on stdin, one greedy request and a JSON line with the answer and
+    the kvstash and speculative-decoding counters so far."""
     from vllm import LLM, SamplingParams
     from vllm.config import KVTransferConfig
     from vllm.inputs import TokensPrompt
@@ -47,13 +50,14 @@ def engine_main(model: str, uri: str, load_mode: str, tp: int = 1) -> None:
                                    "max_retries": 1, "load_mode": load_mode})
     llm = LLM(model=model, dtype="bfloat16", max_model_len=2048, enforce_eager=True,
               enable_prefix_caching=False, kv_transfer_config=config, disable_log_stats=False,
-              tensor_parallel_size=tp)
+              tensor_parallel_size=tp, speculative_config=json.loads(speculative))
     for line in sys.stdin:
         ask = json.loads(line)
         out = llm.generate([TokensPrompt(prompt_token_ids=ask["prompt"])],
                            SamplingParams(max_tokens=ask["max_tokens"], temperature=0.0),
                            use_tqdm=False)[0]
-        metrics = {m.name: m.value for m in llm.get_metrics() if "kvstash" in m.name}
+        metrics = {m.name: m.value for m in llm.get_metrics()
+                   if "kvstash" in m.name or m.name in SPEC_COUNTERS}
         print("RESULT " + json.dumps({"tokens": list(out.outputs[0].token_ids),
                                       "cached": out.num_cached_tokens, "metrics": metrics}),
               flush=True)
@@ -63,12 +67,14 @@ class Engine:
     """An engine_main subprocess. Without prefix caching, each request of the same prompt
     asks the connector again, as a fresh engine would."""
 
-    def __init__(self, model: str, uri: str, load_mode: str, tp: int = 1) -> None:
+    def __init__(self, model: str, uri: str, load_mode: str, tp: int = 1,
+                 speculative: "dict | None" = None) -> None:
         env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
         if tp > 1:  # vLLM binds each rank to a NUMA node unless told which cores to use
             env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(str(i % os.cpu_count()) for i in range(tp))
         self._stderr = tempfile.TemporaryFile(mode="w+")
-        self._proc = subprocess.Popen([sys.executable, __file__, model, uri, load_mode, str(tp)],
+        argv = [sys.executable, __file__, model, uri, load_mode, str(tp), json.dumps(speculative)]
+        self._proc = subprocess.Popen(argv,
                                       env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._stderr, text=True)
         self._lines: "queue.Queue[str]" = queue.Queue()
@@ -122,8 +128,8 @@ def run_engine(model: str, uri: str, load_mode: str, tp: int = 1) -> dict:
         return e.request()
 
 
-def object_key(ns, chunk, layer):
-    return ns.key_from_engine_hash(ns.prefix_keys(PROMPT)[chunk] + layer.to_bytes(2, "little"))
+def object_key(ns, chunk, layer, tokens=PROMPT):
+    return ns.key_from_engine_hash(ns.prefix_keys(tokens)[chunk] + layer.to_bytes(2, "little"))
 
 
 def replace_one_chunk(daemon, model, size_factor=1.0):
@@ -174,10 +180,11 @@ def test_engine_b_serves_from_what_engine_a_stored(model_dir, scheme, load_mode)
                 assert down["cached"] == 0 and down["tokens"] == a["tokens"], (a, down)
 
 
-def check_against_the_models_own_kv(daemon, model):
-    """What the CPU engine stored, loaded by a worker holding FlashAttention-NHD views of
-    16-token blocks, is the model's own K and V of the prompt (transformers' forward in
-    bf16: close to vLLM's kernels, not bit-equal), every token and head."""
+def check_against_the_models_own_kv(daemon, model, tokens=PROMPT, chunk=0):
+    """What the CPU engine stored for chunk ``chunk`` of ``tokens``, loaded by a worker
+    holding FlashAttention-NHD views of 16-token blocks, is the model's own K and V of
+    those tokens (transformers' forward in bf16: close to vLLM's kernels, not bit-equal),
+    every token and head."""
     import torch
     from transformers import LlamaForCausalLM
     from vllm.v1.kv_cache_interface import FullAttentionSpec
@@ -196,7 +203,7 @@ def check_against_the_models_own_kv(daemon, model):
     conn = Connection(daemon.grpc_uri, {}, lambda: [ns])
     assert conn.connect_now()
     s = kv_spec(spec)
-    worker = Worker(conn, 2, CHUNK, lambda key, layer: object_key(ns, 0, layer),
+    worker = Worker(conn, 2, CHUNK, lambda key, layer: object_key(ns, chunk, layer, tokens),
                     CANONICAL_FORMAT)
     worker.register([("l0", views[0]), ("l1", views[1])], [PageCodec(s, 16)] * 2,
                     CpuMover(StagingPool(s.layer_bytes(CHUNK), 1 << 24, False)))
@@ -207,12 +214,12 @@ def check_against_the_models_own_kv(daemon, model):
     conn.close()
     hf = LlamaForCausalLM.from_pretrained(model, dtype=torch.bfloat16)
     with torch.no_grad():
-        cache = hf(torch.tensor([PROMPT[:CHUNK]]), use_cache=True).past_key_values
+        cache = hf(torch.tensor([tokens[:(chunk + 1) * CHUNK]]), use_cache=True).past_key_values
     for layer, view in enumerate(views):
         cells = reference_tokens(view, spec, blocks, CHUNK).view(torch.bfloat16).float()
         got = cells[..., :HEAD_DIM], cells[..., HEAD_DIM:]  # [tokens, heads, head_dim]
         for g, ref in zip(got, layer_kv(cache, layer)):
-            ref = ref[0].transpose(0, 1).float()
+            ref = ref[0, :, chunk * CHUNK:].transpose(0, 1).float()
             assert (g - ref).abs().max() <= 0.05 * ref.abs().max() + 0.05, layer
 
 
@@ -250,6 +257,31 @@ def test_the_next_chat_turn_finds_the_answer_stored(model_dir):
         assert recomputed["cached"] == 0 and recomputed["tokens"] == second["tokens"]
 
 
+def test_speculative_drafts_are_never_stored(model_dir):
+    """With n-gram speculative decoding (drafts looked up in a repeating prompt, many of
+    them rejected), the chunk stored when the request finished, 72 prompt and the first
+    56 of 57 answer tokens (it ends where the KV of the answer does), holds the model's own
+    K and V of the accepted tokens: no draft's."""
+    from kvstash.testing import Daemon
+    turn1 = PROMPT[:25] * 8  # 200 tokens: the n-grams repeat
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2,
+            "prompt_lookup_max": 4}
+    with Daemon() as d, Engine(model_dir, d.ucx_uri, "layerwise", speculative=spec) as engine:
+        first = engine.request(turn1, max_tokens=57)
+        drafts = first["metrics"]["vllm:spec_decode_num_draft_tokens"]
+        accepted = first["metrics"]["vllm:spec_decode_num_accepted_tokens"]
+        assert drafts > accepted, first["metrics"]
+        tokens = turn1 + first["tokens"]
+        with kvstash.Client(d.grpc_uri) as c:
+            ns = canonical_namespace(c, model_dir)
+            keys = [object_key(ns, 1, layer, tokens) for layer in range(2)]
+            deadline = time.monotonic() + 60
+            while kvstash.Tier.NONE in c.exists(ns, keys):
+                assert time.monotonic() < deadline, "the answer was not stored"
+                time.sleep(0.05)
+        check_against_the_models_own_kv(d, model_dir, tokens, chunk=1)
+
+
 def test_tensor_parallel_ranks_store_and_load_their_own_heads(model_dir):
     """TP=2: each rank stores its KV heads in its own namespace; a later request loads both
     ranks' chunks; a TP=1 engine of the same model finds none of them (its objects hold
@@ -269,4 +301,4 @@ def test_tensor_parallel_ranks_store_and_load_their_own_heads(model_dir):
 
 
 if __name__ == "__main__":
-    engine_main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    engine_main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])

@@ -1,4 +1,4 @@
-#include "common/procfs.h"
+#include "testing/procfs.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "common/temp_dir.h"
+#include "testing/temp_dir.h"
 
 #include <stdlib.h>
 

@@ -1,4 +1,4 @@
-#include "common/subprocess.h"
+#include "testing/subprocess.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "absl/time/clock.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "testing/temp_dir.h"
 
 namespace kvstash {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/subprocess.h"
+#include "testing/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>

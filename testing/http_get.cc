@@ -1,4 +1,4 @@
-#include "common/http_get.h"
+#include "testing/http_get.h"
 
 #include <netdb.h>
 #include <poll.h>

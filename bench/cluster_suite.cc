@@ -15,7 +15,7 @@
 #include "bench/process.h"
 #include "bench/system_cells.h"
 #include "cluster/member.h"
-#include "common/procfs.h"
+#include "testing/procfs.h"
 
 namespace kvstash::bench {
 namespace {

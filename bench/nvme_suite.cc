@@ -21,7 +21,7 @@
 #include "bench/nvme_rows.h"
 #include "bench/process.h"
 #include "bench/report.h"
-#include "common/procfs.h"
+#include "testing/procfs.h"
 
 namespace kvstash::bench {
 namespace {

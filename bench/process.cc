@@ -16,7 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/procfs.h"
+#include "testing/procfs.h"
 
 namespace kvstash::bench {
 namespace {

@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/ready_file.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 namespace kvstash::bench {
 
@@ -28,7 +28,7 @@ namespace kvstash::bench {
 // the destructor unless Keep() was called (e.g. so the user can read logs after a failure).
 using ScratchDir = ::kvstash::TempDir;
 
-// A named child process (common/subprocess.h) logging into a file.
+// A named child process (testing/subprocess.h) logging into a file.
 class ChildProcess {
  public:
   // Starts argv[0] (searched in PATH when it has no '/') with stdout and stderr appended

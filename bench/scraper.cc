@@ -5,8 +5,8 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/http_get.h"
 #include "server/metrics/http_server.h"
+#include "testing/http_get.h"
 
 namespace kvstash::bench {
 

@@ -15,7 +15,7 @@
 #include "bench/process.h"
 #include "bench/system_cells.h"
 #include "common/bearer_token.h"
-#include "common/procfs.h"
+#include "testing/procfs.h"
 
 namespace kvstash::bench {
 namespace {

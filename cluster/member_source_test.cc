@@ -8,8 +8,8 @@
 #include "absl/synchronization/mutex.h"
 #include "cluster/cluster_test_util.h"
 #include "cluster/registrar.h"
-#include "common/subprocess.h"
 #include "gtest/gtest.h"
+#include "testing/subprocess.h"
 #include "tests/etcd_process.h"
 
 namespace kvstash::cluster {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "testing/temp_dir.h"
 
 namespace kvstash {
 namespace {

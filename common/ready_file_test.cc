@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "absl/time/clock.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "testing/temp_dir.h"
 
 namespace kvstash {
 namespace {

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/http_get.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstash/stats_counters.h"
@@ -17,6 +16,7 @@
 #include "server/store_metrics.h"
 #include "server/transport_metrics.h"
 #include "storage/chunk_store.h"
+#include "testing/http_get.h"
 
 namespace kvstash::server {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/temp_dir.h"
 #include "storage/chunk.h"
+#include "testing/temp_dir.h"
 
 namespace kvstash::storage::testing {
 

@@ -18,11 +18,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/bearer_token.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
 #include "proto/ucx_wire.h"
+#include "testing/temp_dir.h"
 #include "tests/daemon_fixture.h"
 #include "tests/metrics_test_util.h"
 #include "tests/subprocess.h"

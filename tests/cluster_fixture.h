@@ -27,9 +27,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cluster/member.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
+#include "testing/temp_dir.h"
 #include "tests/daemon_process.h"
 #include "tests/etcd_process.h"
 

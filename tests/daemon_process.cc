@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/procfs.h"
 #include "gtest/gtest.h"
+#include "testing/procfs.h"
 
 #ifndef KVSTASHD_PATH
 #define KVSTASHD_PATH "kvstashd"

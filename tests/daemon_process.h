@@ -29,8 +29,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/ready_file.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 namespace kvstash::testing {
 

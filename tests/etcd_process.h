@@ -20,9 +20,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cluster/etcd_client.h"
-#include "common/subprocess.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 namespace kvstash::testing {
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
+#include "testing/temp_dir.h"
 #include "tests/daemon_fixture.h"
 #include "tests/test_util.h"
 

@@ -13,8 +13,8 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/http_get.h"
 #include "server/metrics/http_server.h"
+#include "testing/http_get.h"
 
 namespace kvstash::testing {
 

@@ -21,10 +21,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/temp_dir.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
+#include "testing/temp_dir.h"
 #include "tests/daemon_fixture.h"
 #include "tests/daemon_process.h"
 #include "tests/test_util.h"

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/subprocess.h"
+#include "testing/subprocess.h"
 #include "tests/daemon_process.h"
 
 namespace kvstash::testing {

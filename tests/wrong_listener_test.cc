@@ -17,10 +17,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/http_get.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
+#include "testing/http_get.h"
 #include "tests/daemon_process.h"
 #include "tests/test_util.h"
 

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "common/subprocess.h"
+#include "testing/subprocess.h"
 
 namespace kvstash::bench::workload {
 namespace {

@@ -14,8 +14,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/bearer_token.h"
-#include "common/temp_dir.h"
 #include "server/log.h"
+#include "testing/temp_dir.h"
 
 namespace kvstash::server::auth {
 namespace {

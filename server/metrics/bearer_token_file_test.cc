@@ -4,9 +4,9 @@
 #include <fstream>
 #include <string>
 
-#include "common/http_get.h"
 #include "gtest/gtest.h"
 #include "server/metrics/http_server.h"
+#include "testing/http_get.h"
 
 namespace kvstash::metrics {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <atomic>
 
-#include "common/http_get.h"
 #include "gtest/gtest.h"
+#include "testing/http_get.h"
 
 namespace kvstash::metrics {
 namespace {

@@ -11,7 +11,8 @@
 Engine adapters live in ``kvstash.integrations`` (LMCache, SGLang HiCache, vLLM).
 """
 
-from ._client import Client, Namespace, default_options, key_from_engine_hash
+from ._async import Completion, Completions
+from ._client import Client, Namespace, default_options, key_from_engine_hash, memory_at
 from ._errors import (DeadlineExceeded, Error, InvalidArgument, NotFound, StatusCode,
                       Unavailable)
 from ._fetch import FetchAdvisor, fetch_advisor_defaults
@@ -25,6 +26,8 @@ __all__ = [
     "ClusterMember",
     "ClusterOptions",
     "ClusterStatus",
+    "Completion",
+    "Completions",
     "DeadlineExceeded",
     "Error",
     "FetchAdvisor",
@@ -40,4 +43,5 @@ __all__ = [
     "default_options",
     "fetch_advisor_defaults",
     "key_from_engine_hash",
+    "memory_at",
 ]

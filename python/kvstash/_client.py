@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import dataclasses
-import itertools
 import threading
 import weakref
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _native
+from ._async import Completions, Dispatcher
 from ._errors import Error
 from ._types import ClusterOptions, ClusterStatus, LookupResult, NamespaceUsage, Priority, Tier
 
@@ -51,55 +51,11 @@ def key_from_engine_hash(engine_hash: "bytes | str", namespace: Optional[Namespa
     return _native.key_from_engine_hash(engine_hash)
 
 
-class _Dispatcher:
-    """Resolves the futures of asynchronous calls from one completion queue.
-
-    Thread-safety: thread-safe. One daemon thread waits on the queue's eventfd (without
-    the GIL) and sets each future's result or exception.
-    """
-
-    def __init__(self) -> None:
-        self.completions = _native.Completions()
-        self._lock = threading.Lock()
-        self._pending: Dict[int, Future] = {}
-        self._tokens = itertools.count(1)
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, name="kvstash-completions", daemon=True)
-        self._thread.start()
-
-    def submit(self, start: Callable[[_native.Completions, int], None]) -> Future:
-        future: Future = Future()
-        future.set_running_or_notify_cancel()
-        with self._lock:
-            token = next(self._tokens)
-            self._pending[token] = future
-        try:
-            start(self.completions, token)
-        except BaseException:
-            with self._lock:
-                self._pending.pop(token, None)
-            raise
-        return future
-
-    def _deliver(self) -> None:
-        for token, value, error in self.completions.drain():
-            with self._lock:
-                future = self._pending.pop(token)
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(value)
-
-    def _run(self) -> None:
-        while not self._stop:
-            if self.completions.wait(0.5):
-                self._deliver()
-
-    def close(self) -> None:
-        """REQUIRES: every submitted call has finished (the native client was closed)."""
-        self._stop = True
-        self._thread.join()
-        self._deliver()
+def memory_at(address: int, size: int) -> memoryview:
+    """A writable memoryview of ``size`` bytes of this process's memory at ``address``, for
+    buffers an engine describes by address (SGLang's host pool); any call takes it as a
+    buffer. The caller vouches that the range stays mapped while the view is in use."""
+    return _native.memory_at(address, size)
 
 
 class Client:
@@ -137,7 +93,7 @@ class Client:
                                 f"{type(cluster).__name__}")
             options["cluster"] = dataclasses.asdict(cluster)
         self._native = _native.Client(uri, options)
-        self._dispatcher: Optional[_Dispatcher] = None
+        self._dispatcher: Optional[Dispatcher] = None
         self._dispatcher_lock = threading.Lock()
         _open_clients.add(self)
 
@@ -281,31 +237,65 @@ class Client:
         chunks of their priority."""
         self._native.end_session(ns, session_id)
 
+    # -- asynchronous calls: a completion queue ---------------------------------------
+
+    def submit_lookup(self, completions: Completions, token: int, ns: Namespace, keys: Keys,
+                      *, lease_ms: int = 0, session_id: int = 0) -> None:
+        """:meth:`lookup`, answered in ``completions`` under ``token``; returns at once."""
+        self._native.submit_lookup(completions._native, token, ns, keys, lease_ms, session_id)
+
+    def submit_put(self, completions: Completions, token: int, ns: Namespace, keys: Keys,
+                   buffers: Buffers, *, tokens: int = 0, format: int = 0, session_id: int = 0,
+                   ttl_ms: int = 0, priority: "Priority | int" = Priority.NORMAL,
+                   pin: bool = False, parent: Optional[bytes] = None,
+                   chain: bool = False) -> None:
+        """:meth:`put`, answered in ``completions`` under ``token``; returns at once. The
+        buffers must stay untouched until then."""
+        hints = _put_hints(session_id, ttl_ms, priority, pin, parent)
+        self._native.submit_put(completions._native, token, ns, keys, buffers, tokens, format,
+                                hints, chain)
+
+    def submit_get_into(self, completions: Completions, token: int, ns: Namespace, keys: Keys,
+                        buffers: Buffers, *, lease_id: int = 0) -> None:
+        """:meth:`get_into`, answered in ``completions`` under ``token``; returns at once.
+        The buffers must stay untouched until then."""
+        self._native.submit_get_into(completions._native, token, ns, keys, buffers, lease_id)
+
+    def submit_exists(self, completions: Completions, token: int, ns: Namespace,
+                      keys: Keys) -> None:
+        """:meth:`exists`, answered in ``completions`` under ``token``; returns at once."""
+        self._native.submit_exists(completions._native, token, ns, keys)
+
+    def submit_delete(self, completions: Completions, token: int, ns: Namespace,
+                      keys: Keys) -> None:
+        """:meth:`delete`, answered in ``completions`` under ``token``; returns at once."""
+        self._native.submit_delete(completions._native, token, ns, keys)
+
     # -- asynchronous calls: concurrent.futures --------------------------------------
 
     def lookup_async(self, ns: Namespace, keys: Keys, lease_ms: int = 0, *,
                      session_id: int = 0) -> "Future[LookupResult]":
-        return self._submit(
-            lambda q, t: self._native.submit_lookup(q, t, ns, keys, lease_ms, session_id))
+        return self._submit(lambda q, t: self.submit_lookup(q, t, ns, keys, lease_ms=lease_ms,
+                                                            session_id=session_id))
 
     def put_async(self, ns: Namespace, keys: Keys, buffers: Buffers, *, tokens: int = 0,
                   format: int = 0, session_id: int = 0, ttl_ms: int = 0,
                   priority: "Priority | int" = Priority.NORMAL, pin: bool = False,
                   parent: Optional[bytes] = None, chain: bool = False) -> "Future[List[bool]]":
-        hints = _put_hints(session_id, ttl_ms, priority, pin, parent)
-        return self._submit(lambda q, t: self._native.submit_put(q, t, ns, keys, buffers, tokens,
-                                                                 format, hints, chain))
+        return self._submit(lambda q, t: self.submit_put(
+            q, t, ns, keys, buffers, tokens=tokens, format=format, session_id=session_id,
+            ttl_ms=ttl_ms, priority=priority, pin=pin, parent=parent, chain=chain))
 
     def get_into_async(self, ns: Namespace, keys: Keys, buffers: Buffers,
                        lease_id: int = 0) -> "Future[List[Optional[int]]]":
         return self._submit(
-            lambda q, t: self._native.submit_get_into(q, t, ns, keys, buffers, lease_id))
+            lambda q, t: self.submit_get_into(q, t, ns, keys, buffers, lease_id=lease_id))
 
     def exists_async(self, ns: Namespace, keys: Keys) -> "Future[List[Tier]]":
-        return self._submit(lambda q, t: self._native.submit_exists(q, t, ns, keys))
+        return self._submit(lambda q, t: self.submit_exists(q, t, ns, keys))
 
     def delete_async(self, ns: Namespace, keys: Keys) -> "Future[int]":
-        return self._submit(lambda q, t: self._native.submit_delete(q, t, ns, keys))
+        return self._submit(lambda q, t: self.submit_delete(q, t, ns, keys))
 
     # -- asynchronous calls: asyncio -------------------------------------------------
 
@@ -333,10 +323,10 @@ class Client:
     async def adelete(self, ns: Namespace, keys: Keys) -> int:
         return await asyncio.wrap_future(self.delete_async(ns, keys))
 
-    def _submit(self, start: Callable[[Any, int], None]) -> Future:
+    def _submit(self, start: Callable[[Completions, int], None]) -> Future:
         with self._dispatcher_lock:
             if self._dispatcher is None:
-                self._dispatcher = _Dispatcher()
+                self._dispatcher = Dispatcher()
             dispatcher = self._dispatcher
         return dispatcher.submit(start)
 
@@ -352,4 +342,5 @@ def _close_open_clients() -> None:
         client.close()
 
 
-__all__ = ["Client", "Namespace", "Error", "default_options", "key_from_engine_hash"]
+__all__ = ["Client", "Namespace", "Error", "default_options", "key_from_engine_hash",
+           "memory_at"]

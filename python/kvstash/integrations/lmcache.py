@@ -24,12 +24,10 @@ Thread-safety: thread-safe; LMCache submits under its own lock from several thre
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import kvstash
-from kvstash import _native
 from kvstash.integrations._common import Connection, logger, split_options
 
 # Recorded with every chunk: an LMCache memory object, opaque to other engines.
@@ -50,7 +48,7 @@ class KvstashL2Adapter:
         self._conn = Connection(uri, client_options, lambda: [namespace],
                                 retry_interval_s=retry_interval_s, what="LMCache KvstashL2Adapter",
                                 own_params=("model",))
-        self._completions = _native.Completions()
+        self._completions = kvstash.Completions()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._kinds: Dict[int, Tuple[str, List[int]]] = {}  # id -> (op, buffer sizes)
@@ -105,7 +103,7 @@ class KvstashL2Adapter:
         if conn is None:
             return self._fail(fid, "kvstashd unreachable")
         client, (ns,) = conn
-        q, n = self._completions, client._native
+        q = self._completions
         try:
             kv_keys = [kvstash.key_from_engine_hash(k) for k in keys]
             # Per key: the buffer's size (set, get) or 0 (exists, delete).
@@ -113,14 +111,13 @@ class KvstashL2Adapter:
             with self._lock:
                 self._kinds[fid] = (op, sizes)
             if op == "set":
-                n.submit_put(q, fid, ns, kv_keys, views, 0, OBJECT_FORMAT, _native.PutHints(),
-                             False)
+                client.submit_put(q, fid, ns, kv_keys, views, format=OBJECT_FORMAT)
             elif op == "get":
-                n.submit_get_into(q, fid, ns, kv_keys, views, 0)
+                client.submit_get_into(q, fid, ns, kv_keys, views)
             elif op == "exists":
-                n.submit_exists(q, fid, ns, kv_keys)
+                client.submit_exists(q, fid, ns, kv_keys)
             else:
-                n.submit_delete(q, fid, ns, kv_keys)
+                client.submit_delete(q, fid, ns, kv_keys)
         except Exception as e:  # noqa: BLE001 -- a submit must not raise into LMCache's threads
             with self._lock:
                 self._kinds.pop(fid, None)
@@ -131,7 +128,7 @@ class KvstashL2Adapter:
     def _fail(self, fid: int, why: str) -> int:
         with self._lock:
             self._failed.append((fid, False, why, None))
-        os.eventfd_write(self._completions.fileno(), 1)
+        self._completions.wake()
         return fid
 
 

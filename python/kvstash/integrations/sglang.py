@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import Any, List, Optional, Sequence
 
 import kvstash
-from kvstash import _native
 from kvstash.integrations._common import Connection, logger, split_options
 
 from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageConfig
@@ -92,7 +91,7 @@ class KvstashHiCacheStorage(HiCacheStorage):
                 f"{len(ptrs)} page buffers do not split over {len(keys)} keys")
         per = len(ptrs) // len(keys)
         chunk_keys = _chunk_keys(keys, per)
-        views = [_native.memory_at(int(p), int(s)) for p, s in zip(ptrs, sizes)]
+        views = [kvstash.memory_at(int(p), int(s)) for p, s in zip(ptrs, sizes)]
         return per, chunk_keys, views, [int(s) for s in sizes]
 
     def batch_set_v1(self, keys: List[str], host_indices: Any, extra_info: Any = None) -> List[bool]:

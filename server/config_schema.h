@@ -115,8 +115,8 @@ void VisitNvme(NvmeConfig& c, V& v) {
   v.Bool("enabled", &c.enabled);
   v.String("path", &c.path);
   v.Size("capacity_bytes", &c.capacity_bytes, {kMiB});
-  v.Int("demotion_threads", &c.demotion_threads, {1, kMaxThreads});
-  v.Int("read_threads", &c.read_threads, {1, kMaxThreads});
+  v.Int("demotion_threads", &c.demotion_threads, {1, NvmeConfig::kMaxThreads});
+  v.Int("read_threads", &c.read_threads, {1, NvmeConfig::kMaxThreads});
   v.Size("read_bytes_per_s", &c.read_bytes_per_s, {0});
   v.Int("demotion_queue_chunks", &c.demotion_queue_chunks, {1, 1 << 20});
   v.Int("demotion_wait_ms", &c.demotion_wait_ms, {0, kHourMs});

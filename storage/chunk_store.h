@@ -77,6 +77,8 @@ struct ChunkStoreOptions {
 
   // The NVMe tier (RocksDB with blob files, see docs/storage-format.md). Off by default.
   struct Nvme {
+    // Most demotion_threads and read_threads accepted.
+    static constexpr int kMaxThreads = 64;
     // Database directory on a local SSD. Empty: no NVMe tier (DRAM only). An existing
     // database there is reopened and its chunks served again after the index is rebuilt
     // from the metadata family.

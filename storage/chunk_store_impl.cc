@@ -45,14 +45,7 @@ absl::StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Create(const ChunkStoreO
   if (!index.ok()) return index.status();
   std::unique_ptr<RocksDbTier> nvme;
   if (!options.nvme.path.empty()) {
-    RocksDbTierOptions tier;
-    tier.path = options.nvme.path;
-    tier.capacity_bytes = options.nvme.capacity_bytes;
-    tier.sync_writes = options.nvme.sync_writes;
-    tier.flush_interval_ms = options.nvme.flush_interval_ms;
-    tier.low_priority_background = options.nvme.low_priority_background;
-    tier.eviction = options.nvme.eviction;
-    auto opened = RocksDbTier::Open(tier);
+    auto opened = RocksDbTier::Open(NvmeTierOptions(options.nvme));
     if (!opened.ok()) return opened.status();
     nvme = *std::move(opened);
   }

@@ -150,4 +150,8 @@ class ChunkStoreImpl final : public ChunkStore {
   const std::unique_ptr<ReadPool> readers_;
 };
 
+// The NVMe tier's RocksDbTierOptions from the store's options: what Validate checks and
+// Create opens.
+RocksDbTierOptions NvmeTierOptions(const ChunkStoreOptions::Nvme& nvme);
+
 }  // namespace kvstash::storage

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "common/bits.h"
 #include "storage/chunk_store.h"
+#include "storage/chunk_store_impl.h"
 #include "storage/cleaner.h"
 #include "storage/eviction_policy.h"
 #include "storage/rocksdb_tier.h"
@@ -43,16 +44,11 @@ absl::Status ValidateDram(const ChunkStoreOptions& o) {
   return absl::OkStatus();
 }
 
-constexpr int kMaxNvmeThreads = 64;  // demotion_threads, read_threads
+constexpr int kMaxNvmeThreads = ChunkStoreOptions::Nvme::kMaxThreads;
 
 absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
   if (n.path.empty()) return absl::OkStatus();  // tier off: the rest is ignored
-  RocksDbTierOptions tier;
-  tier.path = n.path;
-  tier.capacity_bytes = n.capacity_bytes;
-  tier.flush_interval_ms = n.flush_interval_ms;
-  tier.eviction = n.eviction;
-  if (absl::Status s = tier.Validate(); !s.ok()) return s;
+  if (absl::Status s = NvmeTierOptions(n).Validate(); !s.ok()) return s;
   if (n.admission_min_hits < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("nvme.admission_min_hits must be >= 0 (got ", n.admission_min_hits, ")"));
@@ -83,6 +79,17 @@ absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
 }
 
 }  // namespace
+
+RocksDbTierOptions NvmeTierOptions(const ChunkStoreOptions::Nvme& nvme) {
+  RocksDbTierOptions tier;
+  tier.path = nvme.path;
+  tier.capacity_bytes = nvme.capacity_bytes;
+  tier.sync_writes = nvme.sync_writes;
+  tier.flush_interval_ms = nvme.flush_interval_ms;
+  tier.low_priority_background = nvme.low_priority_background;
+  tier.eviction = nvme.eviction;
+  return tier;
+}
 
 absl::Status ChunkStoreOptions::Validate() const {
   if (absl::Status s = ValidateDram(*this); !s.ok()) return s;

@@ -22,6 +22,7 @@
 #include "cluster/etcd_client.h"
 #include "common/ucx_setup.h"
 #include "server/auth/authenticator.h"
+#include "server/log_options.h"
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
@@ -67,17 +68,6 @@ struct GrpcConfig {
   // On SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled.
   int64_t shutdown_grace_ms = 10000;
   TlsConfig tls;
-};
-
-enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
-enum class LogFormat { kLogfmt, kJson };
-
-// The `log:` section. Log lines go to stderr.
-struct LogConfig {
-  // Lines below this level are dropped: debug | info | warn | error.
-  LogLevel level = LogLevel::kInfo;
-  // logfmt (`ts=... level=info msg="..." k=v`) or json (one object per line).
-  LogFormat format = LogFormat::kLogfmt;
 };
 
 // The `storage.dram:` section: the store's DRAM options under their config names; their
@@ -263,8 +253,6 @@ absl::Status CheckUcxTrust(const UcxConfig& ucx, bool auth_required);
 // Whether HOST of "HOST:PORT" is a loopback address (127.0.0.0/8, ::1, localhost).
 bool IsLoopbackHostPort(absl::string_view host_port);
 
-absl::string_view LogLevelName(LogLevel level);
-absl::string_view LogFormatName(LogFormat format);
 absl::string_view HugePagesName(storage::ChunkStoreOptions::HugePages mode);
 
 }  // namespace kvstash::server

@@ -20,7 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/config.h"
+#include "server/log_options.h"
 
 namespace kvstash::server {
 

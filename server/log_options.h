@@ -1,0 +1,26 @@
+// The `log:` section's options and their names, apart from the rest of the daemon's config
+// so that the logger (server/log.h) depends on nothing else. The names are the config
+// schema's (server/config_schema.h); they are defined with the config (config.cc).
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include "absl/strings/string_view.h"
+
+namespace kvstash::server {
+
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+enum class LogFormat { kLogfmt, kJson };
+
+// The `log:` section. Log lines go to stderr.
+struct LogConfig {
+  // Lines below this level are dropped: debug | info | warn | error.
+  LogLevel level = LogLevel::kInfo;
+  // logfmt (`ts=... level=info msg="..." k=v`) or json (one object per line).
+  LogFormat format = LogFormat::kLogfmt;
+};
+
+absl::string_view LogLevelName(LogLevel level);
+absl::string_view LogFormatName(LogFormat format);
+
+}  // namespace kvstash::server

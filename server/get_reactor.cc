@@ -124,7 +124,9 @@ absl::Status GetReactor::Parse(const grpc::CallbackServerContext& context,
   absl::StatusOr<CallAuth> caller = AuthenticateCall(*requests_, Op::kGet, context);
   if (!caller.ok()) return caller.status();
   caller_ = *std::move(caller);
-  absl::StatusOr<GetCall> call = DecodeGetRequest(request, *env_->registry, env_->limits);
+  v1::GetRequest parsed;
+  if (absl::Status s = wire::ParseMessage(request, &parsed); !s.ok()) return s;
+  absl::StatusOr<GetCall> call = DecodeGetRequest(parsed, *env_->registry, env_->limits);
   if (!call.ok()) return call.status();
   if (absl::Status s = requests_->Authorize(caller_, auth::Access::kRead, call->tenant); !s.ok()) {
     return s;

@@ -29,6 +29,10 @@ using KvStashCallbackBase = KvStash::WithCallbackMethod_RegisterNamespace<
                 KvStash::WithCallbackMethod_Health<KvStashAdminBase>>>>>>>>;
 }  // namespace internal
 
+// The bearer token of a gRPC call: its `authorization: Bearer <token>` metadata, "" when
+// it has none. UNAUTHENTICATED for other authorization metadata.
+absl::StatusOr<std::string> BearerTokenOf(const grpc::ServerContextBase& context);
+
 // The caller of a gRPC call of `op`, from its authorization metadata (Requests::Authenticate).
 absl::StatusOr<CallAuth> AuthenticateCall(const Requests& requests, Op op,
                                           const grpc::ServerContextBase& context);

@@ -133,7 +133,7 @@ void PutReactor::OnStreamEnd() {
     EndWithError(s);
     return;
   }
-  *response_ = SerializeMessage(results_);
+  *response_ = wire::SerializeMessage(results_);
   requests_->env().log->Debug(
       "put done", {{"chunks", results_.results_size()}, {"bytes", parser_.bytes_received()}});
   End(grpc::Status::OK);

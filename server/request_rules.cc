@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "kvstash/hints.h"
 #include "kvstash/v1/kvstash.pb.h"
-#include "proto/frame_codec.h"
 
 namespace kvstash::server {
 namespace {
@@ -69,11 +68,9 @@ absl::Status CheckPutChunk(const PutChunkHeader& h, const ServiceLimits& limits)
   return CheckHints(h.hints, h.index, limits.max_ttl_ms);
 }
 
-absl::StatusOr<GetCall> DecodeGetRequest(const grpc::ByteBuffer& request,
+absl::StatusOr<GetCall> DecodeGetRequest(const v1::GetRequest& req,
                                          const NamespaceRegistry& registry,
                                          const ServiceLimits& limits) {
-  v1::GetRequest req;
-  if (absl::Status s = wire::ParseMessage(request, &req); !s.ok()) return s;
   GetCall call;
   uint32_t chunk_tokens = 0;
   absl::StatusOr<Key128> ns = registry.Resolve(req.namespace_id(), &chunk_tokens, &call.tenant);

@@ -6,8 +6,6 @@
 // Thread-safety: plain values and stateless functions; safe from any thread.
 #pragma once
 
-#include <grpcpp/support/byte_buffer.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,6 +17,10 @@
 #include "kvstash/keys.h"
 #include "server/namespace_registry.h"
 #include "storage/chunk.h"
+
+namespace kvstash::v1 {
+class GetRequest;
+}  // namespace kvstash::v1
 
 namespace kvstash::server {
 
@@ -64,9 +66,9 @@ struct GetCall {
   uint64_t lease_id = 0;
   std::string tenant;  // the namespace's, as registered (empty: the default tenant)
 };
-// Decodes a serialized v1.GetRequest: INVALID_ARGUMENT for malformed bytes, a bad
+// Checks a parsed v1.GetRequest (the transport parses it): INVALID_ARGUMENT for a bad
 // namespace id or key list; FAILED_PRECONDITION for a namespace `registry` does not know.
-absl::StatusOr<GetCall> DecodeGetRequest(const grpc::ByteBuffer& request,
+absl::StatusOr<GetCall> DecodeGetRequest(const v1::GetRequest& request,
                                          const NamespaceRegistry& registry,
                                          const ServiceLimits& limits);
 

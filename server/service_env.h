@@ -1,15 +1,11 @@
 // ServiceEnv: what every transport's request handling shares (the store, the namespace
-// registry, limits, the log, the draining flag), plus the gRPC message helpers of the raw
-// methods. The request rules themselves live in requests.h.
+// registry, limits, the log, the draining flag). The request rules themselves live in
+// requests.h.
 //
 // Thread-safety: ServiceEnv is immutable after construction except `draining` and
 // `unary_in_handler`, atomics, and `metrics` and `auth_metrics`, thread-safe; the pointees are
 // thread-safe. The helpers are stateless.
 #pragma once
-
-#include <google/protobuf/message_lite.h>
-#include <grpcpp/server_context.h>
-#include <grpcpp/support/byte_buffer.h>
 
 #include <atomic>
 #include <cstdint>
@@ -21,7 +17,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kvstash/keys.h"
-#include "proto/frame_codec.h"
 #include "server/auth_metrics.h"
 #include "server/delivery_gate.h"
 #include "server/log.h"
@@ -63,13 +58,5 @@ struct ServiceEnv {
   // UNAVAILABLE while draining, else OK.
   absl::Status Admit() const;
 };
-
-// The bearer token of a gRPC call: its `authorization: Bearer <token>` metadata, "" when
-// it has none. UNAUTHENTICATED for other authorization metadata.
-absl::StatusOr<std::string> BearerTokenOf(const grpc::ServerContextBase& context);
-
-// The gRPC message helpers of the raw methods (proto/frame_codec.h).
-using wire::ParseMessage;
-using wire::SerializeMessage;
 
 }  // namespace kvstash::server

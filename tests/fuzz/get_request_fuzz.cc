@@ -1,5 +1,6 @@
-// Fuzzes the decoding of a gRPC Get request (server/request_rules.h DecodeGetRequest): the
-// serialized v1.GetRequest, its namespace id and its concatenated keys. Input: one byte
+// Fuzzes the decoding of a gRPC Get request (proto/frame_codec.h ParseMessage, then
+// server/request_rules.h DecodeGetRequest): the serialized v1.GetRequest, its namespace id
+// and its concatenated keys. Input: one byte
 // giving the number of slices, then the request bytes. Checks: an accepted request names
 // the registered namespace, its keys are the request's key bytes in order, and never more
 // than max_keys_per_request.
@@ -9,6 +10,8 @@
 #include <string>
 
 #include "fuzz_util.h"
+#include "kvstash/v1/kvstash.pb.h"
+#include "proto/frame_codec.h"
 #include "server/namespace_registry.h"
 #include "server/request_rules.h"
 
@@ -20,8 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   server::ServiceLimits limits;
   limits.max_keys_per_request = 16;
   const absl::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-  absl::StatusOr<server::GetCall> call =
-      server::DecodeGetRequest(fuzz::ToBuffer(bytes, data[0] % 8), *registry, limits);
+  v1::GetRequest parsed;
+  if (!wire::ParseMessage(fuzz::ToBuffer(bytes, data[0] % 8), &parsed).ok()) return 0;
+  absl::StatusOr<server::GetCall> call = server::DecodeGetRequest(parsed, *registry, limits);
   if (!call.ok()) return 0;
   v1::GetRequest reference;
   FUZZ_CHECK(reference.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));

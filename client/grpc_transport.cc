@@ -18,28 +18,14 @@ namespace {
 // frames are in flight at once on loopback and datacenter links.
 constexpr int kStreamWindowBytes = 16 << 20;
 
+// The gRPC method of each unary call (proto/calls.h): the service's method of its name.
 const char* MethodName(UnaryMethod method) {
   switch (method) {
-    case UnaryMethod::kRegisterNamespace:
-      return "/kvstash.v1.KvStash/RegisterNamespace";
-    case UnaryMethod::kLookup:
-      return "/kvstash.v1.KvStash/Lookup";
-    case UnaryMethod::kExists:
-      return "/kvstash.v1.KvStash/Exists";
-    case UnaryMethod::kDelete:
-      return "/kvstash.v1.KvStash/Delete";
-    case UnaryMethod::kStats:
-      return "/kvstash.v1.KvStash/Stats";
-    case UnaryMethod::kHealth:
-      return "/kvstash.v1.KvStash/Health";
-    case UnaryMethod::kListNamespaces:
-      return "/kvstash.v1.KvStash/ListNamespaces";
-    case UnaryMethod::kClearNamespace:
-      return "/kvstash.v1.KvStash/ClearNamespace";
-    case UnaryMethod::kPin:
-      return "/kvstash.v1.KvStash/Pin";
-    case UnaryMethod::kEndSession:
-      return "/kvstash.v1.KvStash/EndSession";
+#define KVSTASH_GRPC_METHOD(name, metric, ucx_op) \
+  case UnaryMethod::k##name:                      \
+    return "/kvstash.v1.KvStash/" #name;
+    KVSTASH_CALLS(KVSTASH_GRPC_METHOD, KVSTASH_CALL_SKIP)
+#undef KVSTASH_GRPC_METHOD
   }
   return "";
 }

@@ -18,22 +18,13 @@
 #include "absl/types/span.h"
 #include "kvstash/client.h"
 #include "kvstash/keys.h"
+#include "proto/calls.h"
 
 namespace kvstash::client_internal {
 
-// The unary calls of the wire API; each transport maps them to its own method names.
-enum class UnaryMethod {
-  kRegisterNamespace,
-  kLookup,
-  kExists,
-  kDelete,
-  kStats,
-  kHealth,
-  kListNamespaces,
-  kClearNamespace,
-  kPin,
-  kEndSession,
-};
+// The unary calls of the wire API (proto/calls.h); each transport maps them to its own
+// method names.
+enum class UnaryMethod { KVSTASH_CALLS(KVSTASH_CALL_ENUMERATOR, KVSTASH_CALL_SKIP) };
 
 // A serialized unary request. `ns` (not owned; null for calls naming no namespace) is
 // also carried outside the body by transports that route on it.

@@ -12,28 +12,14 @@ namespace {
 
 using WireOp = wire::ucx::Op;
 
+// The UCX op of each unary call (proto/calls.h).
 WireOp OpOf(UnaryMethod method) {
   switch (method) {
-    case UnaryMethod::kRegisterNamespace:
-      return WireOp::kRegisterNamespace;
-    case UnaryMethod::kLookup:
-      return WireOp::kLookup;
-    case UnaryMethod::kExists:
-      return WireOp::kExists;
-    case UnaryMethod::kDelete:
-      return WireOp::kDelete;
-    case UnaryMethod::kStats:
-      return WireOp::kStats;
-    case UnaryMethod::kHealth:
-      return WireOp::kHealth;
-    case UnaryMethod::kListNamespaces:
-      return WireOp::kListNamespaces;
-    case UnaryMethod::kClearNamespace:
-      return WireOp::kClearNamespace;
-    case UnaryMethod::kPin:
-      return WireOp::kPin;
-    case UnaryMethod::kEndSession:
-      return WireOp::kEndSession;
+#define KVSTASH_UCX_OP_OF(name, metric, ucx_op) \
+  case UnaryMethod::k##name:                    \
+    return WireOp::k##name;
+    KVSTASH_CALLS(KVSTASH_UCX_OP_OF, KVSTASH_CALL_SKIP)
+#undef KVSTASH_UCX_OP_OF
   }
   return WireOp::kHealth;
 }

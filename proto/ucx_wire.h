@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "proto/calls.h"
 
 namespace kvstash::wire::ucx {
 
@@ -31,28 +32,21 @@ inline constexpr uint8_t kVersion = 2;
 // ReplyHeader.index of an answer that concerns the whole request, not one item.
 inline constexpr uint32_t kWholeRequest = 0xFFFFFFFFu;
 
+#define KVSTASH_CALL_UCX_OP(name, metric, ucx_op) k##name = ucx_op,
+// The calls of proto/calls.h, and the transport's own messages (docs/protocol.md lists
+// each op's body and reply).
 enum class Op : uint8_t {
-  kHealth = 1,             // body: v1.HealthRequest            reply: v1.HealthResponse
-  kRegisterNamespace = 2,  // body: v1.RegisterNamespaceRequest reply: ...Response
-  kLookup = 3,             // body: v1.LookupRequest            reply: v1.LookupResponse
-  kExists = 4,             // body: v1.KeysRequest              reply: v1.ExistsResponse
-  kDelete = 5,             // body: v1.KeysRequest              reply: v1.DeleteResponse
-  kStats = 6,              // body: v1.StatsRequest             reply: v1.StatsResponse
-  kPut = 7,                // one chunk; header + PutFields, body: the payload
-  kGet = 8,                // body: GetItemRecord x count; replies: one or more per item
-  kHello = 9,              // on the sockaddr endpoint, body: empty or a HelloBody (the bearer
-                           // token); reply body: HelloReply + the daemon worker's UCP address
-  kAttach = 10,            // on the endpoint created from that address; body: the token (8 bytes
-                           // LE) + the client worker's UCP address, for the daemon's reply endpoint
-  kCommit = 11,            // header + CommitFields, no body: the client wrote a reserved chunk;
-                           // answered like the Put it completes (reply op kPut)
-  kRelease = 12,           // no body: the client has copied the chunks of Get `request_id` that
-                           // came back kFlagDirect; no reply
-  kListNamespaces = 13,    // body: v1.ListNamespacesRequest    reply: v1.ListNamespacesResponse
-  kClearNamespace = 14,    // body: v1.ClearNamespaceRequest    reply: v1.ClearNamespaceResponse
-  kPin = 15,               // body: v1.PinRequest               reply: v1.PinResponse
-  kEndSession = 16,        // body: v1.EndSessionRequest        reply: v1.EndSessionResponse
+  KVSTASH_CALLS(KVSTASH_CALL_UCX_OP, KVSTASH_CALL_UCX_OP) kHello =
+      9,          // on the sockaddr endpoint, body: empty or a HelloBody (the bearer token);
+                  // reply body: HelloReply + the daemon worker's UCP address
+  kAttach = 10,   // on the endpoint created from that address; body: the token (8 bytes LE)
+                  // + the client worker's UCP address, for the daemon's reply endpoint
+  kCommit = 11,   // header + CommitFields, no body: the client wrote a reserved chunk;
+                  // answered like the Put it completes (reply op kPut)
+  kRelease = 12,  // no body: the client has copied the chunks of Get `request_id` that came
+                  // back kFlagDirect; no reply
 };
+#undef KVSTASH_CALL_UCX_OP
 inline constexpr uint8_t kMaxOp = 16;
 
 // RequestHeader.flags of Attach: the client's data endpoint handles peer failures (the

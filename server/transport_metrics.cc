@@ -14,18 +14,10 @@ constexpr uint64_t kLatencyBoundsUs[] = {50,     100,     250,     500,     1000
                                          5000,   10000,   25000,   50000,   100000,  250000,
                                          500000, 1000000, 2500000, 5000000, 10000000};
 
-constexpr const char* kOpNames[kOpCount] = {"register_namespace",
-                                            "lookup",
-                                            "put",
-                                            "get",
-                                            "exists",
-                                            "delete",
-                                            "stats",
-                                            "health",
-                                            "list_namespaces",
-                                            "clear_namespace",
-                                            "pin",
-                                            "end_session"};
+#define KVSTASH_CALL_METRIC_NAME(name, metric, ucx_op) metric,
+constexpr const char* kOpNames[kOpCount] = {
+    KVSTASH_CALLS(KVSTASH_CALL_METRIC_NAME, KVSTASH_CALL_METRIC_NAME)};
+#undef KVSTASH_CALL_METRIC_NAME
 constexpr const char* kPutResultNames[] = {"stored", "already_present", "failed"};
 constexpr const char* kAuthFailureNames[] = {"unauthenticated", "permission_denied"};
 

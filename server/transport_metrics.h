@@ -28,26 +28,15 @@
 #include <string>
 #include <vector>
 
+#include "proto/calls.h"
 #include "server/metrics/exposition.h"
 #include "server/metrics/metric.h"
 
 namespace kvstash::server {
 
-enum class Op : int {
-  kRegisterNamespace,
-  kLookup,
-  kPut,
-  kGet,
-  kExists,
-  kDelete,
-  kStats,
-  kHealth,
-  kListNamespaces,
-  kClearNamespace,
-  kPin,
-  kEndSession,
-};
-inline constexpr int kOpCount = 12;
+// Every call of the wire API (proto/calls.h), in metrics order.
+enum class Op : int { KVSTASH_CALLS(KVSTASH_CALL_ENUMERATOR, KVSTASH_CALL_ENUMERATOR) };
+inline constexpr int kOpCount = 0 KVSTASH_CALLS(KVSTASH_CALL_COUNT, KVSTASH_CALL_COUNT);
 
 enum class PutResult : int { kStored, kAlreadyPresent, kFailed };
 enum class AuthFailure : int { kUnauthenticated, kPermissionDenied };

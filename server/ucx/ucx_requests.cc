@@ -15,29 +15,12 @@ using WireOp = wire::ucx::Op;
 
 Op Request::op() const {
   switch (static_cast<WireOp>(header.op)) {
-    case WireOp::kRegisterNamespace:
-      return Op::kRegisterNamespace;
-    case WireOp::kLookup:
-      return Op::kLookup;
-    case WireOp::kExists:
-      return Op::kExists;
-    case WireOp::kDelete:
-      return Op::kDelete;
-    case WireOp::kStats:
-      return Op::kStats;
-    case WireOp::kPut:
-      return Op::kPut;
-    case WireOp::kGet:
-      return Op::kGet;
-    case WireOp::kListNamespaces:
-      return Op::kListNamespaces;
-    case WireOp::kClearNamespace:
-      return Op::kClearNamespace;
-    case WireOp::kPin:
-      return Op::kPin;
-    case WireOp::kEndSession:
-      return Op::kEndSession;
-    default:
+#define KVSTASH_OP_OF_UCX(name, metric, ucx_op) \
+  case WireOp::k##name:                         \
+    return Op::k##name;
+    KVSTASH_CALLS(KVSTASH_OP_OF_UCX, KVSTASH_OP_OF_UCX)
+#undef KVSTASH_OP_OF_UCX
+    default:  // the transport's own messages (Hello, Attach, Commit, Release)
       return Op::kHealth;
   }
 }

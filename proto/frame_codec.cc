@@ -77,6 +77,12 @@ class SliceReader {
   size_t off_ = 0;
 };
 
+// A length-delimited field's length as protobuf reads it: a varint of at most 5 bytes whose
+// value fits an int32 (a longer one, even an overlong zero, fails its parser).
+bool ReadLength(SliceReader* r, uint64_t* len) {
+  return r->ReadVarint(len, 5) && *len <= INT32_MAX;
+}
+
 // Copies the value of a non-payload field (its tag is already in `head`) into `head`.
 bool CopyField(uint32_t wire_type, SliceReader* r, std::string* head) {
   uint8_t buf[10];
@@ -91,7 +97,7 @@ bool CopyField(uint32_t wire_type, SliceReader* r, std::string* head) {
     case kWireFixed32:
       return r->Take(4, nullptr, head);
     case kWireLen:
-      if (!r->ReadVarint(&v)) return false;
+      if (!ReadLength(r, &v)) return false;
       head->append(reinterpret_cast<char*>(buf), PutVarint(v, buf));
       return r->Take(v, nullptr, head);
     default:  // groups are not used by kvstash messages
@@ -144,7 +150,7 @@ absl::Status DecodeFrame(const grpc::ByteBuffer& frame, google::protobuf::Messag
       if (seen_data) return Malformed("repeated data field");
       seen_data = true;
       uint64_t len;
-      if (!reader.ReadVarint(&len) || !reader.Take(len, &payload->slices, nullptr)) {
+      if (!ReadLength(&reader, &len) || !reader.Take(len, &payload->slices, nullptr)) {
         return Malformed("truncated data field");
       }
       payload->bytes = len;

@@ -124,5 +124,19 @@ TEST(FrameCodecTest, RefusesTagsLongerThan5Bytes) {
   EXPECT_FALSE(head.ParseFromString(bytes));  // as protobuf itself
 }
 
+// Protobuf also refuses a length encoded in more than 5 bytes, for a head field as for the
+// payload, even an overlong zero.
+TEST(FrameCodecTest, RefusesLengthsLongerThan5Bytes) {
+  for (const std::string& bytes :
+       {std::string("\x32\x80\x80\x80\x80\x80\x00", 7),     // field 6, empty, in 6 bytes
+        std::string("\x7a\x80\x80\x80\x80\x80\x00", 7)}) {  // the payload, the same
+    v1::PutFrame head;
+    FramePayload payload;
+    const absl::Status s = DecodeFrame(Split(bytes, bytes.size()), &head, &payload);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_FALSE(head.ParseFromString(bytes));  // as protobuf itself
+  }
+}
+
 }  // namespace
 }  // namespace kvstash::wire

@@ -103,15 +103,6 @@ def prompts(trace: List[Dict[str, Any]], answers: Dict[int, List[int]]) -> Any:
         yield i, req, history[u]
 
 
-def longest_prompt(trace: List[Dict[str, Any]], answer_tokens: int) -> int:
-    """Tokens of the longest prompt of the trace, answers of ``answer_tokens`` included."""
-    length: Dict[int, int] = {}
-    for req in trace:
-        u = req["user"]
-        length[u] = length.get(u, 0) + (answer_tokens if u in length else 0) + len(req["add"])
-    return max(length.values())
-
-
 def engine_run(spec: Dict[str, Any]) -> None:
     """In a subprocess: one engine serves the trace one request at a time; a JSON line per
     request with its TTFT (from submission to the first output token)."""
@@ -254,9 +245,9 @@ def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[st
                 timings[f"kvstash {scheme}"] = (
                     lambda cl=client, n=ns, k=keys: cl.get_into(
                         n, k, [pages[layer][c] for c, layer in objects]))
-            timings[CANONICAL_LOAD] = canonical_load(clients["ucx"], pages, src, dtype)
-            gets = canonical_load(clients["ucx"], pages, src, dtype, decode=False)
-            timings[CANONICAL_GETS] = gets
+            load = canonical_load(clients["ucx"], pages, src, dtype)
+            timings[CANONICAL_LOAD] = load
+            timings[CANONICAL_GETS] = lambda: load(decode=False)
             for _ in range(reps):
                 for what, fn in timings.items():
                     for p in pages:
@@ -274,11 +265,10 @@ def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[st
     return out
 
 
-def canonical_load(client: Any, pages: List[Any], src: List[Any], dtype: str,
-                   decode: bool = True) -> Any:
+def canonical_load(client: Any, pages: List[Any], src: List[Any], dtype: str) -> Any:
     """Stores ``src`` as the connector does and returns the load: a get of every (chunk,
-    layer) object into staging buffers, each then decoded into its layer's pages (without
-    ``decode``, the gets alone: what the decode's copy adds is the difference)."""
+    layer) object into staging buffers, each then decoded into its layer's pages (with
+    ``decode=False``, the gets alone: what the decode's copy adds is the difference)."""
     import torch
     from kvstash.integrations._vllm_format import DEFAULT_CHUNK_TOKENS as chunk
     codec = cpu_page_codec(getattr(torch, dtype))
@@ -293,7 +283,7 @@ def canonical_load(client: Any, pages: List[Any], src: List[Any], dtype: str,
         codec.gather(src[layer], range(c * per, (c + 1) * per), chunk, buf)
     assert all(client.put(ns, keys, staging))
 
-    def load() -> None:
+    def load(decode: bool = True) -> None:
         # As the connector's layer-wise load: every layer's gets at once, each layer decoded
         # as soon as its objects arrived, while later layers still travel.
         futures = []
@@ -435,7 +425,8 @@ def main() -> None:
     trace = chat_trace(args.users, args.turns, args.system_tokens, args.first_tokens,
                        args.turn_tokens, args.answer_tokens if scripted else 0, args.seed)
     generate = args.max_tokens if scripted else args.answer_tokens
-    longest = longest_prompt(trace, args.answer_tokens) + generate
+    stand_in = {u: [0] * args.answer_tokens for u in range(args.users)}  # answers' lengths
+    longest = max(len(p) for _, _, p in prompts(trace, stand_in)) + generate
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1",
                VLLM_CPU_NUM_OF_RESERVED_CPU=args.worker_threads_reserved)
     meta = {"date": date, "args": {k: v for k, v in vars(args).items() if k != "engine_run"},

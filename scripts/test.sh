@@ -50,6 +50,19 @@ test_suite() {
   (cd "$top/$1" && ctest --output-on-failure --timeout 300 -j2)
 }
 
+# A whole run's build trees take about 8 GiB beside the checkout; a full disk would stop the
+# first link with a bare ENOSPC, so say it before building.
+check_disk() {
+  local need_gib=${KVSTASH_MIN_FREE_GIB:-10} free_gib
+  free_gib=$(( $(df -Pk "$top" | awk 'NR == 2 { print $4 }') / 1024 / 1024 ))
+  if (( free_gib < need_gib )); then
+    echo "test.sh: $free_gib GiB free under $top; the builds and tests need $need_gib GiB" \
+      "(KVSTASH_MIN_FREE_GIB sets the limit)" >&2
+    return 1
+  fi
+}
+
+step disk check_disk
 step setup "$top/scripts/setup.sh"
 step format "$top/scripts/format_check.sh"
 step "build plain" build_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVSTASH_SANITIZE=OFF

@@ -27,106 +27,9 @@
 
 namespace kvstash::server {
 
-const char kDefaultConfigYaml[] =
-    R"yaml(# kvstashd configuration. Sizes take KiB/MiB/GiB/TiB (or KB/MB/GB/TB) suffixes.
-server:
-  grpc_listen: "127.0.0.1:7070"   # HOST:PORT; port 0 picks a free port
-  max_frame_bytes: 4MiB           # largest payload per Put frame
-  send_frame_bytes: 1MiB          # payload per Get frame
-  max_keys_per_request: 65536     # keys per Lookup/Get/Exists/Delete, chunks per Put
-  max_ttl_ms: 86400000            # longest TTL hint a Put may carry (0: none allowed)
-  shutdown_grace_ms: 10000        # in-flight calls may finish for this long on SIGTERM
-  tls:                            # gRPC over TLS (docs/security.md); off while cert_file is ""
-    cert_file: ""                 # PEM certificate chain of the daemon
-    key_file: ""                  # PEM private key of cert_file
-    client_ca_file: ""            # PEM CA of client certificates; set = mutual TLS
-    reload_interval_ms: 10000     # how often the files are checked for a renewal
-data_dir: "./var/kvstash"
-log:
-  level: info                     # debug | info | warn | error
-  format: logfmt                  # logfmt | json
-storage:
-  max_chunk_bytes: 256MiB
-  max_lease_ms: 60000
-  index_shards: 64
-  dram:
-    capacity_bytes: 1GiB
-    page_bytes: 1MiB
-    huge_pages: auto              # off | auto | on
-    prefault: true                # fault the arena in at start, not on the put path
-    eviction: lru                 # lru | s3fifo | tinylfu | chain
-  nvme:                           # RocksDB tier below DRAM (docs/storage-format.md)
-    enabled: true                 # false: DRAM only, evicted chunks are dropped
-    path: ""                      # "" = <data_dir>/nvme; created at start-up
-    capacity_bytes: 16GiB         # payload budget; the directory settles within ~1.25x
-    demotion_threads: 1           # threads writing DRAM evictions to NVMe
-    read_threads: 4               # threads reading NVMe hits for gRPC gets
-    read_bytes_per_s: 0           # pace NVMe reads to this rate (a slow tier); 0 = unlimited
-    demotion_queue_chunks: 16     # evictions waiting to be written; beyond: dropped
-    demotion_wait_ms: 0           # longest such wait; 0: never block a put, drop at once
-    clean_window_percent: 25      # coldest % of DRAM written to NVMe ahead of eviction
-    flush_interval_ms: 1000       # write-back chunks are durable at most this long after
-    write_through: false          # also write every put to NVMe before acknowledging it
-    sync_writes: false            # fsync the WAL per write (survives power loss, slower)
-    promote_on_hit: true          # copy a chunk served from NVMe into DRAM
-    low_priority_background: true # demotion, cleaning, RocksDB flushes at nice 19
-    eviction: lru                 # lru | s3fifo | tinylfu | chain
-    admission_min_hits: 0         # write only chunks read >= N times in DRAM; 0 = all
-  sessions:                       # puts and lookups naming a session id (application hints)
-    idle_timeout_ms: 300000       # a session no put or lookup names for this long ends
-    max_sessions: 65536           # past it the session idle longest ends
-  tenants:                        # per-tenant quotas; unregistered namespaces: "default"
-    dram_quota_bytes: 0           # DRAM payload per tenant; 0 = none
-    nvme_quota_bytes: 0           # NVMe payload per tenant; 0 = none
-    pin_quota_bytes: 64MiB        # pinned payload per tenant; 0 = no pins
-    overrides: ""                 # "TENANT:dram=SIZE,nvme=SIZE,pin=SIZE;..." (others: above)
-metrics:                          # HTTP endpoint: /metrics, /healthz, /readyz
-  enabled: true
-  listen: "127.0.0.1:7071"        # HOST:PORT; port 0 picks a free port
-  namespace_labels: false         # per-namespace series (bounded by max_namespaces)
-  max_namespaces: 64
-  bearer_token_file: ""           # set: /metrics requires "Authorization: Bearer <file's token>"
-ucx:                              # UCX data plane (docs/protocol.md, "UCX data plane")
-  enabled: true
-  listen: "127.0.0.1:7072"        # HOST:PORT; port 0 picks a free port
-  tls: ""                         # UCX transports, e.g. "tcp" or "sm,self"; "" = UCX_TLS
-  rndv_thresh_bytes: 0            # rendezvous from this payload size; 0 = UCX default
-  tcp_segment_bytes: 256KiB       # UCX TCP fragment size; clients must use the same
-  worker_threads: 1               # threads progressing UCX workers
-  direct_access: true             # same-host clients map the DRAM arena (trusted clients)
-  trusted_network: false          # UCX has no TLS: non-loopback listen with auth needs true
-auth:                             # bearer tokens and tenant rights (docs/security.md)
-  token_file: ""                  # hashed tokens -> principals; "" = no authentication
-  required: false                 # refuse calls without a token (UNAUTHENTICATED)
-  reload_interval_ms: 1000        # how often the token file is checked for changes; 0 = SIGHUP only
-cluster:                          # etcd membership of a multi-node cache (docs/cluster.md)
-  enabled: false
-  name: "default"                 # etcd prefix /kvstash/<name>
-  etcd_endpoints: ""              # "host:port,..." or "https://host:port,..."; required when enabled
-  etcd_ca_file: ""                # TLS to etcd: CA of etcd's certificate; "" = system roots
-  etcd_cert_file: ""              # client certificate for etcd --client-cert-auth
-  etcd_key_file: ""               # its private key
-  member_id: ""                   # "" = <hostname>-<bound gRPC port>; keep stable
-  advertise_grpc: ""              # HOST:PORT clients use; "" = bound address
-  advertise_ucx: ""               # likewise for UCX
-  zone: ""                        # failure domain published with the member
-  lease_ttl_s: 10                 # a killed daemon drops out after this long
-  peer_probe_interval_ms: 5000    # Health probes of the other members; 0 = off
-  peer_ca_file: ""                # CA of the members' certificates (TLS); "" = client CA
-)yaml";
-
 namespace {
 
 using HugePages = storage::ChunkStoreOptions::HugePages;
-
-// The first name `choices` gives `value`.
-template <typename T>
-absl::string_view ChoiceName(const T& value, Choices<T> choices) {
-  for (const auto& [name, v] : choices) {
-    if (v == value) return name;
-  }
-  return "";
-}
 
 // Applies one --set override to the document tree, creating sections as needed. Unknown
 // keys created here are reported later by the schema walk, with their full dotted name.
@@ -165,26 +68,30 @@ class ReadVisitor {
  public:
   explicit ReadVisitor(const YAML::Node& root) { readers_.emplace_back(root, ""); }
 
-  void Begin(const char* section) { readers_.push_back(readers_.back().Section(section)); }
+  void Begin(const char* section, const char* /*doc*/) {
+    readers_.push_back(readers_.back().Section(section));
+  }
   void End() {
     readers_.back().RejectUnknown();
     readers_.pop_back();
   }
-  void String(const char* key, std::string* field) { readers_.back().String(key, field); }
-  void Size(const char* key, uint64_t* field, SizeRange range) {
+  void String(const char* key, std::string* field, const char* /*doc*/) {
+    readers_.back().String(key, field);
+  }
+  void Size(const char* key, uint64_t* field, SizeRange range, const char* /*doc*/) {
     readers_.back().Size(key, range.min, range.max, field);
     if (range.power_of_two) CheckPowerOfTwo(key, *field);
   }
   template <typename T>
-  void Int(const char* key, T* field, IntRange range) {
+  void Int(const char* key, T* field, IntRange range, const char* /*doc*/) {
     readers_.back().Int(key, range.min, range.max, field);
     if (range.power_of_two) CheckPowerOfTwo(key, static_cast<uint64_t>(*field));
   }
-  void Bool(const char* key, bool* field) {
+  void Bool(const char* key, bool* field, const char* /*doc*/) {
     readers_.back().Choice(key, {{"true", true}, {"false", false}}, field);
   }
   template <typename T>
-  void Enum(const char* key, T* field, Choices<T> choices) {
+  void Enum(const char* key, T* field, Choices<T> choices, const char* /*doc*/) {
     readers_.back().Choice(key, choices, field);
   }
 
@@ -401,81 +308,6 @@ absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
     return absl::Status(c.status().code(), absl::StrCat(path, ": ", c.status().message()));
   }
   return c;
-}
-
-namespace {
-
-// Writes each field as YAML, in file order.
-class EmitVisitor {
- public:
-  explicit EmitVisitor(YAML::Emitter* out) : out_(*out) {}
-
-  void Begin(const char* section) { out_ << YAML::Key << section << YAML::Value << YAML::BeginMap; }
-  void End() { out_ << YAML::EndMap; }
-  void String(const char* key, std::string* field) {
-    out_ << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << *field;
-  }
-  void Size(const char* key, uint64_t* field, SizeRange) {
-    out_ << YAML::Key << key << YAML::Value << FormatByteSize(*field);
-  }
-  template <typename T>
-  void Int(const char* key, T* field, IntRange) {
-    out_ << YAML::Key << key << YAML::Value << *field;
-  }
-  void Bool(const char* key, bool* field) { out_ << YAML::Key << key << YAML::Value << *field; }
-  template <typename T>
-  void Enum(const char* key, T* field, Choices<T> choices) {
-    out_ << YAML::Key << key << YAML::Value << std::string(ChoiceName(*field, choices));
-  }
-
- private:
-  YAML::Emitter& out_;
-};
-
-// Lists each field with its dotted key and its value as text.
-class ListVisitor {
- public:
-  std::vector<ConfigEntry> entries;
-
-  void Begin(const char* section) { prefix_.push_back(absl::StrCat(section, ".")); }
-  void End() { prefix_.pop_back(); }
-  void String(const char* key, std::string* field) { Add(key, *field); }
-  void Size(const char* key, uint64_t* field, SizeRange) { Add(key, FormatByteSize(*field)); }
-  template <typename T>
-  void Int(const char* key, T* field, IntRange) {
-    Add(key, absl::StrCat(*field));
-  }
-  void Bool(const char* key, bool* field) { Add(key, *field ? "true" : "false"); }
-  template <typename T>
-  void Enum(const char* key, T* field, Choices<T> choices) {
-    Add(key, std::string(ChoiceName(*field, choices)));
-  }
-
- private:
-  void Add(const char* key, std::string value) {
-    entries.push_back({absl::StrCat(absl::StrJoin(prefix_, ""), key), std::move(value)});
-  }
-
-  std::vector<std::string> prefix_;
-};
-
-}  // namespace
-
-std::string EmitConfig(const ServerConfig& config) {
-  ServerConfig c = config;  // the visitor's fields are writable
-  YAML::Emitter out;
-  EmitVisitor emit(&out);
-  out << YAML::BeginMap;
-  VisitConfig(c, emit);
-  out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
-}
-
-std::vector<ConfigEntry> ConfigEntries(const ServerConfig& config) {
-  ServerConfig c = config;
-  ListVisitor list;
-  VisitConfig(c, list);
-  return std::move(list.entries);
 }
 
 absl::string_view LogLevelName(LogLevel level) {

@@ -22,7 +22,7 @@ TEST(ConfigClusterTest, DefaultsAreOffWithTheAgreedValues) {
   EXPECT_EQ(c.member_id, "");
   EXPECT_EQ(c.lease_ttl_s, 10);
   EXPECT_EQ(c.peer_probe_interval_ms, 5000);
-  absl::StatusOr<ServerConfig> parsed = ParseConfig(kDefaultConfigYaml, {});
+  absl::StatusOr<ServerConfig> parsed = ParseConfig(DefaultConfigYaml(), {});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_FALSE(parsed->cluster.enabled);
 }

@@ -39,7 +39,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv) 
 absl::StatusOr<ServerConfig> LoadConfig(const CommandLine& cl) {
   std::vector<ConfigOverride> overrides = cl.overrides;
   if (!cl.listen.empty()) overrides.push_back({"server.grpc_listen", cl.listen, /*literal=*/true});
-  if (cl.config_path.empty()) return ParseConfig(kDefaultConfigYaml, overrides);
+  if (cl.config_path.empty()) return ParseConfig(DefaultConfigYaml(), overrides);
   return LoadConfigFile(cl.config_path, overrides);
 }
 

@@ -176,7 +176,7 @@ void UcxRequests() {
 }
 
 void Config() {
-  Write("config_fuzz", "default", server::kDefaultConfigYaml);
+  Write("config_fuzz", "default", server::DefaultConfigYaml());
   Write("config_fuzz", "small",
         "server:\n  grpc_listen: \"[::]:0\"\n  max_keys_per_request: 128\nstorage:\n  dram:\n"
         "    capacity_bytes: 64MiB\n  nvme:\n    enabled: false\nucx:\n  enabled: false\n");

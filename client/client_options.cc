@@ -1,41 +1,137 @@
 // ClientOptions::Validate: reject settings that would make every call fail in a confusing
-// way later (a zero deadline, frames larger than gRPC will carry) at Connect instead.
+// way later (a zero deadline, frames larger than gRPC will carry) at Connect instead. The
+// ranges are the schema's (kvstash/client_options_schema.h); so are SetClientOption and
+// the option table.
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/bearer_token.h"
-#include "common/ucx_setup.h"
 #include "kvstash/client.h"
+#include "kvstash/client_options_schema.h"
 #include "proto/ucx_wire.h"
 
 namespace kvstash {
 namespace {
 
-constexpr int64_t kMinFrameBytes = 1 << 10;
-constexpr int64_t kMaxFrameBytes = 64 << 20;
-constexpr int64_t kMaxRetries = 100;
-constexpr int64_t kMaxThreadsOrConnections = 256;
-// Well under UCX's keepalive interval (20 s), which sets how fast an idle queue fills.
-constexpr int64_t kMaxIdleProgressMs = 10000;
-constexpr int64_t kMaxCopyThreads = 16;
-constexpr int64_t kMinTcpSegmentBytes = ucx_setup::kMinTcpSegmentBytes;
-constexpr int64_t kMaxTcpSegmentBytes = ucx_setup::kMaxTcpSegmentBytes;
+// Dotted names of the fields a visitor is at ("cluster.replicas").
+class OptionPath {
+ public:
+  void Begin(const char* section, const char* /*doc*/) { sections_.push_back(section); }
+  void End() { sections_.pop_back(); }
+  std::string Name(const char* field) const {
+    return absl::StrCat(absl::StrJoin(sections_, "."), sections_.empty() ? "" : ".", field);
+  }
 
-constexpr int64_t kMaxReplicas = 8;
-constexpr int64_t kMaxHotFetches = 1000000;
+ private:
+  std::vector<std::string> sections_;
+};
 
-absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
-  if (value >= lo && value <= hi) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("ClientOptions.", field, " = ", value, " is out of range [", lo, ", ", hi, "]"));
-}
+// The first field outside its range or choices, named as ClientOptions.<dotted name>.
+class RangeCheck : public OptionPath {
+ public:
+  absl::Status status;
 
-// ClusterOptions' fields are named as ClientOptions.cluster.<field>, where callers set them.
-absl::Status CheckClusterRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi) {
-  return CheckRange(absl::StrCat("cluster.", field), value, lo, hi);
-}
+  template <typename T>
+  void Int(const char* name, T* field, OptionRange range, const char* /*doc*/) {
+    const int64_t value = static_cast<int64_t>(*field);
+    if (!status.ok() || (value >= range.min && value <= range.max)) return;
+    status = absl::InvalidArgumentError(absl::StrCat("ClientOptions.", Name(name), " = ", value,
+                                                     " is out of range [", range.min, ", ",
+                                                     range.max, "]"));
+  }
+  void Bool(const char*, bool*, const char*) {}
+  void String(const char*, std::string*, const char*) {}
+  void Choice(const char* name, std::string* field, OptionChoices choices, const char* /*doc*/) {
+    if (!status.ok()) return;
+    for (const char* c : choices) {
+      if (*field == c) return;
+    }
+    status =
+        absl::InvalidArgumentError(absl::StrCat("ClientOptions.", Name(name), " = \"", *field,
+                                                "\" is not one of ", absl::StrJoin(choices, ", ")));
+  }
+};
+
+// Sets the field named `name` from text.
+class SetFromText : public OptionPath {
+ public:
+  SetFromText(absl::string_view name, absl::string_view value) : name_(name), value_(value) {}
+
+  bool found = false;
+  absl::Status status;
+
+  template <typename T>
+  void Int(const char* name, T* field, OptionRange, const char*) {
+    if (!Matches(name)) return;
+    int64_t n = 0;
+    static_assert(std::numeric_limits<T>::max() <= std::numeric_limits<int64_t>::max());
+    if (!absl::SimpleAtoi(value_, &n) || n < int64_t{std::numeric_limits<T>::min()} ||
+        n > int64_t{std::numeric_limits<T>::max()}) {
+      status = Invalid("an integer");
+      return;
+    }
+    *field = static_cast<T>(n);
+  }
+  void Bool(const char* name, bool* field, const char*) {
+    if (!Matches(name)) return;
+    if (value_ != "true" && value_ != "false") {
+      status = Invalid("true or false");
+      return;
+    }
+    *field = value_ == "true";
+  }
+  void String(const char* name, std::string* field, const char*) {
+    if (Matches(name)) *field = std::string(value_);
+  }
+  void Choice(const char* name, std::string* field, OptionChoices, const char*) {
+    if (Matches(name)) *field = std::string(value_);
+  }
+
+ private:
+  bool Matches(const char* name) {
+    if (Name(name) != name_) return false;
+    found = true;
+    return true;
+  }
+  absl::Status Invalid(absl::string_view expected) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("client option ", name_, ": expected ", expected, ", got \"", value_, "\""));
+  }
+
+  const std::string name_;
+  const std::string value_;
+};
+
+// Rows of client/README.md's option table.
+class TableRows : public OptionPath {
+ public:
+  std::string out;
+
+  template <typename T>
+  void Int(const char* name, T* field, OptionRange, const char* doc) {
+    Row(name, absl::StrCat(*field), doc);
+  }
+  void Bool(const char* name, bool* field, const char* doc) {
+    Row(name, *field ? "true" : "false", doc);
+  }
+  void String(const char* name, std::string* field, const char* doc) {
+    Row(name, field->empty() ? "\"\"" : *field, doc);
+  }
+  void Choice(const char* name, std::string* field, OptionChoices, const char* doc) {
+    String(name, field, doc);
+  }
+
+ private:
+  void Row(const char* name, const std::string& value, const char* doc) {
+    absl::StrAppend(&out, "| `", Name(name), "` | `", value, "` | ", doc, " |\n");
+  }
+};
 
 // A token travels in an HTTP/2 header and a length-prefixed UCX field; whitespace or a
 // control character is a copy-and-paste accident (a trailing newline), never part of one.
@@ -67,39 +163,36 @@ std::string ClientOptions::EffectiveToken() const {
 }
 
 absl::Status ClientOptions::Validate() const {
-  constexpr int64_t kMax = INT64_MAX;
-  absl::Status s = CheckRange("deadline_ms", deadline_ms, 1, kMax);
-  if (s.ok()) s = CheckRange("connect_timeout_ms", connect_timeout_ms, 1, kMax);
-  if (s.ok()) s = CheckRange("max_retries", max_retries, 0, kMaxRetries);
-  if (s.ok()) s = CheckRange("initial_backoff_ms", initial_backoff_ms, 1, kMax);
-  if (s.ok()) s = CheckRange("max_backoff_ms", max_backoff_ms, initial_backoff_ms, kMax);
-  if (s.ok()) s = CheckRange("frame_bytes", frame_bytes, kMinFrameBytes, kMaxFrameBytes);
-  if (s.ok()) s = CheckRange("connections", connections, 1, kMaxThreadsOrConnections);
-  if (s.ok()) s = CheckRange("async_threads", async_threads, 1, kMaxThreadsOrConnections);
-  if (s.ok()) s = CheckRange("ucx_idle_progress_ms", ucx_idle_progress_ms, 0, kMaxIdleProgressMs);
-  if (s.ok()) s = CheckRange("ucx_copy_threads", ucx_copy_threads, 0, kMaxCopyThreads);
-  if (s.ok()) {
-    s = CheckRange("ucx_tcp_segment_bytes", ucx_tcp_segment_bytes, kMinTcpSegmentBytes,
-                   kMaxTcpSegmentBytes);
-  }
-  if (s.ok()) s = CheckToken(EffectiveToken(), token.empty());
-  return s;
+  ClientOptions o = *this;  // the visitor's fields are writable
+  RangeCheck check;
+  VisitClientOptions(o, check);
+  if (!check.status.ok()) return check.status;
+  return CheckToken(EffectiveToken(), token.empty());
 }
 
 absl::Status ClusterOptions::Validate() const {
-  constexpr int64_t kMax = INT64_MAX;
-  if (transport != "grpc" && transport != "grpcs" && transport != "ucx") {
-    return absl::InvalidArgumentError(absl::StrCat("ClientOptions.cluster.transport = \"",
-                                                   transport, "\" is not grpc, grpcs or ucx"));
+  ClusterOptions o = *this;
+  RangeCheck check;
+  check.Begin("cluster", "");
+  VisitClusterOptions(o, check);
+  return check.status;
+}
+
+absl::Status SetClientOption(ClientOptions* options, absl::string_view name,
+                             absl::string_view value) {
+  SetFromText set(name, value);
+  VisitClientOptions(*options, set);
+  if (!set.found) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown client option \"", name, "\""));
   }
-  absl::Status s = CheckClusterRange("replicas", replicas, 1, kMaxReplicas);
-  if (s.ok()) s = CheckClusterRange("hot_fetches", hot_fetches, 0, kMaxHotFetches);
-  if (s.ok()) s = CheckClusterRange("node_deadline_ms", node_deadline_ms, 1, kMax);
-  if (s.ok()) s = CheckClusterRange("breaker_failures", breaker_failures, 1, kMax);
-  if (s.ok()) s = CheckClusterRange("breaker_open_ms", breaker_open_ms, 1, kMax);
-  if (s.ok()) s = CheckClusterRange("handover_ms", handover_ms, 0, kMax);
-  if (s.ok()) s = CheckClusterRange("dns_refresh_ms", dns_refresh_ms, 1, kMax);
-  return s;
+  return set.status;
+}
+
+std::string ClientOptionsTable() {
+  ClientOptions defaults;
+  TableRows rows;
+  VisitClientOptions(defaults, rows);
+  return absl::StrCat("| option | default | meaning |\n|---|---|---|\n", rows.out);
 }
 
 }  // namespace kvstash

@@ -6,7 +6,9 @@
 #include "common/bearer_token.h"
 #include "common/ucx_setup.h"
 #include "kvstash/client.h"
+#include "kvstash/client_options_schema.h"
 #include "proto/ucx_wire.h"
+#include "testing/generated_text.h"
 
 namespace kvstash {
 namespace {
@@ -117,6 +119,56 @@ TEST(ClientConnectTest, NoDaemonIsUnavailable) {
 
 namespace kvstash {
 namespace {
+
+TEST(ClientOptionsTest, ReadmeTableIsGenerated) {
+  const absl::Status s =
+      CheckGeneratedPart(std::string(KVSTASH_SOURCE_DIR) + "/client/README.md", kGeneratedBegin,
+                         kGeneratedEnd, ClientOptionsTable() + "\n", kRegenerate);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(ClientOptionsTest, SetsEachKindByName) {
+  ClientOptions o;
+  EXPECT_TRUE(SetClientOption(&o, "deadline_ms", "250").ok());
+  EXPECT_TRUE(SetClientOption(&o, "frame_bytes", "65536").ok());
+  EXPECT_TRUE(SetClientOption(&o, "ucx_direct", "false").ok());
+  EXPECT_TRUE(SetClientOption(&o, "ucx_tls", "sm,self").ok());
+  EXPECT_TRUE(SetClientOption(&o, "cluster.replicas", "3").ok());
+  EXPECT_TRUE(SetClientOption(&o, "cluster.transport", "ucx").ok());
+  EXPECT_EQ(o.deadline_ms, 250);
+  EXPECT_EQ(o.frame_bytes, 65536u);
+  EXPECT_FALSE(o.ucx_direct);
+  EXPECT_EQ(o.ucx_tls, "sm,self");
+  EXPECT_EQ(o.cluster.replicas, 3);
+  EXPECT_EQ(o.cluster.transport, "ucx");
+}
+
+TEST(ClientOptionsTest, SetRefusesUnknownNamesAndWrongKinds) {
+  ClientOptions o;
+  const struct {
+    const char* name;
+    const char* value;
+    const char* message;
+  } cases[] = {
+      {"no_such_option", "1", "unknown client option \"no_such_option\""},
+      {"replicas", "2", "unknown client option \"replicas\""},  // it is cluster.replicas
+      {"deadline_ms", "soon", "deadline_ms: expected an integer, got \"soon\""},
+      {"frame_bytes", "-1", "frame_bytes: expected an integer"},
+      {"frame_bytes", "4294967296", "frame_bytes: expected an integer"},
+      {"connections", "2147483648", "connections: expected an integer"},
+      {"ucx_direct", "yes", "ucx_direct: expected true or false"},
+  };
+  for (const auto& c : cases) {
+    const absl::Status s = SetClientOption(&o, c.name, c.value);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.name << ": " << s;
+    EXPECT_NE(s.message().find(c.message), absl::string_view::npos) << s;
+  }
+  EXPECT_EQ(o.deadline_ms, ClientOptions().deadline_ms);  // nothing changed
+  // Ranges are Validate's.
+  ASSERT_TRUE(SetClientOption(&o, "cluster.replicas", "0").ok());
+  EXPECT_NE(o.Validate().message().find("ClientOptions.cluster.replicas = 0"),
+            absl::string_view::npos);
+}
 
 TEST(ClusterOptionsTest, DefaultsAreValid) { EXPECT_TRUE(ClusterOptions().Validate().ok()); }
 

@@ -14,6 +14,7 @@
 #include "common/bearer_token.h"
 #include "common/byte_size.h"
 #include "common/flags.h"
+#include "kvstash/client_options_schema.h"
 
 // The tool's flags as absl flags; names are written with '-' on the command line
 // (--deadline-ms), which common/flags.h reads as '_'. Values are read as written, in
@@ -30,6 +31,7 @@ ABSL_FLAG(std::string, token_file, "", "file holding the bearer token");
 ABSL_FLAG(std::string, etcd_ca, "", "CA of etcd's certificate (etcds://)");
 ABSL_FLAG(std::string, etcd_cert, "", "client certificate for etcd");
 ABSL_FLAG(std::string, etcd_key, "", "client key for etcd");
+ABSL_FLAG(std::string, set, "", "client option NAME=VALUE (repeatable)");
 ABSL_FLAG(std::string, tenant, "", "namespace tenant");
 ABSL_FLAG(std::string, model, "", "namespace model");
 ABSL_FLAG(std::string, revision, "", "namespace revision");
@@ -161,6 +163,15 @@ absl::Status SetClusterOption(absl::string_view v, CliArgs* a) {
   return absl::OkStatus();
 }
 
+// --set NAME=VALUE: any client option by its schema name (kvstash/client_options_schema.h).
+absl::Status ParseSetOption(absl::string_view v, CliArgs* a) {
+  const size_t eq = v.find('=');
+  if (eq == absl::string_view::npos || eq == 0) {
+    return Usage(absl::StrCat("expected NAME=VALUE, got \"", v, "\""));
+  }
+  return SetClientOption(&a->options, v.substr(0, eq), v.substr(eq + 1));
+}
+
 absl::Status ParseFrameBytes(absl::string_view v, CliArgs* a) {
   uint64_t n = 0;
   absl::Status s = ParseSize(v, &n);
@@ -224,6 +235,7 @@ const FlagDef kFlags[] = {
     {"etcd-ca", kGlobal, SetClusterOption<&ClusterOptions::etcd_ca_file>},
     {"etcd-cert", kGlobal, SetClusterOption<&ClusterOptions::etcd_cert_file>},
     {"etcd-key", kGlobal, SetClusterOption<&ClusterOptions::etcd_key_file>},
+    {"set", kGlobal, ParseSetOption},
     {"tenant", kNamespaced, SetNsString<&Namespace::tenant>},
     {"model", kNamespaced, SetNsString<&Namespace::model_id>},
     {"revision", kNamespaced, SetNsString<&Namespace::revision>},
@@ -468,6 +480,8 @@ Global flags:
                             with an etcds:// URI; default: the system's roots)
   --etcd-cert FILE --etcd-key FILE
                             client certificate and key for an etcd with client-cert-auth
+  --set NAME=VALUE          any client option (client/README.md, "Options"), e.g.
+                            --set ucx_copy_threads=2 --set cluster.replicas=2 (repeatable)
 
 Namespace flags (what the chunk bytes mean; must match the writer's):
   --tenant S (default "default")   --model S (default "demo-model")   --revision S

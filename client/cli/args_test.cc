@@ -132,6 +132,20 @@ TEST(ArgsTest, EtcdFlagsFillTheClusterOptions) {
   EXPECT_EQ(a->options.cluster.etcd_key_file, "me.key");
 }
 
+TEST(ArgsTest, SetFillsAnyClientOption) {
+  auto a = Parse({"--set", "ucx_copy_threads=2", "--set=cluster.replicas=3", "health", "--set",
+                  "ucx_tls=sm,self"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->options.ucx_copy_threads, 2);
+  EXPECT_EQ(a->options.cluster.replicas, 3);
+  EXPECT_EQ(a->options.ucx_tls, "sm,self");
+  for (const char* bad :
+       {"nope=1", "ucx_copy_threads", "=1", "ucx_direct=maybe", "ucx_copy_threads=99"}) {
+    auto refused = Parse({"--set", bad, "health"});
+    EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << bad;
+  }
+}
+
 TEST(ArgsTest, ExistsTakesSeveralKeysOrAllChunks) {
   const std::string k1(32, '1'), k2(32, '2');
   auto a = Parse({"exists", "--key", k1 + "," + k2});

@@ -14,99 +14,12 @@
 #include "ops.h"
 #include "py_cluster.h"
 #include "py_namespace.h"
+#include "py_options.h"
 
 namespace nb = nanobind;
 
 namespace kvstash::python {
 namespace {
-
-// Every ClientOptions field by name: kwargs of kvstash.Client and default_options().
-struct OptionField {
-  const char* name;
-  nb::object (*get)(const ClientOptions&);
-  void (*set)(ClientOptions&, nb::handle);
-};
-
-#define KVSTASH_OPTION(field)                                                                         \
-  OptionField {                                                                                       \
-#field,                                                                                           \
-        [](const ClientOptions&                                                                       \
-               o) { return nb::cast(o.field); },                                                      \
-                                              [](ClientOptions & o,                                   \
-                                                 nb::handle                                           \
-                                                     v) { o.field =                                   \
-                                                              nb::cast<decltype(o.field)>(v); } \
-  }
-
-const OptionField kOptionFields[] = {
-    KVSTASH_OPTION(deadline_ms),
-    KVSTASH_OPTION(connect_timeout_ms),
-    KVSTASH_OPTION(max_retries),
-    KVSTASH_OPTION(initial_backoff_ms),
-    KVSTASH_OPTION(max_backoff_ms),
-    KVSTASH_OPTION(frame_bytes),
-    KVSTASH_OPTION(connections),
-    KVSTASH_OPTION(async_threads),
-    KVSTASH_OPTION(verify_checksums),
-    KVSTASH_OPTION(checksum_puts),
-    KVSTASH_OPTION(tls_ca_file),
-    KVSTASH_OPTION(tls_cert_file),
-    KVSTASH_OPTION(tls_key_file),
-    KVSTASH_OPTION(tls_server_name),
-    KVSTASH_OPTION(ucx_tls),
-    KVSTASH_OPTION(ucx_direct),
-    KVSTASH_OPTION(ucx_copy_threads),
-    KVSTASH_OPTION(ucx_idle_progress_ms),
-    KVSTASH_OPTION(ucx_tcp_segment_bytes),
-    KVSTASH_OPTION(token),
-};
-#undef KVSTASH_OPTION
-
-ClientOptions ParseOptions(const nb::dict& kwargs) {
-  ClientOptions options;
-  for (auto [key, value] : kwargs) {
-    std::string name = nb::cast<std::string>(key);
-    if (name == "cluster") {
-      ParseClusterOptions(value, &options.cluster);
-      // Bad cluster options fail here, before any member is reached.
-      ThrowIfError(options.cluster.Validate());
-      continue;
-    }
-    const OptionField* field = nullptr;
-    for (const OptionField& f : kOptionFields) {
-      if (name == f.name) field = &f;
-    }
-    if (field == nullptr) {
-      std::string known;
-      for (const OptionField& f : kOptionFields)
-        absl::StrAppend(&known, known.empty() ? "" : ", ", f.name);
-      absl::StrAppend(&known, ", cluster");
-      ThrowInvalid(absl::StrCat("unknown client option '", name, "' (known: ", known, ")"));
-    }
-    if (PyBool_Check(value.ptr()) != PyBool_Check(field->get(options).ptr())) {
-      ThrowInvalid(absl::StrCat("client option ", name, ": expected ",
-                                nb::type_name(field->get(options).type()).c_str(), ", got ",
-                                nb::type_name(value.type()).c_str()));
-    }
-    try {
-      field->set(options, value);
-    } catch (const nb::cast_error&) {
-      ThrowInvalid(absl::StrCat("client option ", name, ": expected ",
-                                nb::type_name(field->get(options).type()).c_str(), ", got ",
-                                nb::repr(value).c_str()));
-    }
-  }
-  ThrowIfError(options.Validate());
-  return options;
-}
-
-nb::dict DefaultOptions() {
-  nb::dict out;
-  const ClientOptions defaults;
-  for (const OptionField& f : kOptionFields) out[f.name] = f.get(defaults);
-  out["cluster"] = ClusterOptionDefaults();
-  return out;
-}
 
 // Every ServerStats counter by name: client.stats().
 #define KVSTASH_STAT(name, ...) {#name, &ServerStats::name},
@@ -149,7 +62,7 @@ class PyCompletions {
 class PyClient {
  public:
   PyClient(const std::string& uri, const nb::dict& kwargs) : uri_(uri) {
-    ClientOptions options = ParseOptions(kwargs);
+    ClientOptions options = OptionsFromKwargs(kwargs);
     absl::StatusOr<std::unique_ptr<Client>> client;
     {
       nb::gil_scoped_release release;

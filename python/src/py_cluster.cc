@@ -12,34 +12,16 @@ namespace nb = nanobind;
 namespace kvstash::python {
 namespace {
 
-// One field of struct T by name: read as a Python object, and (options only) set from one.
+// One field of struct T by name, read as a Python object.
 template <typename T>
 struct Field {
   const char* name;
   nb::object (*get)(const T&);
-  void (*set)(T&, nb::handle);
 };
 
-#define KVSTASH_FIELD(T, f)                                                                       \
-  Field<T> {                                                                                      \
-#f, [](const T& o) { return nb::cast(o.f); }, [](T & o,                                       \
-                                                     nb::handle                                   \
-                                                         v) { o.f = nb::cast<decltype(o.f)>(v); } \
-  }
-
-const Field<ClusterOptions> kOptionFields[] = {
-    KVSTASH_FIELD(ClusterOptions, transport),
-    KVSTASH_FIELD(ClusterOptions, replicas),
-    KVSTASH_FIELD(ClusterOptions, hot_fetches),
-    KVSTASH_FIELD(ClusterOptions, node_deadline_ms),
-    KVSTASH_FIELD(ClusterOptions, breaker_failures),
-    KVSTASH_FIELD(ClusterOptions, breaker_open_ms),
-    KVSTASH_FIELD(ClusterOptions, handover_ms),
-    KVSTASH_FIELD(ClusterOptions, dns_refresh_ms),
-    KVSTASH_FIELD(ClusterOptions, etcd_ca_file),
-    KVSTASH_FIELD(ClusterOptions, etcd_cert_file),
-    KVSTASH_FIELD(ClusterOptions, etcd_key_file),
-};
+// clang-format off
+#define KVSTASH_FIELD(T, f) {#f, [](const T& o) { return nb::cast(o.f); }}
+// clang-format on
 
 const Field<ClusterMemberStatus> kMemberFields[] = {
     KVSTASH_FIELD(ClusterMemberStatus, id),
@@ -61,53 +43,7 @@ const Field<ClusterStatus> kStatusFields[] = {
 
 #undef KVSTASH_FIELD
 
-const Field<ClusterOptions>* OptionNamed(const std::string& name) {
-  for (const Field<ClusterOptions>& f : kOptionFields) {
-    if (name == f.name) return &f;
-  }
-  return nullptr;
-}
-
 }  // namespace
-
-void ParseClusterOptions(nb::handle dict, ClusterOptions* options) {
-  if (!nb::isinstance<nb::dict>(dict)) {
-    ThrowInvalid(absl::StrCat("client option cluster: expected a kvstash.ClusterOptions, got ",
-                              nb::type_name(dict.type()).c_str()));
-  }
-  for (auto [key, value] : nb::borrow<nb::dict>(dict)) {
-    const std::string name = nb::cast<std::string>(key);
-    const Field<ClusterOptions>* field = OptionNamed(name);
-    if (field == nullptr) {
-      std::string known;
-      for (const Field<ClusterOptions>& f : kOptionFields) {
-        absl::StrAppend(&known, known.empty() ? "" : ", ", f.name);
-      }
-      ThrowInvalid(absl::StrCat("unknown cluster option '", name, "' (known: ", known, ")"));
-    }
-    const nb::object current = field->get(*options);
-    // bool is an int in Python: keep flags and numbers apart.
-    if (PyBool_Check(value.ptr()) != PyBool_Check(current.ptr())) {
-      ThrowInvalid(absl::StrCat("cluster option ", name, ": expected ",
-                                nb::type_name(current.type()).c_str(), ", got ",
-                                nb::type_name(value.type()).c_str()));
-    }
-    try {
-      field->set(*options, value);
-    } catch (const nb::cast_error&) {
-      ThrowInvalid(absl::StrCat("cluster option ", name, ": expected ",
-                                nb::type_name(current.type()).c_str(), ", got ",
-                                nb::repr(value).c_str()));
-    }
-  }
-}
-
-nb::dict ClusterOptionDefaults() {
-  const ClusterOptions defaults;
-  nb::dict out;
-  for (const Field<ClusterOptions>& f : kOptionFields) out[f.name] = f.get(defaults);
-  return out;
-}
 
 nb::dict ClusterStatusDict(const ClusterStatus& status) {
   nb::dict out;

@@ -52,6 +52,15 @@ def test_unknown_options_and_bad_values(daemon):
     with pytest.raises(kvstash.InvalidArgument):
         kvstash.Client("http://127.0.0.1:1")
     assert kvstash.default_options()["max_retries"] == 5
+    assert kvstash.default_options()["cluster"]["replicas"] == 1
+
+
+def test_cluster_options_are_checked_by_name_and_type():
+    """The cluster options go through the same schema as the others (dotted names)."""
+    with pytest.raises(kvstash.InvalidArgument, match=r"option cluster\.replicas: expected int"):
+        kvstash.Client("static://127.0.0.1:1", cluster=kvstash.ClusterOptions(replicas="2"))
+    with pytest.raises(kvstash.InvalidArgument, match=r"ClientOptions\.cluster\.replicas = 9"):
+        kvstash.Client("static://127.0.0.1:1", cluster=kvstash.ClusterOptions(replicas=9))
 
 
 def test_daemon_down_at_connect():

@@ -37,134 +37,67 @@
 
 namespace kvstash {
 
+// The options of a client (ClientOptions) and of a cluster client (ClusterOptions). Each
+// field's meaning and accepted range are in kvstash/client_options_schema.h (and
+// client/README.md's option table, generated from it); the initializers here are the
+// defaults.
+
 // How a cluster client (an etcd://, static:// or dns:// URI; docs/cluster.md) spreads
 // chunks over the daemons and copes with one failing. Every member gets a client of its own
 // with the ClientOptions it was given (deadline_ms aside: node_deadline_ms).
 struct ClusterOptions {
-  // Which address of each member to connect to: "grpc", "grpcs" (gRPC over TLS, with the
-  // tls_* options) or "ucx".
   std::string transport = "grpc";
-  // Copies of each hot chunk: chunks put with PutHints priority kHigh or pin, and chunks
-  // this client fetched at least hot_fetches times (copied to the missing replicas when
-  // fetched). 1: no copies. A lookup or get asks the next copy when an owner fails.
   int replicas = 1;
-  // Fetches of one chunk through this client after which it counts as hot; 0: only hints
-  // make a chunk hot.
   int hot_fetches = 4;
-  // Deadline of one call to one member, retries included: a member slower than this
-  // counts as failed for that call, and its keys as misses.
   int64_t node_deadline_ms = 2000;
-  // Circuit breaker: after this many consecutive failed calls to a member, calls to it are
-  // not made for breaker_open_ms (its keys are misses at once); then one call probes it.
   int breaker_failures = 3;
   int64_t breaker_open_ms = 2000;
-  // After the member set changes, a key whose owner changed and misses on its new owner is
-  // also looked up on its previous owner, for this long; chunks found there are copied to
-  // the new owner as they are fetched. 0: no hand-over.
   int64_t handover_ms = 60000;
-  // dns:// only: how often the name is resolved again.
   int64_t dns_refresh_ms = 5000;
-  // etcd:// and etcds:// only, TLS to etcd: a CA bundle verifying etcd's certificate (empty:
-  // the system's roots), and a client certificate and its key for an etcd run with
-  // --client-cert-auth. Any set, or the etcds:// scheme, turns TLS on.
   std::string etcd_ca_file;
   std::string etcd_cert_file;
   std::string etcd_key_file;
 
-  // INVALID_ARGUMENT naming the first field out of range: transport one of the three;
-  // 1 <= replicas <= 8; 0 <= hot_fetches <= 1000000; node_deadline_ms, breaker_open_ms
-  // and dns_refresh_ms > 0; breaker_failures >= 1; handover_ms >= 0.
+  // INVALID_ARGUMENT naming the first field outside the schema's range or choices.
   absl::Status Validate() const;
 };
 
 struct ClientOptions {
-  // Deadline of each call, retries included.
   int64_t deadline_ms = 30000;
-  // How long Connect waits for the daemon to answer a health check.
   int64_t connect_timeout_ms = 5000;
-  // Retries of a call that failed with UNAVAILABLE (daemon restarting, connection lost),
-  // with exponential backoff from initial_backoff_ms up to max_backoff_ms.
   int max_retries = 5;
   int64_t initial_backoff_ms = 20;
   int64_t max_backoff_ms = 1000;
-  // Payload bytes per wire frame. Must not exceed the daemon's max_frame_bytes.
   uint32_t frame_bytes = 1u << 20;
-  // Connections to the daemon; calls are spread over them. Several connections let
-  // concurrent large transfers proceed in parallel.
   int connections = 1;
-  // Threads that run the *Async calls.
   int async_threads = 2;
-  // Verify the XXH3-64 checksum of every chunk received by Get (costs one pass).
   bool verify_checksums = false;
-  // End-to-end checksums on Put: hash every payload here (one extra pass over it on the
-  // caller's cores) and have the daemon verify its copy against it, so corruption between
-  // this buffer and the daemon's memory fails the chunk with DATA_LOSS. Off: the daemon
-  // computes the checksum while it copies the payload (nearly free) and Get reports it
-  // all the same; only in-flight corruption goes unnoticed (TCP checksums still apply).
   bool checksum_puts = false;
-  // gRPC over TLS (docs/security.md, "TLS"); UCX has no TLS, so with ucx:// setting any
-  // tls_* field fails Connect (INVALID_ARGUMENT) and the KVSTASH_TLS_* variables are
-  // ignored. Each field, when empty, falls back to the environment variable named on it.
-  // TLS is on with grpcs://, or with grpc:// when any of them is given (so a lone key or
-  // server name never leaves the channel in plaintext unnoticed).
-  //
-  // PEM file of the CA that signed the daemon's certificate (KVSTASH_TLS_CA). Empty with
-  // TLS on: the system's CA store.
+  // gRPC over TLS (docs/security.md, "TLS"): each, when empty, falls back to its
+  // KVSTASH_TLS_* environment variable; TLS is on with grpcs://, or with grpc:// when any
+  // is given, so a lone key or server name never leaves the channel in plaintext unnoticed.
   std::string tls_ca_file;
-  // Mutual TLS: this client's PEM certificate chain and private key, for a daemon with
-  // server.tls.client_ca_file (KVSTASH_TLS_CERT, KVSTASH_TLS_KEY). Both or neither.
   std::string tls_cert_file;
   std::string tls_key_file;
-  // The name the daemon's certificate must carry when it is not the URI's host, e.g. a
-  // DNS name while connecting by IP address (KVSTASH_TLS_SERVER_NAME). Empty: the host.
   std::string tls_server_name;
-  // ucx:// only: the UCX transports this client may use, as UCX_TLS takes them ("tcp",
-  // "sm,self", "rc,sm,self"). Empty: the UCX_TLS environment variable, or UCX's own choice.
-  // Must leave a transport in common with the daemon's ucx.tls. A name UCX cannot use on
-  // this host fails Connect with INVALID_ARGUMENT, naming it and the usable ones.
   std::string ucx_tls;
-  // ucx:// only: when the daemon shares its DRAM arena (ucx.direct_access) and this process
-  // can map it (same host, shared memory in both transport lists), read and write chunks
-  // of 256 KiB and more in it directly: one copy per byte, by this process, instead of
-  // two through UCX's shared-memory queue. Smaller puts, and chunks read from NVMe,
-  // still go through UCX.
   bool ucx_direct = true;
-  // ucx:// with ucx_direct only: helper threads that share each direct-access copy of
-  // 1 MiB or more with the calling thread, because one core copying out of DRAM is bound
-  // by its own cache misses. The caller never waits for a helper (it copies what is left
-  // itself); helpers start with the first such copy and sleep between copies. 0: the
-  // caller copies alone.
   int ucx_copy_threads = 1;
-  // ucx:// only: how often a background thread handles what the daemon sent connections no
-  // call is using (UCX keepalives, every 20 s per connection by default). A connection left
-  // unread for long fills its shared-memory receive queue, and the daemon's UCX worker then
-  // spins on the next keepalive (~30% of a core) until this client calls again. 0: no
-  // thread; then every connection must see a call more often than UCX's keepalive.
+  // Well under UCX's keepalive interval (20 s), which sets how fast an idle queue fills.
   int64_t ucx_idle_progress_ms = 1000;
-  // ucx:// only: UCX's TCP receive segment (UCX_TCP_RX_SEG_SIZE; that variable, when set,
-  // wins), the largest fragment either side sends over TCP. Must equal the daemon's
-  // ucx.tcp_segment_bytes: UCX aborts a process that receives a larger fragment, so
-  // Connect fails with FAILED_PRECONDITION when they differ. Default 256 KiB, as the
-  // daemon's.
-  int64_t ucx_tcp_segment_bytes = 256 << 10;
-  // The bearer token every call presents (docs/security.md): gRPC sends it as
-  // `authorization: Bearer <token>` metadata, UCX in its connection's Hello. Empty: the
-  // KVSTASH_TOKEN environment variable, else none (a daemon with auth.required refuses
-  // such calls with UNAUTHENTICATED). Never taken from the URI, so it stays out of logs.
+  int64_t ucx_tcp_segment_bytes = 256 << 10;  // the daemon's default
+  // Never taken from the URI, so it stays out of logs.
   std::string token;
 
-  // Cluster URIs only (etcd://, static://, dns://): see ClusterOptions.
+  // Cluster URIs only (etcd://, static://, dns://).
   ClusterOptions cluster;
 
   // The token calls present: `token`, else $KVSTASH_TOKEN, else "".
   std::string EffectiveToken() const;
 
-  // INVALID_ARGUMENT naming the first field out of range: deadline_ms and
-  // connect_timeout_ms > 0; 0 <= max_retries <= 100; 0 < initial_backoff_ms <=
-  // max_backoff_ms; 1 KiB <= frame_bytes <= 64 MiB; 1 <= connections <= 256;
-  // 1 <= async_threads <= 256; 0 <= ucx_idle_progress_ms <= 10000;
-  // 0 <= ucx_copy_threads <= 16; 16 KiB <= ucx_tcp_segment_bytes <= 16 MiB; the
-  // effective token has no whitespace or control characters (and at most 4096 bytes).
+  // INVALID_ARGUMENT naming the first field outside the schema's range or choices (the
+  // cluster's included), or an effective token with whitespace or control characters (or
+  // over 4096 bytes).
   absl::Status Validate() const;
 };
 

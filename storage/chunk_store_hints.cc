@@ -44,28 +44,7 @@ absl::Status ChunkStoreImpl::MakeTenantRoom(const Key128& ns, uint64_t size) {
 
 void ChunkStoreImpl::Evicted(const EvictedEntry& evicted, ChunkRef victim) {
   quotas_.AddDram(evicted.id.ns, -static_cast<int64_t>(evicted.size_bytes));
-  Demote(evicted, std::move(victim));
-}
-
-void ChunkStoreImpl::EnforceNvmeQuotas() {
-  if (nvme_ == nullptr || !quotas_.any_nvme_quota()) return;
-  const absl::flat_hash_map<Key128, RocksDbTier::NamespaceUsage> usage = nvme_->NamespaceUsages();
-  for (const auto& [quota, tenant] : quotas_.NvmeQuotas()) {
-    uint64_t used = 0;
-    for (const auto& [ns, u] : usage) {
-      if (tenant(ns)) used += u.bytes;
-    }
-    if (used <= quota) continue;
-    absl::flat_hash_map<Key128, CounterSnapshot> evicted;  // per namespace, for its counters
-    nvme_->RemoveColdest(
-        [&](const ChunkId& id) {
-          if (!tenant(id.ns)) return false;
-          ++evicted[id.ns].quota_evictions;
-          return true;
-        },
-        used - quota, /*as_deletes=*/false);
-    for (const auto& [ns, c] : evicted) index_->AddCounters(ns, c);
-  }
+  if (!below_.empty()) below_.front()->Admit(evicted, std::move(victim));
 }
 
 void ChunkStoreImpl::AdmitPin(const ChunkId& id, uint64_t size, PutHints* hints) {
@@ -157,13 +136,7 @@ std::vector<NamespaceUsage> ChunkStoreImpl::NamespaceUsages() const {
     u.dram_bytes = c.bytes;
     u.pinned_bytes = c.pinned_bytes;
   }
-  if (nvme_ != nullptr) {
-    for (const auto& [ns, n] : nvme_->NamespaceUsages()) {
-      NamespaceUsage& u = by_ns[ns];
-      u.nvme_chunks = n.chunks;
-      u.nvme_bytes = n.bytes;
-    }
-  }
+  for (const std::unique_ptr<LowerTier>& tier : below_) tier->AddUsage(&by_ns);
   for (const Key128& ns : quotas_.BoundNamespaces()) by_ns[ns];
   std::vector<NamespaceUsage> out;
   out.reserve(by_ns.size());

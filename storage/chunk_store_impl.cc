@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "storage/dram_chunk.h"
+#include "storage/nvme_tier.h"
 
 namespace kvstash::storage {
 namespace {
@@ -43,48 +44,53 @@ absl::StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Create(const ChunkStoreO
   if (!dram.ok()) return dram.status();
   auto index = ChunkIndex::Create(options.index_shards, options.dram_eviction);
   if (!index.ok()) return index.status();
-  std::unique_ptr<RocksDbTier> nvme;
+  std::vector<std::unique_ptr<LowerTier>> below;
   if (!options.nvme.path.empty()) {
-    auto opened = RocksDbTier::Open(NvmeTierOptions(options.nvme));
-    if (!opened.ok()) return opened.status();
-    nvme = *std::move(opened);
+    auto nvme = NvmeTier::Open(options.nvme);
+    if (!nvme.ok()) return nvme.status();
+    below.push_back(*std::move(nvme));
   }
   return std::make_unique<ChunkStoreImpl>(options, *std::move(dram), *std::move(index),
-                                          std::move(nvme));
+                                          std::move(below));
 }
 
 ChunkStoreImpl::ChunkStoreImpl(const ChunkStoreOptions& options,
                                std::shared_ptr<DramAllocator> dram,
-                               std::unique_ptr<ChunkIndex> index, std::unique_ptr<RocksDbTier> nvme)
+                               std::unique_ptr<ChunkIndex> index,
+                               std::vector<std::unique_ptr<LowerTier>> below)
     : options_(options),
       dram_(std::move(dram)),
       index_(std::move(index)),
       quotas_(options.tenants, dram_->capacity_bytes() / 2),
       sessions_(absl::Milliseconds(options.sessions.idle_timeout_ms),
                 static_cast<size_t>(options.sessions.max_sessions)),
-      nvme_(std::move(nvme)),
-      demoter_(nvme_ == nullptr ? nullptr
-                                : std::make_unique<Demoter>(
-                                      nvme_.get(), options.nvme.demotion_threads,
-                                      static_cast<size_t>(options.nvme.demotion_queue_chunks),
-                                      // Keeps 3/4 of DRAM evictable however far demotion lags.
-                                      dram_->capacity_bytes() / 4)),
-      cleaner_(MakeCleaner()),
+      below_(std::move(below)),
       checksummer_(options.background_checksums
                        ? std::make_unique<Checksummer>(
                              Checksummer::Options{},
                              [index = index_.get()](const ChunkId& id) { return index->Peek(id); })
                        : nullptr),
-      read_limiter_(nvme_ != nullptr && options.nvme.read_bytes_per_s > 0
-                        ? std::make_unique<RateLimiter>(options.nvme.read_bytes_per_s)
-                        : nullptr),
-      readers_(nvme_ == nullptr ? nullptr : std::make_unique<ReadPool>(options.nvme.read_threads)) {
+      readers_(AnyBlockingTier() ? std::make_unique<ReadPool>(options.nvme.read_threads)
+                                 : nullptr) {
   index_->SetClock(options.clock);
   index_->SetSessionCheck([this](const SessionKey& s) { return sessions_.IsActive(s); });
+  for (size_t i = 0; i < below_.size(); ++i) {
+    TierEnv env;
+    env.index = index_.get();
+    env.dram = dram_.get();
+    env.quotas = &quotas_;
+    env.add_counters = [this](const Key128& ns, const CounterSnapshot& c) {
+      index_->AddCounters(ns, c);
+    };
+    env.below = i + 1 < below_.size() ? below_[i + 1].get() : nullptr;
+    below_[i]->Attach(env);
+  }
 }
 
 ChunkStoreImpl::~ChunkStoreImpl() {
   closing_.store(true, std::memory_order_release);  // reads still queued are answered at once
+  readers_.reset();
+  for (std::unique_ptr<LowerTier>& tier : below_) tier.reset();  // top first: it may spill down
 }
 
 absl::Status ChunkStoreImpl::CheckFits(uint64_t size) const {
@@ -122,12 +128,13 @@ absl::StatusOr<std::unique_ptr<PendingChunk>> ChunkStoreImpl::BeginPut(const Chu
 absl::Status ChunkStoreImpl::Reserve(const Key128& ns, uint64_t size, Allocation* out) {
   if (absl::Status s = MakeTenantRoom(ns, size); !s.ok()) return s;
   if (dram_->TryAllocate(size, out)) return absl::OkStatus();
-  if (cleaner_ != nullptr) cleaner_->Kick();  // evicting from here on: keep the tail clean
+  for (const std::unique_ptr<LowerTier>& tier : below_) tier->DramEvicting();
   const absl::Time now = Now();
   ExpireLeases(now);
   ExpireSessions(now);
   absl::Status s = EvictUntilAllocated(size, out);
-  EnforceNvmeQuotas();  // the demotions since the last put that evicted
+  // The demotions since the last put that evicted count against the tiers' limits now.
+  for (const std::unique_ptr<LowerTier>& tier : below_) tier->AfterEvictions();
   return s;
 }
 
@@ -179,21 +186,18 @@ absl::Status ChunkStoreImpl::CommitPut(std::unique_ptr<PendingChunk> pending) {
     checksummer_->Enqueue(pending->id());
   }
   ChargeBookkeeping();
-  if (nvme_ != nullptr && options_.nvme.write_through) {
-    WriteThrough(id, **chunk);
-    EnforceNvmeQuotas();
-  }
+  for (const std::unique_ptr<LowerTier>& tier : below_) tier->Committed(id, **chunk);
   return absl::OkStatus();
 }
 
 absl::StatusOr<ChunkRef> ChunkStoreImpl::Get(const ChunkId& id) {
-  ChunkRef chunk = index_->Get(id, /*count_miss=*/nvme_ == nullptr);
+  ChunkRef chunk = index_->Get(id, /*count_miss=*/below_.empty());
   if (chunk != nullptr) return chunk;
   return GetMissedDram(id);
 }
 
 absl::StatusOr<ChunkRef> ChunkStoreImpl::GetMissedDram(const ChunkId& id) {
-  if (nvme_ == nullptr) return absl::NotFoundError("chunk not found");  // miss counted
+  if (below_.empty()) return absl::NotFoundError("chunk not found");  // miss counted
   ChunkRef chunk = GetBelowDram(id);
   index_->RecordGet(id, chunk != nullptr);
   if (chunk == nullptr) return absl::NotFoundError("chunk not found");
@@ -206,10 +210,12 @@ void ChunkStoreImpl::GetAsync(const ChunkId& id, uint64_t lease_id, GetCallback 
     if (lease_id != 0) ReleaseLease(lease_id, id);
     std::move(done)(std::move(ref));
   };
-  ChunkRef chunk = index_->Get(id, /*count_miss=*/nvme_ == nullptr);
+  ChunkRef chunk = index_->Get(id, /*count_miss=*/below_.empty());
   if (chunk != nullptr) return answer(done, std::move(chunk));
-  // Nothing below DRAM to read: answered here, without the disk, counted as Get counts it.
-  if (!BelowDram(id)) return answer(done, GetMissedDram(id));
+  // Nothing below DRAM to wait for: answered here, counted as Get counts it.
+  if (readers_ == nullptr || LocateBelow(id) == Tier::kNone) {
+    return answer(done, GetMissedDram(id));
+  }
   readers_->Schedule([this, id, lease_id, done = std::move(done)]() mutable {
     absl::StatusOr<ChunkRef> ref = absl::UnavailableError("the chunk store is shutting down");
     // Get looks in DRAM again: a concurrent put may have landed.
@@ -236,8 +242,9 @@ LookupResult ChunkStoreImpl::Lookup(const Key128& ns, absl::Span<const Key128> k
     const ChunkId id{ns, key};
     const ProbeResult probe = index_->Probe(id, take_lease, session_id);
     if (probe.tier == Tier::kNone) {
-      if (!BelowDram(id)) break;
-      result.tiers.push_back(Tier::kNvme);  // reported, not leased (see ChunkStore)
+      const Tier below = LocateBelow(id);
+      if (below == Tier::kNone) break;
+      result.tiers.push_back(below);  // reported, not leased (see ChunkStore)
       continue;
     }
     result.tiers.push_back(probe.tier);
@@ -263,7 +270,7 @@ void ChunkStoreImpl::ExpireLeases(absl::Time now) {
 Tier ChunkStoreImpl::Locate(const ChunkId& id) const {
   const Tier tier = index_->Locate(id);
   if (tier != Tier::kNone) return tier;
-  return BelowDram(id) ? Tier::kNvme : Tier::kNone;
+  return LocateBelow(id);
 }
 
 absl::Status ChunkStoreImpl::Delete(const ChunkId& id) {
@@ -278,11 +285,7 @@ absl::Status ChunkStoreImpl::Delete(const ChunkId& id) {
     if (pinned) quotas_.Unpin(id.ns, size);
     ChargeBookkeeping();
   }
-  if (nvme_ != nullptr) {
-    // Both, in this order: a demotion cancelled after landing deletes its own write.
-    found = demoter_->Cancel(id) || found;
-    found = nvme_->Delete(id).ok() || found;
-  }
+  for (const std::unique_ptr<LowerTier>& tier : below_) found = tier->Delete(id) || found;
   return found ? absl::OkStatus() : absl::NotFoundError("chunk not found");
 }
 
@@ -300,7 +303,8 @@ StoreStats ChunkStoreImpl::Stats() const {
   dram.used_bytes = dram_->used_bytes();
   std::tie(dram.chunks, dram.chunk_bytes) = index_->TierUsage(Tier::kDram);
   stats.tiers.push_back(dram);
-  AddNvmeStats(&stats);
+  for (const std::unique_ptr<LowerTier>& tier : below_) tier->Report(&stats);
+  if (!below_.empty()) stats.nvme.promotions = promotions_.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -5,9 +5,9 @@
 #include "absl/strings/str_join.h"
 #include "common/bits.h"
 #include "storage/chunk_store.h"
-#include "storage/chunk_store_impl.h"
 #include "storage/cleaner.h"
 #include "storage/eviction_policy.h"
+#include "storage/nvme_tier.h"
 #include "storage/rocksdb_tier.h"
 #include "storage/tenant_quota_config.h"
 

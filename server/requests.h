@@ -1,8 +1,7 @@
 // Requests: the transport-neutral half of every kvstash call (docs/protocol.md). The gRPC
-// handlers and reactors (grpc_service.h, put_reactor.h, get_reactor.h) and the UCX
-// handlers (ucx/) decode their wire format, ask this layer to admit, resolve, validate,
-// store and fetch, and move the bytes; the rules, the status messages, the per-call metrics
-// and the request log live here once.
+// handlers and reactors (grpc/) and the UCX handlers (ucx/) decode their wire format, ask this
+// layer to admit, resolve, validate, store and fetch, and move the bytes; the rules, the status
+// messages, the per-call metrics and the request log live here once.
 //
 // Thread-safety: Requests is immutable after construction and its pointees are
 // thread-safe, so every method may run on any thread. A PutChunk is owned by one thread

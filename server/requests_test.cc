@@ -132,7 +132,7 @@ class RequestsTest : public ::testing::Test {
     env_.registry = &registry_;
     env_.log = log_.get();
     env_.limits.max_ttl_ms = 1000;
-    requests_ = std::make_unique<Requests>(&env_, &env_.metrics, "test");
+    requests_ = std::make_unique<Requests>(&env_, &metrics_, "test");
     ns_ = Register("model-a", "team-a");
   }
 
@@ -185,6 +185,7 @@ class RequestsTest : public ::testing::Test {
   std::unique_ptr<Logger> log_;
   NamespaceRegistry registry_;
   ServiceEnv env_;
+  TransportMetrics metrics_{"test"};
   std::unique_ptr<Requests> requests_;
   const CallAuth open_{auth::OpenPrincipal(), nullptr};  // every right
   Key128 ns_{};
@@ -431,7 +432,7 @@ TEST_F(RequestsTest, EveryCallIsCheckedAgainstTheTenantOfItsNamespace) {
   EXPECT_TRUE(requests_->Unary(Caller("d", {}, {"default"}), reg, &registered).ok());
   // A call no transport authenticated has no rights at all.
   EXPECT_TRUE(absl::IsPermissionDenied(requests_->Unary(CallAuth{}, keys, &exists)));
-  EXPECT_EQ(env_.metrics.active_calls(), 0);
+  EXPECT_EQ(metrics_.active_calls(), 0);
 }
 
 TEST_F(RequestsTest, WriteDoesNotImplyReadNorAdmin) {

@@ -18,8 +18,8 @@
 #include "common/byte_size.h"
 #include "common/host_port.h"
 #include "common/ready_file.h"
+#include "server/grpc/tls_credentials.h"
 #include "server/store_metrics.h"
-#include "server/tls_credentials.h"
 #include "storage/rocksdb_crc32c.h"
 
 #ifndef KVSTASH_VERSION
@@ -128,14 +128,13 @@ Server::Server(const ServerConfig& config, Logger* log, std::unique_ptr<storage:
       log_(log),
       auth_(std::move(auth)),
       store_(std::move(store)),
-      service_(&env_, KVSTASH_VERSION) {
+      service_(&env_, &grpc_metrics_, &delivery_gate_, KVSTASH_VERSION) {
   env_.store = store_.get();
   env_.auth = auth_.get();
   env_.limiter = &limiter_;
   env_.registry = &registry_;
   env_.log = log_;
   env_.limits = LimitsOf(config_.server);
-  env_.delivery = &delivery_gate_;
 }
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
@@ -216,7 +215,7 @@ absl::Status Server::StartMetrics() {
                     MetricType::kGauge,
                     {{{}, static_cast<double>(start_unix_s), {}}}});
   });
-  metrics_.Add([this](std::vector<metrics::Family>* out) { env_.metrics.Collect(out); });
+  metrics_.Add([this](std::vector<metrics::Family>* out) { grpc_metrics_.Collect(out); });
   metrics_.Add([this](std::vector<metrics::Family>* out) {
     env_.auth_metrics.Collect(auth_.get(), &limiter_, out);
   });
@@ -343,7 +342,7 @@ void Server::CloseIdleConnections(absl::Time deadline, absl::Notification* stopp
   while (!stopped->WaitForNotificationWithTimeout(absl::Milliseconds(5))) {
     const absl::Time now = absl::Now();
     if (now >= deadline) return;  // gRPC's Shutdown cancels what is left itself
-    if (env_.metrics.active_calls() > 0 || env_.unary_in_handler.load() > 0 ||
+    if (grpc_metrics_.active_calls() > 0 || env_.unary_in_handler.load() > 0 ||
         !delivery_gate_.AllDelivered()) {
       idle_since = absl::InfiniteFuture();
       continue;

@@ -22,8 +22,8 @@
 #include "server/auth/call_limiter.h"
 #include "server/cluster_member.h"
 #include "server/config.h"
-#include "server/delivery_gate.h"
-#include "server/grpc_service.h"
+#include "server/grpc/delivery_gate.h"
+#include "server/grpc/grpc_service.h"
 #include "server/log.h"
 #include "server/metrics/http_server.h"
 #include "server/metrics/registry.h"
@@ -112,7 +112,9 @@ class Server {
   std::unique_ptr<storage::ChunkStore> store_;
   NamespaceRegistry registry_;
   ServiceEnv env_;
-  // Outlives the gRPC server: reactors hand it their last step until the server is gone.
+  // The gRPC transport's request metrics, and its delivery gate; both outlive the gRPC
+  // server: reactors hand the gate their last step until the server is gone.
+  TransportMetrics grpc_metrics_{"grpc"};
   DeliveryGate delivery_gate_;
   KvStashService service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -1,9 +1,9 @@
 // ServiceEnv: what every transport's request handling shares (the store, the namespace
 // registry, limits, the log, the draining flag). The request rules themselves live in
-// requests.h.
+// requests.h; each transport keeps its own metrics (TransportMetrics) and drain helpers.
 //
 // Thread-safety: ServiceEnv is immutable after construction except `draining` and
-// `unary_in_handler`, atomics, and `metrics` and `auth_metrics`, thread-safe; the pointees are
+// `unary_in_handler`, atomics, and `auth_metrics`, thread-safe; the pointees are
 // thread-safe. The helpers are stateless.
 #pragma once
 
@@ -18,11 +18,9 @@
 #include "absl/time/time.h"
 #include "kvstash/keys.h"
 #include "server/auth_metrics.h"
-#include "server/delivery_gate.h"
 #include "server/log.h"
 #include "server/namespace_registry.h"
 #include "server/request_rules.h"
-#include "server/transport_metrics.h"
 #include "storage/chunk_store.h"
 
 namespace kvstash::server {
@@ -40,20 +38,14 @@ struct ServiceEnv {
   absl::Time start_time = absl::Now();
   // Set when shutdown begins: new calls get UNAVAILABLE, Health reports DRAINING.
   std::atomic<bool> draining{false};
-  // Holds the end of large responses while draining until the client has them. Not owned;
-  // null ends calls at once.
-  DeliveryGate* delivery = nullptr;
   // Who may call (the token file) and how often; not owned. A null authenticator gives
   // every call every right (tests that exercise no authentication); null limiter: no limits.
   const auth::Authenticator* auth = nullptr;
   auth::CallLimiter* limiter = nullptr;
   // Calls and throttles per principal, token file reloads. Mutable as `metrics` is.
   mutable AuthMetrics auth_metrics;
-  // Unary handlers running now (streaming calls count in metrics' active calls).
+  // Unary handlers running now (streaming calls count in their transport's active calls).
   mutable std::atomic<int> unary_in_handler{0};
-  // The gRPC transport's request metrics. Mutable: handlers see a const env, and the
-  // metrics are lock-free cells updated from any thread.
-  mutable TransportMetrics metrics{"grpc"};
 
   // UNAVAILABLE while draining, else OK.
   absl::Status Admit() const;

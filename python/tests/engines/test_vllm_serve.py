@@ -138,6 +138,20 @@ def daemon_hits() -> int:
         return c.stats()["hits"]
 
 
+def daemon_puts() -> int:
+    with kvstash.Client("grpc://127.0.0.1:7070") as c:
+        return c.stats()["puts"]
+
+
+def wait_for_puts(at_least: int, timeout_s: float = 60.0) -> int:
+    """The daemon's puts once they reach ``at_least``: the connector stores a request's
+    chunks asynchronously, so they may land after the answer returned."""
+    deadline = time.monotonic() + timeout_s
+    while (puts := daemon_puts()) < at_least and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return puts
+
+
 @pytest.fixture(scope="module")
 def served(model_dir: str, default_daemon: rs.DefaultDaemon, workdir: rs.Workdir,
            tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -147,9 +161,10 @@ def served(model_dir: str, default_daemon: rs.DefaultDaemon, workdir: rs.Workdir
     with Server(model_dir, workdir, str(logs / "plain.log"), kvstash_on=False):
         results["without kvstash"] = bench_serve(model_dir)
     with Server(model_dir, workdir, str(logs / "a.log")) as a:
+        puts = daemon_puts()
         first = a.complete(model_dir, PROMPT)
         # The prompt's whole chunks, for each of the model's 2 layers.
-        assert a.metric("vllm:kvstash_stored_objects_total") >= 4, a.log_tail()
+        assert wait_for_puts(puts + 4) >= puts + 4, a.log_tail()
         results["kvstash, first pass"] = bench_serve(model_dir)
     with Server(model_dir, workdir, str(logs / "b.log")) as b:
         again = b.complete(model_dir, PROMPT)

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kvstash/v1/kvstash.grpc.pb.h"
+#include "server/grpc/delivery_gate.h"
 #include "server/requests.h"
 #include "server/service_env.h"
 
@@ -39,9 +40,12 @@ absl::StatusOr<CallAuth> AuthenticateCall(const Requests& requests, Op op,
 
 class KvStashService final : public internal::KvStashCallbackBase {
  public:
-  // `env` must outlive the service and every call it serves.
-  KvStashService(ServiceEnv* env, std::string version)
-      : requests_(env, &env->metrics, std::move(version)) {}
+  // `env` and `metrics` (this transport's) must outlive the service and every call it
+  // serves; so must `delivery`, which holds the end of large responses while draining until
+  // the client has them (null: calls end at once).
+  KvStashService(ServiceEnv* env, TransportMetrics* metrics, DeliveryGate* delivery,
+                 std::string version)
+      : requests_(env, metrics, std::move(version)), delivery_(delivery) {}
 
   grpc::ServerUnaryReactor* RegisterNamespace(grpc::CallbackServerContext* context,
                                               const v1::RegisterNamespaceRequest* request,
@@ -78,7 +82,8 @@ class KvStashService final : public internal::KvStashCallbackBase {
                                        v1::EndSessionResponse* response) override;
 
  private:
-  const Requests requests_;  // over the env and its gRPC metrics
+  const Requests requests_;  // over the env and the gRPC metrics
+  DeliveryGate* const delivery_;
 };
 
 }  // namespace kvstash::server

@@ -1,7 +1,7 @@
 // DeliveryGate over real loopback TCP connections: a call is held while its connection's
 // send queue is not acknowledged, released once the peer has read everything, at the
 // deadline, or at once when there is nothing to wait for.
-#include "server/delivery_gate.h"
+#include "server/grpc/delivery_gate.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "server/put_reactor.h"
+#include "server/grpc/put_reactor.h"
 
 #include <string>
 
@@ -6,7 +6,7 @@
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
-#include "server/grpc_service.h"
+#include "server/grpc/grpc_service.h"
 #include "server/put_stream.h"
 
 namespace kvstash::server {

@@ -1,12 +1,12 @@
-#include "server/grpc_service.h"
+#include "server/grpc/grpc_service.h"
 
 #include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "proto/status_map.h"
-#include "server/get_reactor.h"
-#include "server/put_reactor.h"
+#include "server/grpc/get_reactor.h"
+#include "server/grpc/put_reactor.h"
 
 namespace kvstash::server {
 
@@ -79,7 +79,7 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* KvStashService::Put(grpc::CallbackSer
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* KvStashService::Get(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
-  return NewGetReactor(&requests_, context, request);
+  return NewGetReactor(&requests_, delivery_, context, request);
 }
 
 grpc::ServerUnaryReactor* KvStashService::Exists(grpc::CallbackServerContext* context,

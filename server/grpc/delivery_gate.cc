@@ -1,4 +1,4 @@
-#include "server/delivery_gate.h"
+#include "server/grpc/delivery_gate.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,4 +1,4 @@
-#include "server/get_reactor.h"
+#include "server/grpc/get_reactor.h"
 
 #include <memory>
 #include <optional>
@@ -10,7 +10,7 @@
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
-#include "server/grpc_service.h"
+#include "server/grpc/grpc_service.h"
 
 namespace kvstash::server {
 namespace {
@@ -30,9 +30,10 @@ grpc::Slice StoredSlice(const storage::ChunkRef& chunk, const uint8_t* data, siz
 // read overlaps the send of the chunk before it.
 class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  GetReactor(const Requests* requests, grpc::CallbackServerContext* context,
+  GetReactor(const Requests* requests, DeliveryGate* delivery, grpc::CallbackServerContext* context,
              const grpc::ByteBuffer* request)
       : requests_(requests),
+        delivery_(delivery),
         env_(&requests->env()),
         metrics_(&requests->metrics()),
         context_(context) {
@@ -88,6 +89,7 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   std::vector<grpc::Slice> TakePayload();
 
   const Requests* const requests_;
+  DeliveryGate* const delivery_;
   const ServiceEnv* const env_;
   TransportMetrics* const metrics_;
   grpc::CallbackServerContext* const context_;
@@ -151,10 +153,10 @@ void GetReactor::WriteNext() {
   }
   if (next_send_ == keys_.size()) {
     env_->log->Debug("get done", {{"keys", keys_.size()}, {"bytes", bytes_sent_}});
-    if (env_->delivery == nullptr) {
+    if (delivery_ == nullptr) {
       End(grpc::Status::OK);
     } else {
-      env_->delivery->Await(context_->peer(), [this] { End(grpc::Status::OK); });
+      delivery_->Await(context_->peer(), [this] { End(grpc::Status::OK); });
     }
     return;
   }
@@ -269,9 +271,10 @@ std::vector<grpc::Slice> GetReactor::TakePayload() {
 }  // namespace
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const Requests* requests,
+                                                          DeliveryGate* delivery,
                                                           grpc::CallbackServerContext* context,
                                                           const grpc::ByteBuffer* request) {
-  return new GetReactor(requests, context, request);
+  return new GetReactor(requests, delivery, context, request);
 }
 
 }  // namespace kvstash::server

@@ -13,12 +13,15 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
+#include "server/grpc/delivery_gate.h"
 #include "server/requests.h"
 
 namespace kvstash::server {
 
-// Starts the reactor of one Get call. `requests` must outlive the call.
+// Starts the reactor of one Get call. `requests` and `delivery` (null: the call ends at
+// once, without waiting for the client to have the bytes) must outlive the call.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* NewGetReactor(const Requests* requests,
+                                                          DeliveryGate* delivery,
                                                           grpc::CallbackServerContext* context,
                                                           const grpc::ByteBuffer* request);
 

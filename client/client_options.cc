@@ -73,7 +73,8 @@ class SetFromText : public OptionPath {
     static_assert(std::numeric_limits<T>::max() <= std::numeric_limits<int64_t>::max());
     if (!absl::SimpleAtoi(value_, &n) || n < int64_t{std::numeric_limits<T>::min()} ||
         n > int64_t{std::numeric_limits<T>::max()}) {
-      status = Invalid("an integer");
+      status = Invalid(absl::StrCat("an integer from ", std::numeric_limits<T>::min(), " to ",
+                                    std::numeric_limits<T>::max()));
       return;
     }
     *field = static_cast<T>(n);

@@ -152,9 +152,9 @@ TEST(ClientOptionsTest, SetRefusesUnknownNamesAndWrongKinds) {
   } cases[] = {
       {"no_such_option", "1", "unknown client option \"no_such_option\""},
       {"replicas", "2", "unknown client option \"replicas\""},  // it is cluster.replicas
-      {"deadline_ms", "soon", "deadline_ms: expected an integer, got \"soon\""},
+      {"deadline_ms", "soon", "deadline_ms: expected an integer from -9223372036854775808 to"},
       {"frame_bytes", "-1", "frame_bytes: expected an integer"},
-      {"frame_bytes", "4294967296", "frame_bytes: expected an integer"},
+      {"frame_bytes", "4294967296", "frame_bytes: expected an integer from 0 to 4294967295"},
       {"connections", "2147483648", "connections: expected an integer"},
       {"ucx_direct", "yes", "ucx_direct: expected true or false"},
   };

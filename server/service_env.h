@@ -42,7 +42,8 @@ struct ServiceEnv {
   // every call every right (tests that exercise no authentication); null limiter: no limits.
   const auth::Authenticator* auth = nullptr;
   auth::CallLimiter* limiter = nullptr;
-  // Calls and throttles per principal, token file reloads. Mutable as `metrics` is.
+  // Calls and throttles per principal, token file reloads. Mutable: handlers see a const
+  // env, and the cells are lock-free, updated from any thread.
   mutable AuthMetrics auth_metrics;
   // Unary handlers running now (streaming calls count in their transport's active calls).
   mutable std::atomic<int> unary_in_handler{0};

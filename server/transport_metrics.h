@@ -1,5 +1,5 @@
 // TransportMetrics: the per-transport request metrics of the data path (one instance per
-// transport; gRPC's lives in ServiceEnv). Declared in one list in transport_metrics.cc:
+// transport; the Server owns gRPC's and UCX's). Declared in one list in transport_metrics.cc:
 //
 //   kvstash_op_duration_seconds{op,transport}        histogram, call latency
 //   kvstash_errors_total{op,transport,code}          counter, calls that ended non-OK

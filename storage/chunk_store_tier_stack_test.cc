@@ -47,10 +47,11 @@ class CopiedChunk final : public StoredChunk {
 };
 
 // An in-memory tier of `capacity` chunks that evicts its oldest to the tier below. Reports
-// its chunks as Tier::kGpu, standing in for a staging tier, so tests can tell it apart.
+// its chunks as Tier::kGpu, standing in for a staging tier, so tests can tell it apart;
+// its reads are `promotable` or not.
 class MemoryTier final : public LowerTier {
  public:
-  explicit MemoryTier(size_t capacity) : capacity_(capacity) {}
+  MemoryTier(size_t capacity, bool promotable) : capacity_(capacity), promotable_(promotable) {}
 
   void Attach(const TierEnv& env) override { env_ = env; }
   Tier kind() const override { return Tier::kGpu; }
@@ -74,9 +75,9 @@ class MemoryTier final : public LowerTier {
     }
   }
   void Committed(const ChunkId&, const StoredChunk&) override {}
-  ChunkRef Get(const ChunkId& id) override {
+  TierRead Get(const ChunkId& id, bool /*for_get*/) override {
     absl::MutexLock lock(&mu_);
-    return Find(id);
+    return {Find(id), promotable_};
   }
   bool Delete(const ChunkId& id) override {
     return RemoveIf([&](const ChunkId& c) { return c == id; }) > 0;
@@ -118,6 +119,7 @@ class MemoryTier final : public LowerTier {
   }
 
   const size_t capacity_;
+  const bool promotable_;
   TierEnv env_;
   mutable absl::Mutex mu_;
   std::deque<std::pair<EvictedEntry, ChunkRef>> chunks_ ABSL_GUARDED_BY(mu_);
@@ -125,16 +127,22 @@ class MemoryTier final : public LowerTier {
 
 class TierStackTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Build(/*promote_on_hit=*/false, /*promotable=*/true); }
+
+  // The stack DRAM / MemoryTier / NVMe, replacing any built before.
+  void Build(bool promote_on_hit, bool promotable) {
+    store_.reset();
+    options_ = ChunkStoreOptions();
     options_.page_bytes = kPage;
     options_.dram_capacity_bytes = kDramPages * kPage;
     options_.huge_pages = ChunkStoreOptions::HugePages::kOff;
     options_.index_shards = 4;
-    options_.nvme.path = dir_.path();
+    dir_ = std::make_unique<ScratchDir>();
+    options_.nvme.path = dir_->path();
     options_.nvme.capacity_bytes = 64 << 20;
     options_.nvme.demotion_queue_chunks = 64;
     options_.nvme.clean_window_percent = 0;  // only evictions move down
-    options_.nvme.promote_on_hit = false;    // and nothing moves up
+    options_.nvme.promote_on_hit = promote_on_hit;
     ASSERT_TRUE(options_.Validate().ok());
     auto dram = DramAllocator::Create(options_.dram_capacity_bytes, kPage,
                                       ChunkStoreOptions::HugePages::kOff, /*prefault=*/false);
@@ -143,7 +151,7 @@ class TierStackTest : public ::testing::Test {
     ASSERT_TRUE(index.ok()) << index.status();
     auto nvme = NvmeTier::Open(options_.nvme);
     ASSERT_TRUE(nvme.ok()) << nvme.status();
-    auto middle = std::make_unique<MemoryTier>(kMiddleChunks);
+    auto middle = std::make_unique<MemoryTier>(kMiddleChunks, promotable);
     middle_ = middle.get();
     std::vector<std::unique_ptr<LowerTier>> below;
     below.push_back(std::move(middle));
@@ -162,7 +170,7 @@ class TierStackTest : public ::testing::Test {
     }
   }
 
-  ScratchDir dir_;
+  std::unique_ptr<ScratchDir> dir_;
   ChunkStoreOptions options_;
   MemoryTier* middle_ = nullptr;
   std::unique_ptr<ChunkStore> store_;
@@ -206,6 +214,37 @@ TEST_F(TierStackTest, LookupsReportEachChunksTier) {
   const LookupResult r = store_->Lookup(MakeId(0).ns, keys, absl::ZeroDuration());
   ASSERT_EQ(r.hit_count, kCount);
   for (uint64_t i = 0; i < kCount; ++i) EXPECT_EQ(r.tiers[i], store_->Locate(MakeId(i))) << i;
+}
+
+// A pin reads a chunk below DRAM to promote it; that is not a get of the tier.
+TEST_F(TierStackTest, PinsPromoteWithoutCountingGets) {
+  PutAll();
+  ASSERT_EQ(store_->Locate(MakeId(0)), Tier::kNvme);
+  const Key128 key = MakeId(0).key;
+  absl::StatusOr<uint32_t> pinned = store_->Pin(MakeId(0).ns, absl::MakeConstSpan(&key, 1), true);
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  EXPECT_EQ(*pinned, 1u);
+  EXPECT_EQ(store_->Locate(MakeId(0)), Tier::kDram);
+  const StoreStats stats = store_->Stats();
+  EXPECT_EQ(stats.nvme.hits, 0u);
+  EXPECT_EQ(stats.nvme.misses, 0u);
+  EXPECT_EQ(stats.nvme.promotions, 1u);
+}
+
+// A hit is promoted into DRAM unless the tier says its bytes are already in memory.
+TEST_F(TierStackTest, PromotesOnlyPromotableReads) {
+  for (const bool promotable : {true, false}) {
+    Build(/*promote_on_hit=*/true, promotable);
+    PutAll();
+    uint64_t in_middle = 0;
+    while (store_->Locate(MakeId(in_middle)) != Tier::kGpu) ++in_middle;
+    absl::StatusOr<ChunkRef> got = store_->Get(MakeId(in_middle));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(HasPattern(**got, in_middle, kChunk));
+    EXPECT_EQ(store_->Locate(MakeId(in_middle)), promotable ? Tier::kDram : Tier::kGpu)
+        << promotable;
+    EXPECT_EQ(store_->Stats().nvme.promotions, promotable ? 1u : 0u);
+  }
 }
 
 TEST_F(TierStackTest, DeletesAndClearsReachEveryTier) {

@@ -23,11 +23,11 @@ Tier ChunkStoreImpl::LocateBelow(const ChunkId& id) const {
 
 ChunkRef ChunkStoreImpl::GetBelowDram(const ChunkId& id) {
   for (const std::unique_ptr<LowerTier>& tier : below_) {
-    ChunkRef chunk = tier->Get(id);
-    if (chunk == nullptr) continue;
-    if (!options_.nvme.promote_on_hit) return chunk;
-    ChunkRef promoted = Promote(id, *chunk);
-    return promoted != nullptr ? promoted : chunk;
+    TierRead read = tier->Get(id, /*for_get=*/true);
+    if (read.chunk == nullptr) continue;
+    if (!options_.nvme.promote_on_hit || !read.promotable) return read.chunk;
+    ChunkRef promoted = Promote(id, *read.chunk);
+    return promoted != nullptr ? promoted : read.chunk;
   }
   return nullptr;
 }
@@ -68,9 +68,9 @@ ChunkRef ChunkStoreImpl::Promote(const ChunkId& id, const StoredChunk& chunk) {
 
 bool ChunkStoreImpl::PromoteForPin(const ChunkId& id) {
   for (const std::unique_ptr<LowerTier>& tier : below_) {
-    ChunkRef below = tier->Get(id);
-    if (below == nullptr) continue;
-    return Promote(id, *below) != nullptr && index_->Locate(id) == Tier::kDram;
+    const TierRead read = tier->Get(id, /*for_get=*/false);
+    if (read.chunk == nullptr) continue;
+    return Promote(id, *read.chunk) != nullptr && index_->Locate(id) == Tier::kDram;
   }
   return false;
 }

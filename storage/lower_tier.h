@@ -36,6 +36,14 @@ struct TierEnv {
   class LowerTier* below = nullptr;
 };
 
+// A chunk read from a lower tier.
+struct TierRead {
+  ChunkRef chunk;  // null: absent
+  // False when the bytes came from memory the tier holds in flight (a demotion still
+  // queued): copying them into DRAM would gain nothing.
+  bool promotable = true;
+};
+
 class LowerTier {
  public:
   virtual ~LowerTier() = default;
@@ -55,8 +63,10 @@ class LowerTier {
   virtual void Admit(const EvictedEntry& evicted, ChunkRef chunk) = 0;
   // A put was just committed to DRAM (a write-through tier copies it now).
   virtual void Committed(const ChunkId& id, const StoredChunk& chunk) = 0;
-  // The chunk, its payload verified, or null when absent; counts a hit or a miss.
-  virtual ChunkRef Get(const ChunkId& id) = 0;
+  // The chunk, its payload verified, or a null chunk when absent. `for_get`: a client's
+  // get, counted as the tier's hit or miss and paced as the tier paces reads; false: the
+  // store's own read (a pin promoting the chunk), neither counted nor paced.
+  virtual TierRead Get(const ChunkId& id, bool for_get) = 0;
   // Removes `id`; whether it was held.
   virtual bool Delete(const ChunkId& id) = 0;
   // Removes every chunk of `ns`, adding the ids removed to `cleared`.

@@ -59,20 +59,21 @@ void NvmeTier::Committed(const ChunkId& id, const StoredChunk& chunk) {
   AfterEvictions();
 }
 
-ChunkRef NvmeTier::Get(const ChunkId& id) {
+TierRead NvmeTier::Get(const ChunkId& id, bool for_get) {
   // Still in DRAM memory on its way down: serve it from there.
   if (ChunkRef queued = demoter_->Find(id)) {
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    return queued;
+    if (for_get) hits_.fetch_add(1, std::memory_order_relaxed);
+    return {std::move(queued), /*promotable=*/false};
   }
   absl::StatusOr<ChunkRef> read = db_->Get(id);  // verified, or NOT_FOUND
   if (!read.ok()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
+    if (for_get) misses_.fetch_add(1, std::memory_order_relaxed);
+    return {};
   }
+  if (!for_get) return {*std::move(read)};
   if (read_limiter_ != nullptr) read_limiter_->Acquire((*read)->meta().size_bytes);
   hits_.fetch_add(1, std::memory_order_relaxed);
-  return *std::move(read);
+  return {*std::move(read)};
 }
 
 bool NvmeTier::Delete(const ChunkId& id) {

@@ -32,7 +32,7 @@ class NvmeTier final : public LowerTier {
   bool Contains(const ChunkId& id) const override;
   void Admit(const EvictedEntry& evicted, ChunkRef chunk) override;
   void Committed(const ChunkId& id, const StoredChunk& chunk) override;
-  ChunkRef Get(const ChunkId& id) override;
+  TierRead Get(const ChunkId& id, bool for_get) override;
   bool Delete(const ChunkId& id) override;
   void Clear(const Key128& ns, absl::flat_hash_set<ChunkId>* cleared) override;
   void DramEvicting() override;

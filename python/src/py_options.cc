@@ -67,9 +67,10 @@ class FromValues : public Sections {
   void Int(const char* name, T* field, OptionRange, const char*) {
     nb::handle v = Take(name);
     if (!v.is_valid()) return;
-    if (PyBool_Check(v.ptr()) || !PyLong_Check(v.ptr())) WrongType(name, "int", v);
+    // Any integer (numpy's too, through __index__), but not a bool.
+    if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr())) WrongType(name, "int", v);
     try {
-      *field = nb::cast<T>(v);
+      *field = nb::cast<T>(nb::steal(PyNumber_Index(v.ptr())));
     } catch (const nb::cast_error&) {
       ThrowInvalid(
           absl::StrCat("client option ", Dotted(name), ": ", nb::repr(v).c_str(), " does not fit"));

@@ -49,6 +49,11 @@ def test_unknown_options_and_bad_values(daemon):
         kvstash.Client(daemon.grpc_uri, ucx_direct=1)
     with pytest.raises(kvstash.InvalidArgument, match="client option connections"):
         kvstash.Client(daemon.grpc_uri, connections="two")
+    # Integers of any kind (numpy's through __index__) are integers; a bool is not.
+    with kvstash.Client(daemon.grpc_uri, connections=np.int64(2)):
+        pass
+    with pytest.raises(kvstash.InvalidArgument, match="client option connections: expected int"):
+        kvstash.Client(daemon.grpc_uri, connections=True)
     with pytest.raises(kvstash.InvalidArgument):
         kvstash.Client("http://127.0.0.1:1")
     assert kvstash.default_options()["max_retries"] == 5

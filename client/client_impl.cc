@@ -5,38 +5,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/item_checks.h"
 #include "common/xxh3_dispatch.h"
 
 namespace kvstash::client_internal {
-namespace {
-
-absl::Status CheckPutItems(absl::Span<const PutItem> items) {
-  for (size_t i = 0; i < items.size(); ++i) {
-    // The daemon refuses an empty chunk by failing the whole stream; refusing it here
-    // names the item instead.
-    if (items[i].size == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("PutItem ", i, ": size is 0; a chunk holds at least one byte"));
-    }
-    if (items[i].data == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("PutItem ", i, ": data is null but size is ", items[i].size));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckGetItems(absl::Span<const GetItem> items) {
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].data == nullptr && items[i].capacity > 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("GetItem ", i, ": data is null but capacity is ", items[i].capacity));
-    }
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 bool IsUnknownNamespace(const absl::Status& s) {
   return s.code() == absl::StatusCode::kFailedPrecondition &&
@@ -245,7 +217,7 @@ absl::Status ClientImpl::EndSession(NamespaceHandle ns, uint64_t session_id) {
 }
 
 absl::Status ClientImpl::RegisterMemory(const void* data, size_t size) {
-  if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty memory range");
+  if (absl::Status s = Client::RegisterMemory(data, size); !s.ok()) return s;  // the range rule
   absl::Status s = transport_->RegisterMemory(data, size);
   if (s.ok()) {
     absl::MutexLock lock(&mu_);

@@ -404,7 +404,7 @@ absl::StatusOr<ClusterStatus> ClusterClient::Cluster() {
 }
 
 absl::Status ClusterClient::RegisterMemory(const void* data, size_t size) {
-  if (data == nullptr || size == 0) return absl::InvalidArgumentError("empty memory range");
+  if (absl::Status s = Client::RegisterMemory(data, size); !s.ok()) return s;  // the range rule
   absl::MutexLock memory_lock(&memory_mu_);
   {
     absl::MutexLock lock(&mu_);

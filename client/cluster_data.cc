@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "client/cluster_client.h"
 #include "client/cluster_routing.h"
+#include "client/item_checks.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -144,11 +145,7 @@ absl::StatusOr<LookupResult> ClusterClient::Lookup(NamespaceHandle ns,
 }
 
 absl::Status ClusterClient::Put(NamespaceHandle ns, absl::Span<PutItem> items) {
-  for (const PutItem& item : items) {
-    if (item.data == nullptr || item.size == 0) {
-      return absl::InvalidArgumentError("Put: every item needs data and a size > 0");
-    }
-  }
+  if (absl::Status s = client_internal::CheckPutItems(items); !s.ok()) return s;
   std::shared_ptr<const ClusterView> v = view();
   Groups groups;
   for (size_t i = 0; i < items.size(); ++i) {

@@ -367,6 +367,31 @@ TEST(ClusterFakeTest, AReplayedMemoryRangeAMemberRefusesDoesNotFailItsConnection
   EXPECT_TRUE(client->UnregisterMemory(arena.data()).ok());
 }
 
+// Bad items are refused before any member is asked, as a single-daemon client refuses them.
+TEST(ClusterFakeTest, BadItemsAreRefusedAsByOneDaemon) {
+  FakeCluster cluster(2);
+  std::unique_ptr<Client> client = cluster.Connect(Options(1));
+  ASSERT_NE(client, nullptr);
+  const std::string bytes = "x";
+  std::vector<PutItem> puts(2);
+  puts[0].key = K(1);
+  puts[0].data = bytes.data();
+  puts[0].size = bytes.size();
+  puts[1].key = K(2);
+  puts[1].data = bytes.data();  // size 0
+  absl::Status s = client->Put(kNs, absl::MakeSpan(puts));
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("PutItem 1: size is 0"), absl::string_view::npos) << s;
+  EXPECT_FALSE(Holds(cluster.daemon(0), K(1)) || Holds(cluster.daemon(1), K(1)));
+  std::vector<GetItem> gets(1);
+  gets[0].key = K(1);
+  gets[0].capacity = 16;  // data null
+  s = client->Get(kNs, absl::MakeSpan(gets), 0);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("GetItem 0: data is null"), absl::string_view::npos) << s;
+  EXPECT_TRUE(absl::IsInvalidArgument(client->RegisterMemory(nullptr, 16)));
+}
+
 TEST(ClusterFakeTest, OpenNamespaceWithNoMembersKeepsTheSpec) {
   FakeCluster cluster(0);
   std::unique_ptr<Client> client = cluster.Connect(Options(1));

@@ -11,11 +11,13 @@
 #include "absl/time/clock.h"
 #include "client/cluster_client.h"
 #include "client/cluster_routing.h"
+#include "client/item_checks.h"
 #include "common/xxh3_dispatch.h"
 
 namespace kvstash::client_internal {
 
 absl::Status ClusterClient::Get(NamespaceHandle ns, absl::Span<GetItem> items, uint64_t lease_id) {
+  if (absl::Status s = client_internal::CheckGetItems(items); !s.ok()) return s;
   std::shared_ptr<const ClusterView> v = view();
   std::shared_ptr<const LeaseTable::Entry> lease =
       lease_id != 0 ? leases_.Find(lease_id, absl::Now()) : nullptr;

@@ -138,6 +138,13 @@ absl::Status Requests::Authorize(const CallAuth& caller, auth::Access access,
   return absl::OkStatus();
 }
 
+absl::StatusOr<storage::ChunkRef> Requests::ServeGetItem(
+    const CallAuth& caller, absl::StatusOr<storage::ChunkRef> fetched) const {
+  if (!fetched.ok()) return fetched;
+  if (absl::Status s = ChargeBytes(caller, (*fetched)->meta().size_bytes); !s.ok()) return s;
+  return fetched;
+}
+
 absl::Status Requests::ChargeBytes(const CallAuth& caller, uint64_t bytes) const {
   if (env_->limiter == nullptr || caller.principal == nullptr) return absl::OkStatus();
   return env_->limiter->ChargeBytes(*caller.principal, bytes);

@@ -147,6 +147,12 @@ class Requests {
   absl::Status Unary(const CallAuth& caller, Op op, absl::string_view request,
                      std::string* response) const;
 
+  // Get, one item: what ChunkStore::GetAsync fetched, its bytes charged to `caller`'s byte
+  // rate (RESOURCE_EXHAUSTED past it: this item fails, the call goes on). Both transports
+  // pass each fetched chunk through here on their own thread, where the call is alive.
+  absl::StatusOr<storage::ChunkRef> ServeGetItem(const CallAuth& caller,
+                                                 absl::StatusOr<storage::ChunkRef> fetched) const;
+
   // One finished call of `op`: its latency since `start` and its outcome.
   void RecordCall(Op op, absl::StatusCode code, TransportMetrics::Clock::time_point start) const {
     metrics_->RecordCall(op, static_cast<int>(code), start);

@@ -223,12 +223,7 @@ void GetReactor::BuildHeadFrame(uint32_t index, Fetched ref) {
   head.set_index(index);
   v1::ChunkHeader* header = head.mutable_header();
   header->set_key(KeyToBytes(keys_[index]));
-  if (ref.ok()) {
-    // Past the caller's byte rate this chunk fails; the rest of the call goes on.
-    if (absl::Status s = requests_->ChargeBytes(caller_, (*ref)->meta().size_bytes); !s.ok()) {
-      ref = s;
-    }
-  }
+  ref = requests_->ServeGetItem(caller_, std::move(ref));
   if (!ref.ok()) {
     head.set_code(static_cast<int>(ref.status().code()));
     out_ = wire::EncodeFrame(head, {});

@@ -62,12 +62,11 @@ void SendChunk(const Request& req, uint32_t index, const storage::ChunkRef& chun
 
 // Replies to item `i` of a Get (worker thread).
 void ReplyToGetItem(const Request& req, uint32_t i, uint64_t capacity,
-                    const absl::StatusOr<storage::ChunkRef>& ref) {
-  // Past the caller's byte rate this item fails; the rest of the call goes on.
-  absl::Status charged =
-      ref.ok() ? req.requests().ChargeBytes(req.caller, (*ref)->meta().size_bytes) : ref.status();
-  if (!charged.ok()) {
-    req.worker->SendError(req.conn, req.Reply(i), charged);
+                    absl::StatusOr<storage::ChunkRef> fetched) {
+  const absl::StatusOr<storage::ChunkRef> ref =
+      req.requests().ServeGetItem(req.caller, std::move(fetched));
+  if (!ref.ok()) {
+    req.worker->SendError(req.conn, req.Reply(i), ref.status());
   } else if ((*ref)->meta().size_bytes > capacity) {
     ReplyHeader reply = req.Reply(i);
     reply.flags = wire::ucx::kFlagTooLarge;
@@ -92,7 +91,7 @@ void ServeGet(const Request& req, const Key128& ns, const GetFields& g, absl::st
     std::memcpy(id.key.data(), rec.key, id.key.size());
     req.worker->OpStarted();  // until the reply is handed to UCX
     auto reply = [req, i, capacity = rec.capacity, left](absl::StatusOr<storage::ChunkRef> ref) {
-      ReplyToGetItem(req, i, capacity, ref);
+      ReplyToGetItem(req, i, capacity, std::move(ref));
       req.worker->OpEnded();  // after the send counted itself: in_flight() never dips to 0
       if (--*left == 0) req.requests().RecordCall(Op::kGet, absl::StatusCode::kOk, req.start);
     };

@@ -174,11 +174,11 @@ absl::StatusOr<KvstashTierStats> KvstashSystem::Stats() {
   absl::StatusOr<ServerStats> s = admin_->Stats();
   if (!s.ok()) return s.status();
   KvstashTierStats out;
-  out.dram_capacity_bytes = s->dram_capacity_bytes;
-  out.dram_used_bytes = s->dram_used_bytes;
+  out.dram_capacity_bytes = s->Of(ChunkTier::kDram).capacity_bytes;
+  out.dram_used_bytes = s->Of(ChunkTier::kDram).used_bytes;
   out.chunks = s->chunks;
   out.evictions = s->evictions;
-  out.nvme_chunks = s->nvme_chunks;
+  out.nvme_chunks = s->Of(ChunkTier::kNvme).chunks;
   out.demotions = s->demotions;
   out.demotion_drops = s->demotion_drops;
   out.demotions_pending = s->demotions_pending;

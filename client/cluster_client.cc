@@ -11,6 +11,7 @@
 #include "client/fan_out.h"
 #include "client/grpc_tls.h"
 #include "client/uri.h"
+#include "kvstash/tier_entries.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -119,10 +120,14 @@ absl::Status FirstRefusal(const Answers<T>& answers) {
 
 void AddStats(const ServerStats& s, ServerStats* out) {
 #define KVSTASH_ADD_STAT(name, ...) out->name += s.name;
-#define KVSTASH_ADD_TIER(tier, name) out->tier##_##name += s.tier##_##name;
+#define KVSTASH_ADD_TIER(name, ...) into.name += t.name;
 #define KVSTASH_ADD_NVME(name, client, ...) out->client += s.client;
   KVSTASH_STORE_COUNTERS(KVSTASH_ADD_STAT)
-  KVSTASH_SERVER_TIER_FIELDS(KVSTASH_ADD_TIER)
+  for (const ServerTierStats& tier : s.tiers) {
+    MergeTierEntry(tier, &out->tiers, [](ServerTierStats& into, const ServerTierStats& t) {
+      KVSTASH_TIER_STATS(KVSTASH_ADD_TIER)
+    });
+  }
   KVSTASH_NVME_COUNTERS(KVSTASH_ADD_NVME)
 #undef KVSTASH_ADD_STAT
 #undef KVSTASH_ADD_TIER
@@ -343,10 +348,12 @@ absl::StatusOr<std::vector<NamespaceUsage>> ClusterClient::ListNamespaces() {
         m.spec = u.spec;
         m.tenant = u.tenant;
       }
-      m.dram_chunks += u.dram_chunks;
-      m.dram_bytes += u.dram_bytes;
-      m.nvme_chunks += u.nvme_chunks;
-      m.nvme_bytes += u.nvme_bytes;
+      for (const TierUsage& tier : u.tiers) {
+        MergeTierEntry(tier, &m.tiers, [](TierUsage& into, const TierUsage& t) {
+          into.chunks += t.chunks;
+          into.bytes += t.bytes;
+        });
+      }
       m.pinned_bytes += u.pinned_bytes;
     }
   }

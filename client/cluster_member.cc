@@ -154,8 +154,12 @@ ClusterMemberStatus MemberConn::Status() const {
   out.id = member_.id;
   out.address = uri_.empty() ? "" : uri_.substr(uri_.find("://") + 3);
   out.zone = member_.zone;
-  out.dram_capacity_bytes = member_.dram_capacity_bytes;
-  out.nvme_capacity_bytes = member_.nvme_capacity_bytes;
+  for (const cluster::TierCapacity& t : member_.tiers) {
+    // A tier this client does not know is left out.
+    if (ChunkTier tier = ChunkTierFromName(t.tier); tier != ChunkTier::kNone) {
+      out.tiers.push_back({tier, t.capacity_bytes});
+    }
+  }
   out.breaker_open = BreakerOpen();
   absl::MutexLock lock(&mu_);
   out.connected = client_ != nullptr && last_ok_;

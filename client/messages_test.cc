@@ -68,8 +68,17 @@ TEST(MessagesTest, AdminRequestsAndReplies) {
   u->set_namespace_id(KeyToBytes(ns));
   u->mutable_spec()->set_model_id("m");
   u->set_tenant("t");
-  u->set_nvme_bytes(5);
-  list.add_namespaces()->set_namespace_id(KeyToBytes(KeyOf(4)));
+  v1::TierUsage* nvme = u->add_tiers();
+  nvme->set_tier(v1::TIER_NVME);
+  nvme->set_chunks(1);
+  nvme->set_bytes(5);
+  v1::NamespaceUsage* legacy = list.add_namespaces();  // from a daemon before `tiers`
+  legacy->set_namespace_id(KeyToBytes(KeyOf(4)));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  legacy->set_dram_chunks(2);
+  legacy->set_dram_bytes(7);
+#pragma GCC diagnostic pop
   absl::StatusOr<std::vector<NamespaceUsage>> usages =
       ParseListNamespacesReply(list.SerializeAsString());
   ASSERT_TRUE(usages.ok()) << usages.status();
@@ -77,8 +86,14 @@ TEST(MessagesTest, AdminRequestsAndReplies) {
   EXPECT_TRUE((*usages)[0].registered);
   EXPECT_EQ((*usages)[0].spec.model_id, "m");
   EXPECT_EQ((*usages)[0].tenant, "t");
-  EXPECT_EQ((*usages)[0].nvme_bytes, 5u);
+  ASSERT_EQ((*usages)[0].tiers.size(), 1u);
+  EXPECT_EQ((*usages)[0].Of(ChunkTier::kNvme).bytes, 5u);
+  EXPECT_EQ((*usages)[0].Of(ChunkTier::kDram).chunks, 0u);
   EXPECT_FALSE((*usages)[1].registered);
+  ASSERT_EQ((*usages)[1].tiers.size(), 1u);
+  EXPECT_EQ((*usages)[1].tiers[0].tier, ChunkTier::kDram);
+  EXPECT_EQ((*usages)[1].tiers[0].chunks, 2u);
+  EXPECT_EQ((*usages)[1].tiers[0].bytes, 7u);
   list.add_namespaces()->set_namespace_id("short");
   EXPECT_EQ(ParseListNamespacesReply(list.SerializeAsString()).status().code(),
             absl::StatusCode::kInternal);

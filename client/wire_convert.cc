@@ -62,12 +62,24 @@ void NvmeFromProto(const v1::NvmeCounters& in, ServerStats* out) {
 #undef KVSTASH_COPY
 }
 
-void TierFromProto(const v1::TierStats& in, ServerStats* out) {
-  const bool dram = in.tier() == v1::TIER_DRAM, nvme = in.tier() == v1::TIER_NVME;
-#define KVSTASH_COPY(tier, name) \
-  if (tier) out->tier##_##name = in.name();
-  KVSTASH_SERVER_TIER_FIELDS(KVSTASH_COPY)
+ServerTierStats TierFromProto(const v1::TierStats& in) {
+  ServerTierStats out;
+  out.tier = TierFromWire(in.tier());
+#define KVSTASH_COPY(name, ...) out.name = in.name();
+  KVSTASH_TIER_STATS(KVSTASH_COPY)
 #undef KVSTASH_COPY
+  return out;
+}
+
+// A daemon that predates NamespaceUsage.tiers sends only the DRAM and NVMe fields.
+std::vector<TierUsage> LegacyTierUsage(const v1::NamespaceUsage& u) {
+  std::vector<TierUsage> out;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  if (u.dram_chunks() != 0) out.push_back({ChunkTier::kDram, u.dram_chunks(), u.dram_bytes()});
+  if (u.nvme_chunks() != 0) out.push_back({ChunkTier::kNvme, u.nvme_chunks(), u.nvme_bytes()});
+#pragma GCC diagnostic pop
+  return out;
 }
 
 }  // namespace
@@ -82,7 +94,7 @@ ServerStats StatsFromProto(const v1::StatsResponse& resp, const Key128* ns) {
       if (n.namespace_id() == id) CountersFromProto(n.counters(), &out);
     }
   }
-  for (const v1::TierStats& t : resp.tiers()) TierFromProto(t, &out);
+  for (const v1::TierStats& t : resp.tiers()) out.tiers.push_back(TierFromProto(t));
   NvmeFromProto(resp.nvme(), &out);
   return out;
 }
@@ -103,10 +115,10 @@ absl::StatusOr<NamespaceUsage> UsageFromProto(const v1::NamespaceUsage& u) {
   out.registered = u.has_spec();
   if (out.registered) out.spec = wire::NamespaceFromProto(u.spec());
   out.tenant = u.tenant();
-  out.dram_chunks = u.dram_chunks();
-  out.dram_bytes = u.dram_bytes();
-  out.nvme_chunks = u.nvme_chunks();
-  out.nvme_bytes = u.nvme_bytes();
+  for (const v1::TierUsage& t : u.tiers()) {
+    out.tiers.push_back({TierFromWire(t.tier()), t.chunks(), t.bytes()});
+  }
+  if (u.tiers().empty()) out.tiers = LegacyTierUsage(u);
   out.pinned_bytes = u.pinned_bytes();
   return out;
 }

@@ -87,12 +87,18 @@ bool IsUtf8(absl::string_view s) {
   return true;
 }
 
+uint64_t CapacityOf(const Member& m, absl::string_view tier) {
+  for (const TierCapacity& t : m.tiers) {
+    if (t.tier == tier) return t.capacity_bytes;
+  }
+  return 0;
+}
+
 }  // namespace
 
 bool Member::operator==(const Member& o) const {
   return id == o.id && grpc_address == o.grpc_address && ucx_address == o.ucx_address &&
-         zone == o.zone && dram_capacity_bytes == o.dram_capacity_bytes &&
-         nvme_capacity_bytes == o.nvme_capacity_bytes && started_unix_ms == o.started_unix_ms;
+         zone == o.zone && tiers == o.tiers && started_unix_ms == o.started_unix_ms;
 }
 
 absl::Status ValidateMemberId(absl::string_view id) {
@@ -154,8 +160,15 @@ std::string MemberToJson(const Member& m) {
   AppendJsonString(&out, m.ucx_address);
   out += ",\"zone\":";
   AppendJsonString(&out, m.zone);
-  absl::StrAppend(&out, ",\"dram_capacity_bytes\":", m.dram_capacity_bytes,
-                  ",\"nvme_capacity_bytes\":", m.nvme_capacity_bytes,
+  out += ",\"tiers\":[";
+  for (size_t i = 0; i < m.tiers.size(); ++i) {
+    out += i == 0 ? "{\"tier\":" : ",{\"tier\":";
+    AppendJsonString(&out, m.tiers[i].tier);
+    absl::StrAppend(&out, ",\"capacity_bytes\":", m.tiers[i].capacity_bytes, "}");
+  }
+  // The fields readers before `tiers` know.
+  absl::StrAppend(&out, "],\"dram_capacity_bytes\":", CapacityOf(m, "dram"),
+                  ",\"nvme_capacity_bytes\":", CapacityOf(m, "nvme"),
                   ",\"started_unix_ms\":", m.started_unix_ms, "}");
   return out;
 }
@@ -179,8 +192,13 @@ absl::StatusOr<Member> MemberFromJson(absl::string_view json) {
   m.grpc_address = rec.grpc_address();
   m.ucx_address = rec.ucx_address();
   m.zone = rec.zone();
-  m.dram_capacity_bytes = rec.dram_capacity_bytes();
-  m.nvme_capacity_bytes = rec.nvme_capacity_bytes();
+  for (const record::TierCapacity& t : rec.tiers()) {
+    m.tiers.push_back({t.tier(), t.capacity_bytes()});
+  }
+  if (rec.tiers().empty()) {  // written before `tiers`
+    if (rec.dram_capacity_bytes() != 0) m.tiers.push_back({"dram", rec.dram_capacity_bytes()});
+    if (rec.nvme_capacity_bytes() != 0) m.tiers.push_back({"nvme", rec.nvme_capacity_bytes()});
+  }
   m.started_unix_ms = rec.started_unix_ms();
   return m;
 }

@@ -15,6 +15,15 @@
 
 namespace kvstash::cluster {
 
+// A tier's byte budget: its name as the daemon's metrics use it ("dram", "nvme").
+struct TierCapacity {
+  std::string tier;
+  uint64_t capacity_bytes = 0;
+  bool operator==(const TierCapacity& o) const {
+    return tier == o.tier && capacity_bytes == o.capacity_bytes;
+  }
+};
+
 struct Member {
   // Stable across restarts (config cluster.member_id), so a restarted daemon gets its share
   // of the keys, and the chunks on its NVMe, back. Rendezvous hashing scores this id.
@@ -25,8 +34,8 @@ struct Member {
   std::string ucx_address;
   // Free-form failure domain (config cluster.zone); empty: none.
   std::string zone;
-  uint64_t dram_capacity_bytes = 0;
-  uint64_t nvme_capacity_bytes = 0;
+  // Each tier it runs, fastest first.
+  std::vector<TierCapacity> tiers;
   // When this incarnation of the daemon started (Unix ms): tells a restart from a re-register.
   int64_t started_unix_ms = 0;
 

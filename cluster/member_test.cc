@@ -18,8 +18,7 @@ Member Sample() {
   m.grpc_address = "10.0.0.1:7070";
   m.ucx_address = "[fe80::1]:7071";
   m.zone = "rack \"7\"\\\n";
-  m.dram_capacity_bytes = 18446744073709551615ull;
-  m.nvme_capacity_bytes = 4ull << 40;
+  m.tiers = {{"dram", 18446744073709551615ull}, {"nvme", 4ull << 40}};
   m.started_unix_ms = 1795000000123;
   return m;
 }
@@ -27,7 +26,12 @@ Member Sample() {
 TEST(MemberTest, JsonRoundTrip) {
   const Member m = Sample();
   const std::string json = MemberToJson(m);
+  EXPECT_NE(json.find("{\"tier\":\"dram\",\"capacity_bytes\":18446744073709551615}"),
+            std::string::npos)
+      << json;
+  // Readers that predate `tiers` still find the DRAM and NVMe capacities.
   EXPECT_NE(json.find("\"dram_capacity_bytes\":18446744073709551615"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"nvme_capacity_bytes\":4398046511104"), std::string::npos) << json;
   auto back = MemberFromJson(json);
   ASSERT_TRUE(back.ok()) << back.status() << " " << json;
   EXPECT_EQ(*back, m);
@@ -43,9 +47,18 @@ TEST(MemberTest, JsonIgnoresUnknownFieldsAndTakesNumbersAsStrings) {
       R"({"id":"n1","future":{"a":[1,2]},"dram_capacity_bytes":"42","started_unix_ms":-1})");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->id, "n1");
-  EXPECT_EQ(m->dram_capacity_bytes, 42u);
+  // A record written before `tiers`: its DRAM capacity becomes the DRAM entry.
+  EXPECT_EQ(m->tiers, (std::vector<TierCapacity>{{"dram", 42}}));
   EXPECT_EQ(m->started_unix_ms, -1);
   EXPECT_TRUE(m->grpc_address.empty());
+}
+
+TEST(MemberTest, TiersOutrankTheOlderFields) {
+  auto m =
+      MemberFromJson(R"({"id":"n1","tiers":[{"tier":"gpu","capacity_bytes":"7"},{"tier":"dram",)"
+                     R"("capacity_bytes":9}],"dram_capacity_bytes":1,"nvme_capacity_bytes":2})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->tiers, (std::vector<TierCapacity>{{"gpu", 7}, {"dram", 9}}));
 }
 
 TEST(MemberTest, BadJsonIsInvalidArgument) {

@@ -26,7 +26,7 @@ class RegistrarTest : public EtcdTest {
     options.prefix = kPrefix;
     options.self.id = "node-a";
     options.self.grpc_address = "127.0.0.1:7070";
-    options.self.dram_capacity_bytes = 1 << 30;
+    options.self.tiers = {{"dram", 1 << 30}};
     options.self.started_unix_ms = 1234;
     options.lease_ttl_s = 2;
     return options;

@@ -76,8 +76,8 @@ absl::StatusOr<cluster::Member> SelfMember(const ServerConfig& config, const Bou
         c.advertise_ucx.empty() ? AdvertisedAddress(bound.ucx_address, hostname) : c.advertise_ucx;
   }
   m.zone = c.zone;
-  m.dram_capacity_bytes = config.storage.dram.capacity_bytes;
-  m.nvme_capacity_bytes = config.storage.nvme.enabled ? config.storage.nvme.capacity_bytes : 0;
+  m.tiers.push_back({"dram", config.storage.dram.capacity_bytes});
+  if (config.storage.nvme.enabled) m.tiers.push_back({"nvme", config.storage.nvme.capacity_bytes});
   m.started_unix_ms = absl::ToUnixMillis(started);
   return m;
 }

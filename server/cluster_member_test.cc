@@ -2,6 +2,8 @@
 // configured values winning over them.
 #include "server/cluster_member.h"
 
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -32,8 +34,8 @@ TEST(ClusterMemberTest, DefaultsComeFromTheBoundListeners) {
   EXPECT_EQ(m->grpc_address, "host-a:41234");
   EXPECT_EQ(m->ucx_address, "host-a:41235");
   EXPECT_EQ(m->zone, "rack-2");
-  EXPECT_EQ(m->dram_capacity_bytes, 2ull << 30);
-  EXPECT_EQ(m->nvme_capacity_bytes, 64ull << 30);
+  EXPECT_EQ(m->tiers,
+            (std::vector<cluster::TierCapacity>{{"dram", 2ull << 30}, {"nvme", 64ull << 30}}));
   EXPECT_EQ(m->started_unix_ms, 1700000000123);
 }
 
@@ -49,7 +51,7 @@ TEST(ClusterMemberTest, ConfiguredValuesWin) {
   EXPECT_EQ(m->id, "worker-3");
   EXPECT_EQ(m->grpc_address, "10.0.0.3:7070");
   EXPECT_EQ(m->ucx_address, "10.0.0.3:7072");
-  EXPECT_EQ(m->nvme_capacity_bytes, 0u);
+  EXPECT_EQ(m->tiers.size(), 1u);  // DRAM only
 }
 
 TEST(ClusterMemberTest, NoUcxAddressWithoutUcx) {

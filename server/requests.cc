@@ -70,13 +70,28 @@ PutHints ToPutHints(const PutChunkHints& h) {
   return out;
 }
 
+// The deprecated per-tier fields, for clients that predate `tiers`.
+void SetLegacyTierUsage(const storage::NamespaceUsage& u, v1::NamespaceUsage* out) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const storage::TierUsage dram = u.Of(storage::Tier::kDram), nvme = u.Of(storage::Tier::kNvme);
+  out->set_dram_chunks(dram.chunks);
+  out->set_dram_bytes(dram.bytes);
+  out->set_nvme_chunks(nvme.chunks);
+  out->set_nvme_bytes(nvme.bytes);
+#pragma GCC diagnostic pop
+}
+
 void SetUsage(const storage::NamespaceUsage& u, v1::NamespaceUsage* out) {
   if (!u.tenant.empty()) out->set_tenant(u.tenant);
-  out->set_dram_chunks(u.dram_chunks);
-  out->set_dram_bytes(u.dram_bytes);
-  out->set_nvme_chunks(u.nvme_chunks);
-  out->set_nvme_bytes(u.nvme_bytes);
+  for (const storage::TierUsage& t : u.tiers) {
+    v1::TierUsage* tier = out->add_tiers();
+    tier->set_tier(static_cast<v1::Tier>(t.tier));
+    tier->set_chunks(t.chunks);
+    tier->set_bytes(t.bytes);
+  }
   out->set_pinned_bytes(u.pinned_bytes);
+  SetLegacyTierUsage(u, out);
 }
 
 }  // namespace
@@ -250,7 +265,7 @@ absl::StatusOr<Key128> Requests::AdmitStoredNamespace(const CallAuth& caller, au
   absl::StatusOr<Key128> id = ParseNamespaceId(namespace_id);
   if (!id.ok()) return id;
   for (const storage::NamespaceUsage& u : env_->store->NamespaceUsages()) {
-    if (u.ns != *id || u.dram_chunks + u.nvme_chunks == 0) continue;
+    if (u.ns != *id || u.Chunks() == 0) continue;
     if (absl::Status s = AuthorizeStored(caller, access, u.tenant); !s.ok()) return s;
     return id;
   }

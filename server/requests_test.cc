@@ -171,7 +171,7 @@ class RequestsTest : public ::testing::Test {
     storage::NamespaceUsage recovered;  // as ListNamespaces shows it
     recovered.ns = TestKey(0);
     recovered.tenant = tenant;
-    recovered.nvme_chunks = 2;
+    recovered.tiers = {{storage::Tier::kNvme, 2, 200}};
     {
       absl::MutexLock lock(&store_->mu);
       store_->usages = {recovered};
@@ -353,14 +353,11 @@ TEST_F(RequestsTest, ListNamespacesJoinsRegistryAndStoreSortedById) {
   storage::NamespaceUsage registered;
   registered.ns = ns_;
   registered.tenant = "team-a";
-  registered.dram_chunks = 3;
-  registered.dram_bytes = 300;
-  registered.nvme_chunks = 1;
-  registered.nvme_bytes = 100;
+  registered.tiers = {{storage::Tier::kDram, 3, 300}, {storage::Tier::kNvme, 1, 100}};
   registered.pinned_bytes = 50;
   storage::NamespaceUsage recovered;  // chunks from NVMe, writer not registered yet
   recovered.ns = TestKey(0);
-  recovered.nvme_chunks = 2;
+  recovered.tiers = {{storage::Tier::kNvme, 2, 200}};
   {
     absl::MutexLock lock(&store_->mu);
     store_->usages = {registered, recovered};
@@ -379,16 +376,29 @@ TEST_F(RequestsTest, ListNamespacesJoinsRegistryAndStoreSortedById) {
   const v1::NamespaceUsage& a = by_id[ns_];
   EXPECT_EQ(a.spec().model_id(), "model-a");
   EXPECT_EQ(a.tenant(), "team-a");
+  ASSERT_EQ(a.tiers_size(), 2);
+  EXPECT_EQ(a.tiers(0).tier(), v1::TIER_DRAM);
+  EXPECT_EQ(a.tiers(0).chunks(), 3u);
+  EXPECT_EQ(a.tiers(0).bytes(), 300u);
+  EXPECT_EQ(a.tiers(1).tier(), v1::TIER_NVME);
+  EXPECT_EQ(a.tiers(1).chunks(), 1u);
+  EXPECT_EQ(a.tiers(1).bytes(), 100u);
+  EXPECT_EQ(a.pinned_bytes(), 50u);
+  EXPECT_FALSE(by_id[TestKey(0)].has_spec());
+  ASSERT_EQ(by_id[TestKey(0)].tiers_size(), 1);
+  EXPECT_EQ(by_id[TestKey(0)].tiers(0).chunks(), 2u);
+  EXPECT_EQ(by_id[idle].spec().model_id(), "model-c");
+  EXPECT_EQ(by_id[idle].tenant(), "team-c");
+  EXPECT_EQ(by_id[idle].tiers_size(), 0);
+  // Clients that predate `tiers` read the DRAM and NVMe fields.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   EXPECT_EQ(a.dram_chunks(), 3u);
   EXPECT_EQ(a.dram_bytes(), 300u);
   EXPECT_EQ(a.nvme_chunks(), 1u);
   EXPECT_EQ(a.nvme_bytes(), 100u);
-  EXPECT_EQ(a.pinned_bytes(), 50u);
-  EXPECT_FALSE(by_id[TestKey(0)].has_spec());
-  EXPECT_EQ(by_id[TestKey(0)].nvme_chunks(), 2u);
-  EXPECT_EQ(by_id[idle].spec().model_id(), "model-c");
-  EXPECT_EQ(by_id[idle].tenant(), "team-c");
-  EXPECT_EQ(by_id[idle].dram_chunks(), 0u);
+  EXPECT_EQ(by_id[TestKey(0)].nvme_bytes(), 200u);
+#pragma GCC diagnostic pop
 }
 
 // A principal with `read`, `write` and `admin` on the tenants named.

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "kvstash/tier_entries.h"
 #include "storage/chunk_store_impl.h"
 
 namespace kvstash::storage {
@@ -127,13 +128,16 @@ uint64_t ChunkStoreImpl::ClearNamespace(const Key128& ns) {
   return erased.ids.size() + ClearBelowDram(ns, counted);
 }
 
+TierUsage NamespaceUsage::Of(Tier tier) const { return TierEntry(tiers, tier); }
+
+uint64_t NamespaceUsage::Chunks() const { return SumOverTiers(tiers, &TierUsage::chunks); }
+
 std::vector<NamespaceUsage> ChunkStoreImpl::NamespaceUsages() const {
   absl::flat_hash_map<Key128, NamespaceUsage> by_ns;
   for (const auto& [ns, c] : index_->AllNamespaceCounters()) {
     if (c.chunks == 0) continue;
     NamespaceUsage& u = by_ns[ns];
-    u.dram_chunks = c.chunks;
-    u.dram_bytes = c.bytes;
+    u.tiers.push_back({Tier::kDram, c.chunks, c.bytes});
     u.pinned_bytes = c.pinned_bytes;
   }
   for (const std::unique_ptr<LowerTier>& tier : below_) tier->AddUsage(&by_ns);

@@ -259,7 +259,7 @@ TEST_F(ChunkStoreHintsTest, TenantQuotaEvictsOnlyTheTenantsOwnChunks) {
   for (uint64_t i = 6; i < 10; ++i) EXPECT_EQ(Where(i, 1), Tier::kDram) << i;
   EXPECT_EQ(Counters(1).quota_evictions, 6u);
   EXPECT_EQ(Counters(2).quota_evictions, 0u);
-  EXPECT_EQ(UsageOf(1).dram_chunks, 4u);
+  EXPECT_EQ(UsageOf(1).Of(Tier::kDram).chunks, 4u);
   EXPECT_EQ(UsageOf(1).tenant, "a");
 }
 
@@ -291,11 +291,11 @@ TEST_F(ChunkStoreHintsTest, PromotionsStayWithinTheTenantsDramQuota) {
   Open(o);
   store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
   PutRange(0, 8, 1);
-  ASSERT_EQ(UsageOf(1).dram_chunks, 4u);
+  ASSERT_EQ(UsageOf(1).Of(Tier::kDram).chunks, 4u);
   for (uint64_t i = 0; i < 4; ++i) {
     ASSERT_EQ(Where(i), Tier::kNvme) << i;
     ASSERT_TRUE(store_->Get(MakeId(i)).ok()) << i;  // promoted: DRAM has room, the tenant not
-    EXPECT_LE(UsageOf(1).dram_chunks, 4u) << i;
+    EXPECT_LE(UsageOf(1).Of(Tier::kDram).chunks, 4u) << i;
     ASSERT_TRUE(WaitForDemotions());
   }
   EXPECT_GT(store_->Stats().nvme.promotions, 0u);
@@ -305,7 +305,7 @@ TEST_F(ChunkStoreHintsTest, PromotionsStayWithinTheTenantsDramQuota) {
   ASSERT_LT(below, 8u);
   EXPECT_EQ(*store_->Pin(MakeId(0).ns, Keys(below, 1), true), 1u);
   EXPECT_EQ(Where(below), Tier::kDram);
-  EXPECT_LE(UsageOf(1).dram_chunks, 4u);
+  EXPECT_LE(UsageOf(1).Of(Tier::kDram).chunks, 4u);
 }
 
 TEST_F(ChunkStoreHintsTest, TenantNvmeQuotaEvictsItsOwnNvmeChunks) {
@@ -318,11 +318,11 @@ TEST_F(ChunkStoreHintsTest, TenantNvmeQuotaEvictsItsOwnNvmeChunks) {
   PutRange(0, 6, 2);  // tenant "default": no quota
   for (uint64_t i = 0; i < 30; ++i) {
     ASSERT_TRUE(Put(MakeId(i, 1)).ok()) << i;
-    ASSERT_LE(UsageOf(1).nvme_bytes, 5 * kChunk) << i;
+    ASSERT_LE(UsageOf(1).Of(Tier::kNvme).bytes, 5 * kChunk) << i;
   }
-  EXPECT_EQ(UsageOf(1).nvme_chunks, 5u);
+  EXPECT_EQ(UsageOf(1).Of(Tier::kNvme).chunks, 5u);
   EXPECT_EQ(Counters(1).quota_evictions, 25u);
-  EXPECT_EQ(UsageOf(2).nvme_chunks, 6u);
+  EXPECT_EQ(UsageOf(2).Of(Tier::kNvme).chunks, 6u);
 }
 
 TEST_F(ChunkStoreHintsTest, NvmeQuotaLeavesNamespacesUnboundSinceARestartAlone) {
@@ -334,16 +334,16 @@ TEST_F(ChunkStoreHintsTest, NvmeQuotaLeavesNamespacesUnboundSinceARestartAlone) 
   Open(o);
   store_->SetNamespaceTenant(MakeId(0, 1).ns, "a");
   PutRange(0, 10, 1);
-  ASSERT_EQ(UsageOf(1).nvme_chunks, 10u);
+  ASSERT_EQ(UsageOf(1).Of(Tier::kNvme).chunks, 10u);
   store_.reset();
   Open(o);  // the bindings are gone, the NVMe chunks are not
   store_->SetNamespaceTenant(MakeId(0, 2).ns, "");
   PutRange(0, 8, 2);
-  EXPECT_EQ(UsageOf(1).nvme_chunks, 10u);  // not the default tenant's to evict
-  EXPECT_EQ(UsageOf(2).nvme_chunks, 5u);
+  EXPECT_EQ(UsageOf(1).Of(Tier::kNvme).chunks, 10u);  // not the default tenant's to evict
+  EXPECT_EQ(UsageOf(2).Of(Tier::kNvme).chunks, 5u);
   store_->SetNamespaceTenant(MakeId(0, 1).ns, "");  // bound now: counted
   ASSERT_TRUE(Put(MakeId(20, 2)).ok());
-  EXPECT_LE(UsageOf(1).nvme_chunks + UsageOf(2).nvme_chunks, 5u);
+  EXPECT_LE(UsageOf(1).Of(Tier::kNvme).chunks + UsageOf(2).Of(Tier::kNvme).chunks, 5u);
 }
 
 TEST_F(ChunkStoreHintsTest, ClearNamespaceDeletesEveryTier) {
@@ -352,8 +352,8 @@ TEST_F(ChunkStoreHintsTest, ClearNamespaceDeletesEveryTier) {
   PutRange(0, 3, 2);
   ASSERT_TRUE(WaitForDemotions());
   const NamespaceUsage before = UsageOf(1);
-  EXPECT_EQ(before.dram_chunks + before.nvme_chunks, 20u);
-  EXPECT_GT(before.nvme_chunks, 0u);
+  EXPECT_EQ(before.Chunks(), 20u);
+  EXPECT_GT(before.Of(Tier::kNvme).chunks, 0u);
   EXPECT_EQ(store_->ClearNamespace(MakeId(0, 1).ns), 20u);
   for (uint64_t i = 0; i < 20; ++i) EXPECT_EQ(Where(i, 1), Tier::kNone) << i;
   for (uint64_t i = 0; i < 3; ++i) EXPECT_NE(Where(i, 2), Tier::kNone) << i;
@@ -362,10 +362,10 @@ TEST_F(ChunkStoreHintsTest, ClearNamespaceDeletesEveryTier) {
   store_->SetNamespaceTenant(MakeId(0, 3).ns, "t");
   const std::vector<NamespaceUsage> all = store_->NamespaceUsages();
   ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(UsageOf(2).dram_chunks + UsageOf(2).nvme_chunks, 3u);
-  EXPECT_EQ(UsageOf(2).dram_bytes + UsageOf(2).nvme_bytes, 3 * kChunk);
+  EXPECT_EQ(UsageOf(2).Chunks(), 3u);
+  EXPECT_EQ(UsageOf(2).Of(Tier::kDram).bytes + UsageOf(2).Of(Tier::kNvme).bytes, 3 * kChunk);
   EXPECT_EQ(UsageOf(3).tenant, "t");
-  EXPECT_EQ(UsageOf(3).dram_chunks, 0u);
+  EXPECT_EQ(UsageOf(3).Of(Tier::kDram).chunks, 0u);
 }
 
 // Puts, lookups and admin calls with every hint from several threads: the budget holds

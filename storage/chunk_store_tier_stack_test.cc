@@ -91,7 +91,19 @@ class MemoryTier final : public LowerTier {
   }
   void DramEvicting() override {}
   void AfterEvictions() override {}
-  void AddUsage(absl::flat_hash_map<Key128, NamespaceUsage>*) const override {}
+  void AddUsage(absl::flat_hash_map<Key128, NamespaceUsage>* usage) const override {
+    absl::flat_hash_map<Key128, TierUsage> mine;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& [entry, chunk] : chunks_) {
+        TierUsage& u = mine[entry.id.ns];
+        u.tier = kind();
+        ++u.chunks;
+        u.bytes += chunk->meta().size_bytes;
+      }
+    }
+    for (const auto& [ns, u] : mine) (*usage)[ns].tiers.push_back(u);
+  }
   void Report(StoreStats* stats) const override {
     absl::MutexLock lock(&mu_);
     TierStats t;
@@ -205,6 +217,18 @@ TEST_F(TierStackTest, EvictionsFlowDownThroughEachTier) {
   EXPECT_EQ(stats.tiers[2].tier, Tier::kNvme);
   EXPECT_EQ(stats.tiers[2].chunks, on_nvme);
   EXPECT_EQ(stats.nvme.hits, on_nvme);
+
+  // The namespace's footprint lists each tier, fastest first.
+  const std::vector<NamespaceUsage> usage = store_->NamespaceUsages();
+  ASSERT_EQ(usage.size(), 1u);
+  ASSERT_EQ(usage[0].tiers.size(), 3u);
+  EXPECT_EQ(usage[0].tiers[0].tier, Tier::kDram);
+  EXPECT_EQ(usage[0].tiers[1].tier, Tier::kGpu);
+  EXPECT_EQ(usage[0].tiers[2].tier, Tier::kNvme);
+  EXPECT_EQ(usage[0].Of(Tier::kGpu).chunks, kMiddleChunks);
+  EXPECT_EQ(usage[0].Of(Tier::kGpu).bytes, kMiddleChunks * kChunk);
+  EXPECT_EQ(usage[0].Of(Tier::kNvme).chunks, on_nvme);
+  EXPECT_EQ(usage[0].Chunks(), kCount);
 }
 
 TEST_F(TierStackTest, LookupsReportEachChunksTier) {

@@ -123,9 +123,7 @@ void NvmeTier::AfterEvictions() {
 
 void NvmeTier::AddUsage(absl::flat_hash_map<Key128, NamespaceUsage>* usage) const {
   for (const auto& [ns, n] : db_->NamespaceUsages()) {
-    NamespaceUsage& u = (*usage)[ns];
-    u.nvme_chunks = n.chunks;
-    u.nvme_bytes = n.bytes;
+    (*usage)[ns].tiers.push_back({kind(), n.chunks, n.bytes});
   }
 }
 

@@ -118,8 +118,8 @@ TEST_F(ClusterDaemonTest, RegistersItsMemberOnceServing) {
   EXPECT_EQ(m->grpc_address, daemon->address());
   EXPECT_EQ(m->ucx_address, daemon->ucx_address());
   EXPECT_EQ(m->zone, "zone-a");
-  EXPECT_EQ(m->dram_capacity_bytes, 32u << 20);
-  EXPECT_EQ(m->nvme_capacity_bytes, 0u);  // DaemonProcess turns the NVMe tier off
+  // DaemonProcess turns the NVMe tier off.
+  EXPECT_EQ(m->tiers, (std::vector<cluster::TierCapacity>{{"dram", 32u << 20}}));
   EXPECT_GT(m->started_unix_ms, 0);
   EXPECT_TRUE(WaitMetric(*daemon, "kvstash_cluster_registered", 1));
   EXPECT_TRUE(WaitMetric(*daemon, "kvstash_cluster_members", 1));

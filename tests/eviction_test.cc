@@ -117,9 +117,9 @@ TEST_F(EvictionTest, MemoryStaysWithinBudget) {
 
   auto stats = client_->Stats();
   ASSERT_TRUE(stats.ok()) << stats.status();
-  EXPECT_EQ(stats->dram_capacity_bytes, kBudgetMiB * kMiB);
-  EXPECT_LE(stats->dram_used_bytes, stats->dram_capacity_bytes);
-  EXPECT_LE(stats->bytes, stats->dram_capacity_bytes);
+  EXPECT_EQ(stats->Of(ChunkTier::kDram).capacity_bytes, kBudgetMiB * kMiB);
+  EXPECT_LE(stats->Of(ChunkTier::kDram).used_bytes, stats->Of(ChunkTier::kDram).capacity_bytes);
+  EXPECT_LE(stats->bytes, stats->Of(ChunkTier::kDram).capacity_bytes);
   EXPECT_GT(stats->evictions, 0u);
   EXPECT_EQ(stats->puts, keys.size());
   EXPECT_EQ(stats->chunks + stats->evictions, keys.size());

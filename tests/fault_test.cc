@@ -88,8 +88,11 @@ TEST_P(FaultTest, ClientKilledMidPutLeavesNoPartialChunk) {
   ASSERT_TRUE(child.ok()) << child.status();
   ASSERT_TRUE((*child)->WaitForLine("ready", absl::Seconds(60)).ok()) << (*child)->output();
   // The daemon holds space for the chunk it is receiving.
-  EXPECT_TRUE(PollUntil([&] { return Stats().dram_used_bytes > before.dram_used_bytes; },
-                        absl::Seconds(20)))
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        return Stats().Of(ChunkTier::kDram).used_bytes > before.Of(ChunkTier::kDram).used_bytes;
+      },
+      absl::Seconds(20)))
       << "no space reserved for a put in progress";
   // Over gRPC the client sent only part of the payload; over shared memory the daemon may
   // have pulled all of it and stored the chunk complete.
@@ -106,9 +109,13 @@ TEST_P(FaultTest, ClientKilledMidPutLeavesNoPartialChunk) {
     ASSERT_TRUE(client_->Delete(ns_, {key}).ok());
   }
   // Nothing stays reserved once the daemon noticed the dead peer.
-  EXPECT_TRUE(PollUntil([&] { return Stats().dram_used_bytes == before.dram_used_bytes; },
-                        absl::Seconds(30)))
-      << "used " << Stats().dram_used_bytes << " bytes, before " << before.dram_used_bytes;
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        return Stats().Of(ChunkTier::kDram).used_bytes == before.Of(ChunkTier::kDram).used_bytes;
+      },
+      absl::Seconds(30)))
+      << "used " << Stats().Of(ChunkTier::kDram).used_bytes << " bytes, before "
+      << before.Of(ChunkTier::kDram).used_bytes;
   EXPECT_FALSE(Present(key));
   const ServerStats after = Stats();
   EXPECT_EQ(after.chunks, before.chunks);
@@ -143,9 +150,13 @@ TEST_P(FaultTest, ClientKilledMidGetReleasesTheChunk) {
   auto deleted = client_->Delete(ns_, {key});
   ASSERT_TRUE(deleted.ok()) << deleted.status();
   EXPECT_EQ(*deleted, 1u);
-  EXPECT_TRUE(PollUntil([&] { return Stats().dram_used_bytes == empty.dram_used_bytes; },
-                        absl::Seconds(30)))
-      << "a dead client's Get still holds " << Stats().dram_used_bytes - empty.dram_used_bytes
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        return Stats().Of(ChunkTier::kDram).used_bytes == empty.Of(ChunkTier::kDram).used_bytes;
+      },
+      absl::Seconds(30)))
+      << "a dead client's Get still holds "
+      << Stats().Of(ChunkTier::kDram).used_bytes - empty.Of(ChunkTier::kDram).used_bytes
       << " bytes";
   ASSERT_NO_FATAL_FAILURE(ExpectRoundTrip(5 * kMiB));  // the worker is not stuck
 }

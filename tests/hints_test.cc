@@ -155,7 +155,7 @@ TEST_P(HintsTest, ListNamespacesReportsSpecAndTenant) {
   EXPECT_EQ(u.spec.model_id, spec_.model_id);
   EXPECT_EQ(u.spec.Id(), ns_.id);
   EXPECT_EQ(u.tenant, spec_.tenant.empty() ? "default" : spec_.tenant);
-  EXPECT_EQ(u.dram_chunks, 0u);
+  EXPECT_EQ(u.Of(ChunkTier::kDram).chunks, 0u);
 }
 
 TEST_P(HintsTest, ListNamespacesCountsChunksAndPayloadBytes) {
@@ -163,9 +163,9 @@ TEST_P(HintsTest, ListNamespacesCountsChunksAndPayloadBytes) {
   ASSERT_TRUE(PutAll(*client_, ns_, chain).ok());
   const NamespaceUsage u = Usage();
   EXPECT_TRUE(u.registered);
-  EXPECT_EQ(u.dram_chunks, 3u);
-  EXPECT_EQ(u.dram_bytes, BytesOf(chain));
-  EXPECT_EQ(u.nvme_chunks, 0u);
+  EXPECT_EQ(u.Of(ChunkTier::kDram).chunks, 3u);
+  EXPECT_EQ(u.Of(ChunkTier::kDram).bytes, BytesOf(chain));
+  EXPECT_EQ(u.Of(ChunkTier::kNvme).chunks, 0u);
   EXPECT_EQ(u.pinned_bytes, 0u);
 }
 
@@ -183,7 +183,7 @@ TEST_P(HintsTest, ClearNamespaceDeletesItsChunksOnly) {
   auto still = client_->Exists(*other, KeysOf(kept));
   ASSERT_TRUE(still.ok()) << still.status();
   EXPECT_NE((*still)[0], ChunkTier::kNone);
-  EXPECT_EQ(Usage().dram_chunks, 0u);
+  EXPECT_EQ(Usage().Of(ChunkTier::kDram).chunks, 0u);
   // The namespace stays registered and usable.
   EXPECT_TRUE(PutAll(*client_, ns_, chain).ok());
 }

@@ -87,7 +87,7 @@ class NvmeTest : public DaemonFixture {
     return absl::StrCat("tiers ", where, "; evictions ", s.evictions, ", demotions ", s.demotions,
                         ", demotion drops ", s.demotion_drops, ", failures ", s.demotion_failures,
                         ", write-throughs ", s.write_throughs, ", nvme errors ", s.nvme_io_errors,
-                        ", dram used ", s.dram_used_bytes);
+                        ", dram used ", s.Of(ChunkTier::kDram).used_bytes);
   }
 
   // Gets `key`: OK with the exact pattern bytes, or NOT_FOUND. Anything else fails the test.
@@ -137,7 +137,7 @@ TEST_F(NvmeTest, DemotesBeyondDramAndServesFromNvmeByteExact) {
   const ServerStats stats = Stats();
   EXPECT_GT(stats.demotions, 0u);
   EXPECT_EQ(stats.nvme_io_errors, 0u);
-  EXPECT_EQ(stats.nvme_capacity_bytes, 256u * kMiB);
+  EXPECT_EQ(stats.Of(ChunkTier::kNvme).capacity_bytes, 256u * kMiB);
 
   const std::vector<ChunkTier> tiers = Tiers(keys);
   std::vector<Key128> on_nvme;
@@ -147,7 +147,7 @@ TEST_F(NvmeTest, DemotesBeyondDramAndServesFromNvmeByteExact) {
     present += tiers[i] != ChunkTier::kNone;
   }
   ASSERT_FALSE(on_nvme.empty());
-  EXPECT_EQ(stats.nvme_chunks, on_nvme.size());
+  EXPECT_EQ(stats.Of(ChunkTier::kNvme).chunks, on_nvme.size());
   // The NVMe budget holds everything, and puts wait for a full demotion queue instead of
   // dropping: every chunk is still there.
   EXPECT_EQ(stats.demotion_drops, 0u);
@@ -431,7 +431,7 @@ TEST_F(NvmeTest, NvmeWritingResumesOnceSpaceIsBack) {
   ServerStats stats = Stats();
   EXPECT_EQ(stats.puts, refused.size());
   EXPECT_GT(stats.nvme_io_errors, 0u);
-  const uint64_t on_nvme = stats.nvme_chunks;
+  const uint64_t on_nvme = stats.Of(ChunkTier::kNvme).chunks;
   for (const Key128& key : refused) EXPECT_TRUE(GetExactOrMiss(key, kMiB));
   // Space comes back: write-through puts reach NVMe again without a restart.
   fs::remove(filler);
@@ -440,7 +440,7 @@ TEST_F(NvmeTest, NvmeWritingResumesOnceSpaceIsBack) {
       [&] {
         std::vector<Key128> keys = PutFresh(1, kMiB);
         later.insert(later.end(), keys.begin(), keys.end());
-        return Stats().nvme_chunks > on_nvme;
+        return Stats().Of(ChunkTier::kNvme).chunks > on_nvme;
       },
       absl::Seconds(60)))
       << "NVMe writing did not resume";

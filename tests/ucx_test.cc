@@ -220,12 +220,12 @@ TEST_P(UcxTest, DirectPutReservationsAreCheckedAndDroppedWithTheConnection) {
   auto present = client_->Exists(ns_, {key});
   ASSERT_TRUE(present.ok()) << present.status();
   EXPECT_EQ((*present)[0], ChunkTier::kNone);
-  const uint64_t before = client_->Stats(nullptr)->dram_used_bytes;
+  const uint64_t before = client_->Stats(nullptr)->Of(ChunkTier::kDram).used_bytes;
   raw.reset();
   uint64_t after = before;
   for (int i = 0; i < 500 && after >= before; ++i) {
     absl::SleepFor(absl::Milliseconds(10));
-    after = client_->Stats(nullptr)->dram_used_bytes;
+    after = client_->Stats(nullptr)->Of(ChunkTier::kDram).used_bytes;
   }
   EXPECT_LT(after, before) << "the dropped reservation's memory was not returned";
   present = client_->Exists(ns_, {key});

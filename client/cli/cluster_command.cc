@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli/output.h"
+#include "kvstash/tier_entries.h"
 
 namespace kvstash::cli {
 namespace {
@@ -53,20 +54,33 @@ void AddUsage(const ClientOptions& options, std::vector<ClusterRow>* rows) {
 }  // namespace
 
 std::string ClusterTable(absl::Span<const ClusterRow> rows) {
-  constexpr const char* kRow = "%-24s %-22s %-10s %-24s %-24s %10s  %s\n";
-  std::string out = absl::StrFormat(kRow, "member", "address", "zone", "dram used/capacity",
-                                    "nvme used/capacity", "chunks", "state");
+  std::vector<ChunkTier> tiers = {ChunkTier::kDram};
+  for (const ClusterRow& r : rows) {
+    for (const TierCapacity& t : r.tiers) AddTierColumn(t.tier, &tiers);
+    if (!r.usage.has_value()) continue;
+    for (const ServerTierStats& t : r.usage->tiers) AddTierColumn(t.tier, &tiers);
+  }
+  auto line = [&](absl::string_view id, absl::string_view address, absl::string_view zone,
+                  auto tier_cell, absl::string_view chunks, absl::string_view state) {
+    std::string out = absl::StrFormat("%-24s %-22s %-10s", id, address, zone);
+    for (ChunkTier t : tiers) absl::StrAppendFormat(&out, " %-24s", tier_cell(t));
+    absl::StrAppendFormat(&out, " %10s  %s\n", chunks, state);
+    return out;
+  };
+  std::string out = line(
+      "member", "address", "zone",
+      [](ChunkTier t) { return absl::StrCat(ChunkTierName(t), " used/capacity"); }, "chunks",
+      "state");
   for (const ClusterRow& r : rows) {
     const bool have = r.usage.has_value();
-    absl::StrAppendFormat(
-        &out, kRow, r.id, r.address.empty() ? "-" : r.address, r.zone.empty() ? "-" : r.zone,
-        UsedOf(have ? std::optional<uint64_t>(r.usage->dram_used_bytes) : std::nullopt,
-               have ? std::max(r.dram_capacity_bytes, r.usage->dram_capacity_bytes)
-                    : r.dram_capacity_bytes),
-        UsedOf(have ? std::optional<uint64_t>(r.usage->nvme_used_bytes) : std::nullopt,
-               have ? std::max(r.nvme_capacity_bytes, r.usage->nvme_capacity_bytes)
-                    : r.nvme_capacity_bytes),
-        have ? absl::StrCat(r.usage->chunks) : "-", r.state.empty() ? "-" : r.state);
+    auto cell = [&](ChunkTier t) {
+      const uint64_t registered = TierEntry(r.tiers, t).capacity_bytes;
+      if (!have) return UsedOf(std::nullopt, registered);
+      const ServerTierStats used = r.usage->Of(t);
+      return UsedOf(used.used_bytes, std::max(registered, used.capacity_bytes));
+    };
+    out += line(r.id, r.address.empty() ? "-" : r.address, r.zone.empty() ? "-" : r.zone, cell,
+                have ? absl::StrCat(r.usage->chunks) : "-", r.state.empty() ? "-" : r.state);
   }
   for (const ClusterRow& r : rows) {
     if (!r.usage.has_value() && !r.usage_error.empty()) {
@@ -86,8 +100,7 @@ absl::Status RunCluster(Client& client, const ClientOptions& options, std::ostre
     r.id = m.id;
     r.address = m.address;
     r.zone = m.zone;
-    r.dram_capacity_bytes = m.dram_capacity_bytes;
-    r.nvme_capacity_bytes = m.nvme_capacity_bytes;
+    r.tiers = m.tiers;
     // This client's view: idle until it called the member, then whether calls succeed.
     const char* state = m.breaker_open ? "breaker-open"
                         : m.calls == 0 ? "idle"

@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -19,10 +20,9 @@ namespace kvstash::cli {
 // One member's line.
 struct ClusterRow {
   std::string id;
-  std::string address;  // gRPC HOST:PORT
-  std::string zone;     // "" = none
-  uint64_t dram_capacity_bytes = 0;
-  uint64_t nvme_capacity_bytes = 0;
+  std::string address;              // gRPC HOST:PORT
+  std::string zone;                 // "" = none
+  std::vector<TierCapacity> tiers;  // as the member registered them
   // The client's view of the member: idle, connected, failing or breaker-open, and its
   // calls, e.g. "connected calls=3 errors=0".
   std::string state;
@@ -31,8 +31,8 @@ struct ClusterRow {
   std::string usage_error;
 };
 
-// A header line, one line per member (id, address, zone, DRAM used/capacity, NVMe
-// used/capacity, chunks, state), the reasons of failed Stats calls, and a count.
+// A header line, one line per member (id, address, zone, used/capacity of each tier any
+// member runs, chunks, state), the reasons of failed Stats calls, and a count.
 std::string ClusterTable(absl::Span<const ClusterRow> rows);
 
 // Lists the members of the cluster `client` was connected to, asking each for its Stats in

@@ -14,20 +14,21 @@ TEST(ClusterTableTest, ListsEachMemberWithCapacityUsageAndState) {
   rows[0].id = "node-1";
   rows[0].address = "10.0.0.1:7070";
   rows[0].zone = "rack-a";
-  rows[0].dram_capacity_bytes = 4ull << 30;
-  rows[0].nvme_capacity_bytes = 64ull << 30;
+  rows[0].tiers = {{ChunkTier::kDram, 4ull << 30}, {ChunkTier::kNvme, 64ull << 30}};
   rows[0].state = "connected calls=3 errors=0";
   rows[0].usage = ServerStats();
-  rows[0].usage->dram_used_bytes = 1ull << 30;
-  rows[0].usage->nvme_used_bytes = 2ull << 30;
+  rows[0].usage->tiers = {{ChunkTier::kDram, /*capacity_bytes=*/0, /*used_bytes=*/1ull << 30},
+                          {ChunkTier::kNvme, /*capacity_bytes=*/0, /*used_bytes=*/2ull << 30}};
   rows[0].usage->chunks = 42;
   rows[1].id = "node-2";
   rows[1].address = "10.0.0.2:7070";
-  rows[1].dram_capacity_bytes = 4ull << 30;
+  rows[1].tiers = {{ChunkTier::kDram, 4ull << 30}};
   rows[1].state = "breaker-open calls=9 errors=9";
   rows[1].usage_error = "UNAVAILABLE: connection refused";
   const std::string table = ClusterTable(rows);
   EXPECT_TRUE(absl::StrContains(table, "member")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "dram used/capacity")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "nvme used/capacity")) << table;
   EXPECT_TRUE(absl::StrContains(table, "node-1")) << table;
   EXPECT_TRUE(absl::StrContains(table, "10.0.0.1:7070")) << table;
   EXPECT_TRUE(absl::StrContains(table, "rack-a")) << table;

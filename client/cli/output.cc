@@ -1,25 +1,24 @@
 #include "client/cli/output.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 
 namespace kvstash::cli {
 
-const char* TierName(ChunkTier tier) {
-  switch (tier) {
-    case ChunkTier::kGpu:
-      return "gpu";
-    case ChunkTier::kDram:
-      return "dram";
-    case ChunkTier::kNvme:
-      return "nvme";
-    default:
-      return "absent";
-  }
+void AddTierColumn(ChunkTier tier, std::vector<ChunkTier>* columns) {
+  if (std::find(columns->begin(), columns->end(), tier) != columns->end()) return;
+  columns->insert(std::upper_bound(columns->begin(), columns->end(), tier), tier);
+}
+
+absl::string_view TierName(ChunkTier tier) {
+  return tier == ChunkTier::kNone ? "absent" : ChunkTierName(tier);
 }
 
 std::string HumanBytes(uint64_t bytes) {
@@ -49,7 +48,8 @@ std::string LookupSummary(uint32_t hit_chunks, size_t total_chunks, uint32_t chu
 
 std::string TierList(absl::Span<const ChunkTier> tiers) {
   if (tiers.empty()) return "-";
-  return absl::StrJoin(tiers, " ", [](std::string* out, ChunkTier t) { out->append(TierName(t)); });
+  return absl::StrJoin(tiers, " ",
+                       [](std::string* out, ChunkTier t) { absl::StrAppend(out, TierName(t)); });
 }
 
 namespace {
@@ -70,32 +70,54 @@ std::string StatsText(const ServerStats& s) {
       absl::EndsWith(#name, "bytes") ? absl::StrCat(" (", HumanBytes(s.name), ")") : "", "\n");
   KVSTASH_STORE_COUNTERS(KVSTASH_LINE)
 #undef KVSTASH_LINE
-  const double pct = s.dram_capacity_bytes == 0 ? 0.0
-                                                : 100.0 * static_cast<double>(s.dram_used_bytes) /
-                                                      static_cast<double>(s.dram_capacity_bytes);
-  absl::StrAppend(&out, "dram ", UsedText(s.dram_used_bytes, s.dram_capacity_bytes), ", ",
-                  absl::StrFormat("%.1f%%", pct), ")\n");
-  if (s.nvme_capacity_bytes == 0) return out;  // DRAM-only daemon
-  absl::StrAppend(&out, "nvme ", UsedText(s.nvme_used_bytes, s.nvme_capacity_bytes), "), chunks ",
-                  s.nvme_chunks);
+  for (const ServerTierStats& t : s.tiers) {
+    const double pct = t.capacity_bytes == 0 ? 0.0
+                                             : 100.0 * static_cast<double>(t.used_bytes) /
+                                                   static_cast<double>(t.capacity_bytes);
+    absl::StrAppend(&out, ChunkTierName(t.tier), " ", UsedText(t.used_bytes, t.capacity_bytes),
+                    ", ", absl::StrFormat("%.1f%%", pct), "), chunks ", t.chunks, "\n");
+  }
+  if (s.Of(ChunkTier::kNvme).capacity_bytes == 0) return out;  // no NVMe tier
   // A label that starts with a space continues the line above.
+  std::string nvme;
 #define KVSTASH_LINE(name, client, kind, cli, ...) \
-  absl::StrAppend(&out, cli[0] == ' ' ? "" : "\n", cli, " ", s.client);
+  absl::StrAppend(&nvme, cli[0] == ' ' ? "" : "\n", cli, " ", s.client);
   KVSTASH_NVME_COUNTERS(KVSTASH_LINE)
 #undef KVSTASH_LINE
-  out += "\n";
+  absl::StrAppend(&out, absl::StripPrefix(nvme, "\n"), "\n");
   return out;
 }
 
 std::string NamespacesTable(absl::Span<const NamespaceUsage> namespaces) {
-  constexpr const char* kRow = "%-32s  %-12s %-20s %8s %10s %8s %10s %10s\n";
-  std::string out = absl::StrFormat(kRow, "namespace", "tenant", "model", "dram", "dram_bytes",
-                                    "nvme", "nvme_bytes", "pinned");
+  // A column pair per tier that holds any of them, DRAM always.
+  std::vector<ChunkTier> tiers = {ChunkTier::kDram};
   for (const NamespaceUsage& u : namespaces) {
-    absl::StrAppendFormat(&out, kRow, KeyToHex(u.id), u.tenant.empty() ? "-" : u.tenant,
-                          u.registered ? u.spec.model_id : "-", absl::StrCat(u.dram_chunks),
-                          HumanBytes(u.dram_bytes), absl::StrCat(u.nvme_chunks),
-                          HumanBytes(u.nvme_bytes), HumanBytes(u.pinned_bytes));
+    for (const TierUsage& t : u.tiers) AddTierColumn(t.tier, &tiers);
+  }
+  auto row = [&](absl::string_view id, absl::string_view tenant, absl::string_view model,
+                 auto tier_cells, absl::string_view pinned) {
+    std::string line = absl::StrFormat("%-32s  %-12s %-20s", id, tenant, model);
+    for (ChunkTier t : tiers) {
+      const auto [chunks, bytes] = tier_cells(t);
+      absl::StrAppendFormat(&line, " %8s %10s", chunks, bytes);
+    }
+    absl::StrAppendFormat(&line, " %10s\n", pinned);
+    return line;
+  };
+  std::string out = row(
+      "namespace", "tenant", "model",
+      [](ChunkTier t) {
+        return std::pair(std::string(ChunkTierName(t)), absl::StrCat(ChunkTierName(t), "_bytes"));
+      },
+      "pinned");
+  for (const NamespaceUsage& u : namespaces) {
+    out += row(
+        KeyToHex(u.id), u.tenant.empty() ? "-" : u.tenant, u.registered ? u.spec.model_id : "-",
+        [&](ChunkTier t) {
+          const TierUsage usage = u.Of(t);
+          return std::pair(absl::StrCat(usage.chunks), HumanBytes(usage.bytes));
+        },
+        HumanBytes(u.pinned_bytes));
   }
   absl::StrAppend(&out, namespaces.size(), namespaces.size() == 1 ? " namespace" : " namespaces",
                   "\n");

@@ -14,7 +14,9 @@
 namespace kvstash::cli {
 
 // "dram", "nvme", "gpu", "absent".
-const char* TierName(ChunkTier tier);
+absl::string_view TierName(ChunkTier tier);
+// Adds `tier` to a table's tier columns unless there, keeping them fastest first.
+void AddTierColumn(ChunkTier tier, std::vector<ChunkTier>* columns);
 // "512 B", "1.5 KiB", "64.0 MiB".
 std::string HumanBytes(uint64_t bytes);
 // "time_ms=1.234 MB/s=850.1" (decimal megabytes per second; MB/s=inf for zero time).

@@ -11,27 +11,26 @@ TEST(StatsTextTest, DramOnlyDaemonPrintsCountersAndDramUse) {
   s.chunks = 1;
   s.bytes = 2048;
   s.lookup_hit_chunks = 9;
-  s.dram_capacity_bytes = 4096;
-  s.dram_used_bytes = 1024;
+  s.tiers.push_back({ChunkTier::kDram, /*capacity_bytes=*/4096, /*used_bytes=*/1024});
   EXPECT_EQ(StatsText(s),
             "chunks 1\nbytes 2048 (2.0 KiB)\nhits 0\nmisses 0\nputs 0\nevictions 0\n"
             "deletes 0\nlookups 0\nlookup_hit_chunks 9\nhint_drops 0\nquota_evictions 0\n"
             "pin_quota_refusals 0\npinned_bytes 0 (0 B)\nsessions 0\n"
-            "dram used 1024 / capacity 4096 (1.0 KiB of 4.0 KiB, 25.0%)\n");
+            "dram used 1024 / capacity 4096 (1.0 KiB of 4.0 KiB, 25.0%), chunks 0\n");
 }
 
 TEST(StatsTextTest, NvmeCountersKeepTheirLines) {
   ServerStats s;
-  s.nvme_capacity_bytes = 8192;
-  s.nvme_used_bytes = 2048;
-  s.nvme_chunks = 10;
+  s.tiers.push_back({ChunkTier::kDram, /*capacity_bytes=*/4096});
+  s.tiers.push_back({ChunkTier::kNvme, /*capacity_bytes=*/8192, /*used_bytes=*/2048,
+                     /*chunk_bytes=*/0, /*chunks=*/10});
   uint64_t next = 11;
 #define KVSTASH_FILL(name, client, ...) s.client = next++;
   KVSTASH_NVME_COUNTERS(KVSTASH_FILL)
 #undef KVSTASH_FILL
   const std::string text = StatsText(s);
   EXPECT_EQ(text.substr(text.find("nvme used")),
-            "nvme used 2048 / capacity 8192 (2.0 KiB of 8.0 KiB), chunks 10\n"
+            "nvme used 2048 / capacity 8192 (2.0 KiB of 8.0 KiB, 25.0%), chunks 10\n"
             "nvme hits 11 misses 12 evictions 13\n"
             "demotions 14 drops 15 failures 16 pending 17 declined 18\n"
             "cleanings 19\npromotions 20\nwrite_throughs 21\nchecksum_failures 22\n"
@@ -45,13 +44,11 @@ TEST(NamespacesTableTest, OneLinePerNamespaceUnregisteredWithoutModel) {
   registered.registered = true;
   registered.spec.model_id = "llama-3-8b";
   registered.tenant = "team-a";
-  registered.dram_chunks = 3;
-  registered.dram_bytes = 3 << 20;
+  registered.tiers = {{ChunkTier::kDram, 3, 3 << 20}};
   registered.pinned_bytes = 1 << 20;
   NamespaceUsage recovered;
   recovered.id[0] = 0xff;
-  recovered.nvme_chunks = 2;
-  recovered.nvme_bytes = 2048;
+  recovered.tiers = {{ChunkTier::kNvme, 2, 2048}};
   const NamespaceUsage both[] = {registered, recovered};
   EXPECT_EQ(NamespacesTable(both),
             "namespace                         tenant       model                    dram "

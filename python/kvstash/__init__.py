@@ -17,7 +17,7 @@ from ._errors import (DeadlineExceeded, Error, InvalidArgument, NotFound, Status
                       Unavailable)
 from ._fetch import FetchAdvisor, fetch_advisor_defaults
 from ._types import (ClusterMember, ClusterOptions, ClusterStatus, LookupResult, NamespaceUsage,
-                     Priority, Tier)
+                     Priority, Tier, TierUsage)
 
 __version__ = "0.1.0"
 
@@ -39,6 +39,7 @@ __all__ = [
     "Priority",
     "StatusCode",
     "Tier",
+    "TierUsage",
     "Unavailable",
     "default_options",
     "fetch_advisor_defaults",

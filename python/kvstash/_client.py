@@ -195,8 +195,10 @@ class Client:
 
     def stats(self, ns: Optional[Namespace] = None) -> Dict[str, int]:
         """The daemon's counters (chunks, bytes, hits, misses, ...), keyed as the C++
-        client's ``ServerStats`` fields (``kvstash/stats_counters.h``); with ``ns``, that
-        namespace's (capacity and NVMe fields stay the daemon's)."""
+        client's ``ServerStats`` fields (``kvstash/stats_counters.h``), and for each tier
+        the daemon runs its ``TierStats`` as ``<tier>_<field>`` (``dram_capacity_bytes``,
+        ``nvme_chunks``, ...); with ``ns``, that namespace's counters (the tier and NVMe
+        fields stay the daemon's)."""
         return self._native.stats(ns)
 
     def health(self) -> Dict[str, Any]:
@@ -214,7 +216,7 @@ class Client:
     def list_namespaces(self) -> List[NamespaceUsage]:
         """Every namespace the daemon knows (registered, or holding chunks), sorted by
         id, with its tenant and its chunks and bytes per tier."""
-        return [NamespaceUsage(*row) for row in self._native.list_namespaces()]
+        return [NamespaceUsage._make_native(*row) for row in self._native.list_namespaces()]
 
     def clear_namespace(self, ns: Namespace) -> int:
         """Deletes every chunk of ``ns`` in every tier; returns how many. ``ns`` stays

@@ -149,8 +149,8 @@ class Client:
         """kvstash.ClusterStatus's fields; "members" a list of kvstash.ClusterMember's."""
     def list_namespaces(
         self,
-    ) -> List[Tuple[bytes, Optional[Namespace], str, int, int, int, int, int]]:
-        """Rows of kvstash.NamespaceUsage."""
+    ) -> List[Tuple[bytes, Optional[Namespace], str, List[Tuple[int, int, int]], int]]:
+        """Rows of kvstash.NamespaceUsage: tiers as (tier, chunks, bytes)."""
     def clear_namespace(self, ns: Namespace) -> int: ...
     def pin(self, ns: Namespace, keys: Sequence[bytes], pin: bool) -> int: ...
     def end_session(self, ns: Namespace, session_id: int) -> None: ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Tuple
 
 if TYPE_CHECKING:
     from ._native import Namespace
@@ -42,6 +42,15 @@ class Priority(enum.IntEnum):
     HIGH = 2
 
 
+class TierUsage(NamedTuple):
+    """One tier's share of a namespace."""
+
+    chunks: int
+    """Its live chunks in the tier."""
+    bytes: int
+    """Their payload bytes."""
+
+
 class NamespaceUsage(NamedTuple):
     """One namespace as :meth:`kvstash.Client.list_namespaces` reports it."""
 
@@ -52,14 +61,20 @@ class NamespaceUsage(NamedTuple):
     recovered from NVMe)."""
     tenant: str
     """The tenant its chunks count against."""
-    dram_chunks: int
-    dram_bytes: int
-    """Payload bytes of its chunks in DRAM."""
-    nvme_chunks: int
-    nvme_bytes: int
-    """Payload bytes of its chunks on NVMe."""
+    tiers: Dict[Tier, TierUsage]
+    """Each tier holding its chunks, fastest first."""
     pinned_bytes: int
     """Payload bytes of its pinned chunks."""
+
+    def in_tier(self, tier: Tier) -> TierUsage:
+        """Its share of ``tier``: zeros when the tier holds none of its chunks."""
+        return self.tiers.get(tier, TierUsage(0, 0))
+
+    @classmethod
+    def _make_native(cls, id: bytes, namespace: "Optional[Namespace]", tenant: str,
+                     tiers: List[Tuple[int, int, int]], pinned_bytes: int) -> "NamespaceUsage":
+        by_tier = {Tier(t): TierUsage(chunks, size) for t, chunks, size in tiers}
+        return cls(id, namespace, tenant, by_tier, pinned_bytes)
 
 
 @dataclasses.dataclass
@@ -112,9 +127,8 @@ class ClusterMember(NamedTuple):
     """The address this client connects to (``ClusterOptions.transport``)."""
     zone: str
     """Its failure domain (config ``cluster.zone``); empty: none."""
-    dram_capacity_bytes: int
-    nvme_capacity_bytes: int
-    """Capacities the member registered with."""
+    capacity_bytes: Dict[Tier, int]
+    """The byte budget of each tier it runs, as it registered them."""
     connected: bool
     """A connection to it exists and its last call succeeded."""
     breaker_open: bool
@@ -140,5 +154,9 @@ class ClusterStatus(NamedTuple):
     @classmethod
     def _from_native(cls, status: Dict[str, Any]) -> "ClusterStatus":
         fields = dict(status)
-        members = [ClusterMember(**m) for m in fields.pop("members")]
+        members = []
+        for m in fields.pop("members"):
+            m = dict(m)
+            m["capacity_bytes"] = {Tier(t): c for t, c in m["capacity_bytes"].items()}
+            members.append(ClusterMember(**m))
         return cls(members=members, **fields)

@@ -21,16 +21,17 @@ namespace nb = nanobind;
 namespace kvstash::python {
 namespace {
 
-// Every ServerStats counter by name: client.stats().
+// Every ServerStats counter by name, and each tier's fields: client.stats().
 #define KVSTASH_STAT(name, ...) {#name, &ServerStats::name},
-#define KVSTASH_TIER_STAT(tier, name) {#tier "_" #name, &ServerStats::tier##_##name},
 #define KVSTASH_NVME_STAT(name, client, ...) {#client, &ServerStats::client},
+#define KVSTASH_TIER_STAT(name, ...) {#name, &ServerTierStats::name},
 const std::pair<const char*, uint64_t ServerStats::*> kStatFields[] = {
-    KVSTASH_STORE_COUNTERS(KVSTASH_STAT) KVSTASH_SERVER_TIER_FIELDS(KVSTASH_TIER_STAT)
-        KVSTASH_NVME_COUNTERS(KVSTASH_NVME_STAT)};
+    KVSTASH_STORE_COUNTERS(KVSTASH_STAT) KVSTASH_NVME_COUNTERS(KVSTASH_NVME_STAT)};
+const std::pair<const char*, uint64_t ServerTierStats::*> kTierFields[] = {
+    KVSTASH_TIER_STATS(KVSTASH_TIER_STAT)};
 #undef KVSTASH_STAT
-#undef KVSTASH_TIER_STAT
 #undef KVSTASH_NVME_STAT
+#undef KVSTASH_TIER_STAT
 
 class PyCompletions {
  public:
@@ -123,11 +124,16 @@ class PyClient {
     ThrowIfError(stats.status());
     nb::dict out;
     for (const auto& [name, member] : kStatFields) out[name] = (*stats).*member;
+    for (const ServerTierStats& t : stats->tiers) {
+      for (const auto& [name, member] : kTierFields) {
+        out[absl::StrCat(ChunkTierName(t.tier), "_", name).c_str()] = t.*member;
+      }
+    }
     return out;
   }
 
-  // [(id, Namespace | None, tenant, dram_chunks, dram_bytes, nvme_chunks, nvme_bytes,
-  //   pinned_bytes)] for kvstash._types.NamespaceUsage.
+  // [(id, Namespace | None, tenant, [(tier, chunks, bytes)], pinned_bytes)] for
+  // kvstash._types.NamespaceUsage.
   nb::list ListNamespaces() {
     std::shared_ptr<Client> client = this->client();
     absl::StatusOr<std::vector<NamespaceUsage>> list;
@@ -139,8 +145,11 @@ class PyClient {
     nb::list out;
     for (const NamespaceUsage& u : *list) {
       nb::object spec = u.registered ? nb::cast(PyNamespace(u.spec)) : nb::none();
-      out.append(nb::make_tuple(KeyBytes(u.id), spec, u.tenant, u.dram_chunks, u.dram_bytes,
-                                u.nvme_chunks, u.nvme_bytes, u.pinned_bytes));
+      nb::list tiers;
+      for (const TierUsage& t : u.tiers) {
+        tiers.append(nb::make_tuple(static_cast<int>(t.tier), t.chunks, t.bytes));
+      }
+      out.append(nb::make_tuple(KeyBytes(u.id), spec, u.tenant, tiers, u.pinned_bytes));
     }
     return out;
   }

@@ -27,8 +27,13 @@ const Field<ClusterMemberStatus> kMemberFields[] = {
     KVSTASH_FIELD(ClusterMemberStatus, id),
     KVSTASH_FIELD(ClusterMemberStatus, address),
     KVSTASH_FIELD(ClusterMemberStatus, zone),
-    KVSTASH_FIELD(ClusterMemberStatus, dram_capacity_bytes),
-    KVSTASH_FIELD(ClusterMemberStatus, nvme_capacity_bytes),
+    {"capacity_bytes",
+     [](const ClusterMemberStatus& o) {
+       nb::dict by_tier;
+       for (const TierCapacity& t : o.tiers)
+         by_tier[nb::int_(static_cast<int>(t.tier))] = t.capacity_bytes;
+       return nb::object(by_tier);
+     }},
     KVSTASH_FIELD(ClusterMemberStatus, connected),
     KVSTASH_FIELD(ClusterMemberStatus, breaker_open),
     KVSTASH_FIELD(ClusterMemberStatus, calls),

@@ -78,14 +78,15 @@ def test_end_session(client, ns):
 def test_usage_counts_chunks_and_bytes(client, ns):
     chain(client, ns, 3)
     row = usage(client, ns)
-    assert (row.dram_chunks, row.dram_bytes, row.pinned_bytes) == (3, 3 * 4096, 0)
+    assert row.tiers == {kvstash.Tier.DRAM: kvstash.TierUsage(chunks=3, bytes=3 * 4096)}
+    assert row.pinned_bytes == 0
 
 
 def test_clear_namespace(client, ns):
     keys = chain(client, ns, 3)
     assert client.clear_namespace(ns) == 3
     assert client.exists(ns, keys) == [kvstash.Tier.NONE] * 3
-    assert usage(client, ns).dram_chunks == 0
+    assert usage(client, ns).in_tier(kvstash.Tier.DRAM).chunks == 0
 
 
 def test_pin_and_unpin_a_prefix(client, ns):

@@ -241,8 +241,7 @@ void Members() {
   m.grpc_address = "10.0.0.7:7070";
   m.ucx_address = "[fd00::7]:7072";
   m.zone = "rack-3";
-  m.dram_capacity_bytes = 64ull << 30;
-  m.nvme_capacity_bytes = 2ull << 40;
+  m.tiers = {{"dram", 64ull << 30}, {"nvme", 2ull << 40}};
   m.started_unix_ms = 1795000000000;
   Write("member_json_fuzz", "full", cluster::MemberToJson(m));
   cluster::Member minimal;

@@ -104,6 +104,12 @@ struct ClientOptions {
 // Tier of a hit, as the daemon reports it.
 enum class ChunkTier : uint8_t { kNone = 0, kGpu = 1, kDram = 2, kNvme = 3 };
 
+// The tier's name in the daemon's metrics, `kvstash` output and Python: "gpu", "dram",
+// "nvme"; "none" for kNone.
+absl::string_view ChunkTierName(ChunkTier tier);
+// The tier of that name; kNone for any other name.
+ChunkTier ChunkTierFromName(absl::string_view name);
+
 struct LookupResult {
   uint32_t hit_count = 0;        // leading keys present
   std::vector<ChunkTier> tiers;  // one per hit
@@ -140,43 +146,47 @@ struct GetItem {
   uint64_t checksum = 0;
 };
 
-// The tier fields of ServerStats: X(tier, name) is field <tier>_<name>, copied from that
-// tier's KVSTASH_TIER_STATS entry `name`.
-#define KVSTASH_SERVER_TIER_FIELDS(X) \
-  X(dram, capacity_bytes)             \
-  X(dram, used_bytes)                 \
-  X(nvme, capacity_bytes)             \
-  X(nvme, used_bytes)                 \
-  X(nvme, chunks)
+// One tier's occupancy in the daemon (KVSTASH_TIER_STATS in kvstash/stats_counters.h).
+#define KVSTASH_CLIENT_STAT_MEMBER(name, ...) uint64_t name = 0;
+struct ServerTierStats {
+  ChunkTier tier = ChunkTier::kNone;
+  KVSTASH_TIER_STATS(KVSTASH_CLIENT_STAT_MEMBER)
+};
 
 // The daemon's counters (kvstash/stats_counters.h); Python's Client.stats() returns them
 // under the same names, as `kvstash stats` prints them.
-#define KVSTASH_CLIENT_STAT_MEMBER(name, ...) uint64_t name = 0;
-#define KVSTASH_CLIENT_TIER_MEMBER(tier, name) uint64_t tier##_##name = 0;
 #define KVSTASH_CLIENT_NVME_MEMBER(name, client, ...) uint64_t client = 0;
 struct ServerStats {
   // The daemon's totals, or one namespace's counters.
   KVSTASH_STORE_COUNTERS(KVSTASH_CLIENT_STAT_MEMBER)
-  // NVMe fields are all zero when the daemon runs DRAM only. The NVMe counters are
-  // daemon-wide even when the stats were asked for one namespace.
-  KVSTASH_SERVER_TIER_FIELDS(KVSTASH_CLIENT_TIER_MEMBER)
+  // Each tier the daemon runs, fastest first: DRAM, then NVMe when enabled. Daemon-wide
+  // even when the stats were asked for one namespace.
+  std::vector<ServerTierStats> tiers;
+  // The NVMe tier's counters, all zero when the daemon runs DRAM only. Daemon-wide too.
   KVSTASH_NVME_COUNTERS(KVSTASH_CLIENT_NVME_MEMBER)
+
+  // The entry of `tier` in `tiers`: zeros when the daemon does not run it.
+  ServerTierStats Of(ChunkTier tier) const;
 };
 #undef KVSTASH_CLIENT_STAT_MEMBER
-#undef KVSTASH_CLIENT_TIER_MEMBER
 #undef KVSTASH_CLIENT_NVME_MEMBER
+
+// A tier's byte budget in a cluster member, as the member registered it.
+struct TierCapacity {
+  ChunkTier tier = ChunkTier::kNone;
+  uint64_t capacity_bytes = 0;
+};
 
 // One member of a cluster as a cluster client sees it (Client::Cluster).
 struct ClusterMemberStatus {
   std::string id;
   std::string address;  // the address this client connects to (ClusterOptions::transport)
   std::string zone;
-  uint64_t dram_capacity_bytes = 0;
-  uint64_t nvme_capacity_bytes = 0;
-  bool connected = false;     // a client to it exists and its last call succeeded
-  bool breaker_open = false;  // calls to it are skipped for now
-  uint64_t calls = 0;         // calls made to it by this client
-  uint64_t call_errors = 0;   // of which failed (deadline, unavailable, ...)
+  std::vector<TierCapacity> tiers;  // each tier it runs, fastest first
+  bool connected = false;           // a client to it exists and its last call succeeded
+  bool breaker_open = false;        // calls to it are skipped for now
+  uint64_t calls = 0;               // calls made to it by this client
+  uint64_t call_errors = 0;         // of which failed (deadline, unavailable, ...)
 };
 
 struct ClusterStatus {
@@ -197,20 +207,26 @@ struct NamespaceHandle {
   Key128 id{};
 };
 
-// One namespace's footprint in the daemon (Client::ListNamespaces): payload bytes and
-// chunks of its live chunks per tier.
+// One tier's share of a namespace: its live chunks there and their payload bytes.
+struct TierUsage {
+  ChunkTier tier = ChunkTier::kNone;
+  uint64_t chunks = 0;
+  uint64_t bytes = 0;
+};
+
+// One namespace's footprint in the daemon (Client::ListNamespaces).
 struct NamespaceUsage {
   Key128 id{};
   // False for a namespace the daemon holds chunks of but no client registered since it
   // started (chunks recovered from NVMe); `spec` is then empty.
   bool registered = false;
   Namespace spec;
-  std::string tenant;  // the tenant its chunks count against
-  uint64_t dram_chunks = 0;
-  uint64_t dram_bytes = 0;
-  uint64_t nvme_chunks = 0;
-  uint64_t nvme_bytes = 0;
+  std::string tenant;            // the tenant its chunks count against
+  std::vector<TierUsage> tiers;  // each tier holding its chunks, fastest first
   uint64_t pinned_bytes = 0;
+
+  // The entry of `tier` in `tiers`: zeros when the tier holds none of its chunks.
+  TierUsage Of(ChunkTier tier) const;
 };
 
 class Client {

@@ -145,6 +145,24 @@ TEST(StoreMetricsTest, EveryNvmeCounterReachesItsSeries) {
 #undef KVSTASH_EXPECT
 }
 
+// Each tier's hits are its own series, whatever tiers the store stacks.
+TEST(StoreMetricsTest, EachTierReportsItsHits) {
+  storage::StoreStats stats;
+  for (const auto& [tier, hits] :
+       {std::pair(storage::Tier::kDram, 7), {storage::Tier::kGpu, 8}, {storage::Tier::kNvme, 9}}) {
+    storage::TierStats t;
+    t.tier = tier;
+    t.hits = hits;
+    stats.tiers.push_back(t);
+  }
+  std::vector<metrics::Family> families;
+  CollectStoreStats(stats, &families);
+  const std::string text = metrics::RenderText(families);
+  EXPECT_THAT(text, HasSubstr("kvstash_gets_total{result=\"hit\",tier=\"dram\"} 7\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_gets_total{result=\"hit\",tier=\"gpu\"} 8\n"));
+  EXPECT_THAT(text, HasSubstr("kvstash_gets_total{result=\"hit\",tier=\"nvme\"} 9\n"));
+}
+
 TEST(StoreMetricsTest, HintCountersReachTheirSeries) {
   storage::StoreStats stats;
   stats.tiers.push_back({storage::Tier::kDram});

@@ -175,10 +175,16 @@ Family& FamilyNamed(std::vector<Family>& f, absl::string_view name) {
 }
 
 void CollectTierStats(const storage::TierStats& t, std::vector<Family>& f) {
-  const Labels tier = {{"tier", TierName(t.tier)}};
-#define KVSTASH_ADD(name, kind, metric, ...) Add(FamilyNamed(f, metric), tier, t.name);
-  KVSTASH_TIER_STATS(KVSTASH_ADD)
-#undef KVSTASH_ADD
+  static constexpr std::pair<const char*, uint64_t storage::TierStats::*> kSeries[] = {
+#define KVSTASH_SERIES(name, kind, metric, ...) {metric, &storage::TierStats::name},
+      KVSTASH_TIER_STATS(KVSTASH_SERIES)
+#undef KVSTASH_SERIES
+  };
+  for (const auto& [selector, member] : kSeries) {
+    Series series = ParseSeries(selector);
+    series.labels.emplace_back("tier", TierName(t.tier));
+    Add(FamilyNamed(f, series.family), std::move(series.labels), t.*member);
+  }
 }
 
 void CollectNvme(const storage::NvmeCounters& n, bool nvme, std::vector<Family>& f) {
@@ -203,8 +209,6 @@ void CollectTiers(const storage::StoreStats& s, std::vector<Family>& f) {
     nvme |= t.tier == storage::Tier::kNvme;
     CollectTierStats(t, f);
   }
-  // total.hits counts a get once, at the tier that served it; NVMe's share is nvme.hits.
-  Add(f[kGets], {{"result", "hit"}, {"tier", "dram"}}, s.total.hits - s.nvme.hits);
   Add(f[kGets], {{"result", "miss"}, {"tier", "none"}}, s.total.misses);
   Add(f[kPuts], {{"tier", "dram"}}, s.total.puts);
   Add(f[kDeletes], {}, s.total.deletes);

@@ -304,6 +304,11 @@ StoreStats ChunkStoreImpl::Stats() const {
   std::tie(dram.chunks, dram.chunk_bytes) = index_->TierUsage(Tier::kDram);
   stats.tiers.push_back(dram);
   for (const std::unique_ptr<LowerTier>& tier : below_) tier->Report(&stats);
+  // A get counts once, at the tier that served it; DRAM's are those no tier below served
+  // (read apart from the totals, so clamped).
+  uint64_t below_hits = 0;
+  for (size_t i = 1; i < stats.tiers.size(); ++i) below_hits += stats.tiers[i].hits;
+  stats.tiers[0].hits = stats.total.hits - std::min(stats.total.hits, below_hits);
   if (!below_.empty()) stats.nvme.promotions = promotions_.load(std::memory_order_relaxed);
   return stats;
 }

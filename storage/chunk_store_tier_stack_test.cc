@@ -75,9 +75,11 @@ class MemoryTier final : public LowerTier {
     }
   }
   void Committed(const ChunkId&, const StoredChunk&) override {}
-  TierRead Get(const ChunkId& id, bool /*for_get*/) override {
+  TierRead Get(const ChunkId& id, bool for_get) override {
     absl::MutexLock lock(&mu_);
-    return {Find(id), promotable_};
+    ChunkRef chunk = Find(id);
+    if (chunk != nullptr && for_get) ++hits_;
+    return {std::move(chunk), promotable_};
   }
   bool Delete(const ChunkId& id) override {
     return RemoveIf([&](const ChunkId& c) { return c == id; }) > 0;
@@ -109,6 +111,7 @@ class MemoryTier final : public LowerTier {
     TierStats t;
     t.tier = kind();
     t.chunks = chunks_.size();
+    t.hits = hits_;
     stats->tiers.push_back(t);
   }
 
@@ -135,6 +138,7 @@ class MemoryTier final : public LowerTier {
   TierEnv env_;
   mutable absl::Mutex mu_;
   std::deque<std::pair<EvictedEntry, ChunkRef>> chunks_ ABSL_GUARDED_BY(mu_);
+  uint64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class TierStackTest : public ::testing::Test {
@@ -217,6 +221,11 @@ TEST_F(TierStackTest, EvictionsFlowDownThroughEachTier) {
   EXPECT_EQ(stats.tiers[2].tier, Tier::kNvme);
   EXPECT_EQ(stats.tiers[2].chunks, on_nvme);
   EXPECT_EQ(stats.nvme.hits, on_nvme);
+  // Each get counted once, at the tier that served it.
+  EXPECT_EQ(stats.tiers[0].hits, kCount - on_nvme - kMiddleChunks);
+  EXPECT_EQ(stats.tiers[1].hits, kMiddleChunks);
+  EXPECT_EQ(stats.tiers[2].hits, on_nvme);
+  EXPECT_EQ(stats.total.hits, kCount);
 
   // The namespace's footprint lists each tier, fastest first.
   const std::vector<NamespaceUsage> usage = store_->NamespaceUsages();

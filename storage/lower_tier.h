@@ -79,7 +79,8 @@ class LowerTier {
 
   // Adds the tier's chunks and bytes per namespace to `usage`.
   virtual void AddUsage(absl::flat_hash_map<Key128, NamespaceUsage>* usage) const = 0;
-  // Appends the tier's TierStats (and fills its counters) in `stats`.
+  // Appends the tier's TierStats, its gets served (`hits`) included, and fills its own
+  // counters in `stats`.
   virtual void Report(StoreStats* stats) const = 0;
 };
 

@@ -129,6 +129,7 @@ void NvmeTier::AddUsage(absl::flat_hash_map<Key128, NamespaceUsage>* usage) cons
 
 void NvmeTier::Report(StoreStats* stats) const {
   stats->tiers.push_back(db_->Stats());
+  stats->tiers.back().hits = hits_.load(std::memory_order_relaxed);
   const RocksDbTierCounters tier = db_->Counters();
   const DemoterCounters demoter = demoter_->Counters();
   NvmeCounters& n = stats->nvme;

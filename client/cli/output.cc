@@ -75,7 +75,8 @@ std::string StatsText(const ServerStats& s) {
                                              : 100.0 * static_cast<double>(t.used_bytes) /
                                                    static_cast<double>(t.capacity_bytes);
     absl::StrAppend(&out, ChunkTierName(t.tier), " ", UsedText(t.used_bytes, t.capacity_bytes),
-                    ", ", absl::StrFormat("%.1f%%", pct), "), chunks ", t.chunks, "\n");
+                    ", ", absl::StrFormat("%.1f%%", pct), "), chunks ", t.chunks, ", hits ", t.hits,
+                    "\n");
   }
   if (s.Of(ChunkTier::kNvme).capacity_bytes == 0) return out;  // no NVMe tier
   // A label that starts with a space continues the line above.

@@ -16,7 +16,7 @@ TEST(StatsTextTest, DramOnlyDaemonPrintsCountersAndDramUse) {
             "chunks 1\nbytes 2048 (2.0 KiB)\nhits 0\nmisses 0\nputs 0\nevictions 0\n"
             "deletes 0\nlookups 0\nlookup_hit_chunks 9\nhint_drops 0\nquota_evictions 0\n"
             "pin_quota_refusals 0\npinned_bytes 0 (0 B)\nsessions 0\n"
-            "dram used 1024 / capacity 4096 (1.0 KiB of 4.0 KiB, 25.0%), chunks 0\n");
+            "dram used 1024 / capacity 4096 (1.0 KiB of 4.0 KiB, 25.0%), chunks 0, hits 0\n");
 }
 
 TEST(StatsTextTest, NvmeCountersKeepTheirLines) {
@@ -30,7 +30,7 @@ TEST(StatsTextTest, NvmeCountersKeepTheirLines) {
 #undef KVSTASH_FILL
   const std::string text = StatsText(s);
   EXPECT_EQ(text.substr(text.find("nvme used")),
-            "nvme used 2048 / capacity 8192 (2.0 KiB of 8.0 KiB, 25.0%), chunks 10\n"
+            "nvme used 2048 / capacity 8192 (2.0 KiB of 8.0 KiB, 25.0%), chunks 10, hits 0\n"
             "nvme hits 11 misses 12 evictions 13\n"
             "demotions 14 drops 15 failures 16 pending 17 declined 18\n"
             "cleanings 19\npromotions 20\nwrite_throughs 21\nchecksum_failures 22\n"

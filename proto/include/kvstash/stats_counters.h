@@ -39,13 +39,14 @@ enum class StatKind { kCounter, kGauge };
   X(pinned_bytes, kGauge, "payload bytes of pinned chunks")                               \
   X(sessions, kGauge, "active sessions (put or lookup with a session id, not ended or idle)")
 
-// One tier's occupancy (v1.TierStats, which also carries the tier itself).
-// X(name, kind, metric, help); metric: the Prometheus family, labelled with the tier.
+// One tier's occupancy and hits (v1.TierStats, which also carries the tier itself).
+// X(name, kind, metric, help); metric: the Prometheus series, labelled with the tier too.
 #define KVSTASH_TIER_STATS(X)                                                                \
   X(capacity_bytes, kGauge, "kvstash_tier_capacity_bytes", "byte budget of the tier")        \
   X(used_bytes, kGauge, "kvstash_tier_used_bytes", "allocator bytes in use, slack included") \
   X(chunk_bytes, kGauge, "kvstash_tier_bytes", "payload bytes of live chunks")               \
-  X(chunks, kGauge, "kvstash_tier_chunks", "live chunks")
+  X(chunks, kGauge, "kvstash_tier_chunks", "live chunks")                                    \
+  X(hits, kCounter, "kvstash_gets_total{result=\"hit\"}", "gets the tier served")
 
 // NVMe tier and DRAM<->NVMe movement since the daemon started (v1.NvmeCounters); all zero
 // when the NVMe tier is off.
@@ -55,8 +56,8 @@ enum class StatKind { kCounter, kGauge };
 //           space continues the line above.
 //   metric: the Prometheus series carrying the value ("" for none).
 #define KVSTASH_NVME_COUNTERS(X)                                                                  \
-  X(hits, nvme_hits, kCounter, "nvme hits", "kvstash_gets_total{result=\"hit\",tier=\"nvme\"}",   \
-    "gets served from NVMe (or from the demotion queue)")                                         \
+  X(hits, nvme_hits, kCounter, "nvme hits", "",                                                   \
+    "gets served from NVMe (or from the demotion queue; also the NVMe tier's TierStats.hits)")    \
   X(misses, nvme_misses, kCounter, " misses", "", "gets that missed DRAM and NVMe")               \
   X(evictions, nvme_evictions, kCounter, " evictions", "kvstash_evictions_total{tier=\"nvme\"}",  \
     "chunks evicted from NVMe to stay within its budget")                                         \

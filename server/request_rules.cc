@@ -68,19 +68,4 @@ absl::Status CheckPutChunk(const PutChunkHeader& h, const ServiceLimits& limits)
   return CheckHints(h.hints, h.index, limits.max_ttl_ms);
 }
 
-absl::StatusOr<GetCall> DecodeGetRequest(const v1::GetRequest& req,
-                                         const NamespaceRegistry& registry,
-                                         const ServiceLimits& limits) {
-  GetCall call;
-  uint32_t chunk_tokens = 0;
-  absl::StatusOr<Key128> ns = registry.Resolve(req.namespace_id(), &chunk_tokens, &call.tenant);
-  if (!ns.ok()) return ns.status();
-  absl::StatusOr<std::vector<Key128>> keys = ParseKeys(req.keys(), limits);
-  if (!keys.ok()) return keys.status();
-  call.ns = *ns;
-  call.keys = std::move(*keys);
-  call.lease_id = req.lease_id();
-  return call;
-}
-
 }  // namespace kvstash::server

@@ -59,17 +59,4 @@ absl::StatusOr<std::vector<Key128>> ParseKeys(absl::string_view bytes, const Ser
 // TTL above server.max_ttl_ms): the whole call fails.
 absl::Status CheckPutChunk(const PutChunkHeader& header, const ServiceLimits& limits);
 
-// A decoded gRPC Get request: the registered namespace, the keys in order, the lease.
-struct GetCall {
-  Key128 ns{};
-  std::vector<Key128> keys;
-  uint64_t lease_id = 0;
-  std::string tenant;  // the namespace's, as registered (empty: the default tenant)
-};
-// Checks a parsed v1.GetRequest (the transport parses it): INVALID_ARGUMENT for a bad
-// namespace id or key list; FAILED_PRECONDITION for a namespace `registry` does not know.
-absl::StatusOr<GetCall> DecodeGetRequest(const v1::GetRequest& request,
-                                         const NamespaceRegistry& registry,
-                                         const ServiceLimits& limits);
-
 }  // namespace kvstash::server

@@ -153,11 +153,31 @@ absl::Status Requests::Authorize(const CallAuth& caller, auth::Access access,
   return absl::OkStatus();
 }
 
-absl::StatusOr<storage::ChunkRef> Requests::ServeGetItem(
-    const CallAuth& caller, absl::StatusOr<storage::ChunkRef> fetched) const {
+void ActiveGet::Fetch(const Key128& key, storage::ChunkStore::GetCallback done) const {
+  requests_->env().store->GetAsync({ns_, key}, lease_id_, std::move(done));
+}
+
+absl::StatusOr<storage::ChunkRef> ActiveGet::Serve(
+    absl::StatusOr<storage::ChunkRef> fetched) const {
   if (!fetched.ok()) return fetched;
-  if (absl::Status s = ChargeBytes(caller, (*fetched)->meta().size_bytes); !s.ok()) return s;
+  if (absl::Status s = requests_->ChargeBytes(caller_, (*fetched)->meta().size_bytes); !s.ok()) {
+    return s;
+  }
   return fetched;
+}
+
+void ActiveGet::End(absl::StatusCode code) {
+  if (ended_.exchange(true)) return;
+  requests_->RecordCall(Op::kGet, code, start_);
+}
+
+absl::StatusOr<std::shared_ptr<ActiveGet>> Requests::BeginGet(
+    const CallAuth& caller, absl::string_view namespace_id, size_t key_count, uint64_t lease_id,
+    TransportMetrics::Clock::time_point start) const {
+  absl::StatusOr<Key128> ns = ResolveNamespace(caller, namespace_id, auth::Access::kRead);
+  if (!ns.ok()) return ns.status();
+  if (absl::Status s = CheckKeyCount(key_count); !s.ok()) return s;
+  return std::make_shared<ActiveGet>(this, caller, *ns, lease_id, start);
 }
 
 absl::Status Requests::ChargeBytes(const CallAuth& caller, uint64_t bytes) const {

@@ -8,6 +8,7 @@
 // at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,6 +24,7 @@
 #include "server/service_env.h"
 #include "server/transport_metrics.h"
 #include "storage/chunk.h"
+#include "storage/chunk_store.h"
 
 namespace kvstash::server {
 
@@ -61,6 +63,46 @@ class PutChunk {
   std::unique_ptr<storage::PendingChunk> pending_;
   absl::Status status_;
   bool already_present_ = false;
+};
+
+// One admitted Get call (Requests::BeginGet): it fetches the call's keys from the store,
+// serves each fetched chunk (its bytes charged to the caller's byte rate) and records the
+// call in the metrics once, at End. The transport moves the bytes and ends the call when
+// its last reply is out (or the call failed). Destroying it records nothing: it may go
+// with a store read that finishes after the service is gone.
+//
+// Thread-safety: every method may run on any thread.
+class ActiveGet {
+ public:
+  ActiveGet(const Requests* requests, CallAuth caller, const Key128& ns, uint64_t lease_id,
+            TransportMetrics::Clock::time_point start)
+      : requests_(requests),
+        caller_(std::move(caller)),
+        ns_(ns),
+        lease_id_(lease_id),
+        start_(start) {}
+  ActiveGet(const ActiveGet&) = delete;
+  ActiveGet& operator=(const ActiveGet&) = delete;
+
+  const CallAuth& caller() const { return caller_; }
+
+  // Fetches `key` of the call's namespace, releasing the call's lease on it as it goes.
+  // `done` runs on a store read thread, or inline; it must not rely on this object or the
+  // service still being there (the call may have ended while the read ran).
+  void Fetch(const Key128& key, storage::ChunkStore::GetCallback done) const;
+  // The chunk to send for one fetched item, its bytes charged to the caller:
+  // RESOURCE_EXHAUSTED past the byte rate (this item fails, the call goes on).
+  absl::StatusOr<storage::ChunkRef> Serve(absl::StatusOr<storage::ChunkRef> fetched) const;
+  // Records the call with `code`; only the first End counts.
+  void End(absl::StatusCode code);
+
+ private:
+  const Requests* const requests_;
+  const CallAuth caller_;  // holds the caller's call slot until the call is over
+  const Key128 ns_;
+  const uint64_t lease_id_;
+  const TransportMetrics::Clock::time_point start_;
+  std::atomic<bool> ended_{false};
 };
 
 class Requests {
@@ -147,11 +189,13 @@ class Requests {
   absl::Status Unary(const CallAuth& caller, Op op, absl::string_view request,
                      std::string* response) const;
 
-  // Get, one item: what ChunkStore::GetAsync fetched, its bytes charged to `caller`'s byte
-  // rate (RESOURCE_EXHAUSTED past it: this item fails, the call goes on). Both transports
-  // pass each fetched chunk through here on their own thread, where the call is alive.
-  absl::StatusOr<storage::ChunkRef> ServeGetItem(const CallAuth& caller,
-                                                 absl::StatusOr<storage::ChunkRef> fetched) const;
+  // Starts a Get of `key_count` keys of namespace `namespace_id` (16 bytes) under lease
+  // `lease_id` (0: none), begun at `start` and admitted already (Admit): the namespace
+  // resolved for reading, the key count within server.max_keys_per_request. Both
+  // transports start every Get here; a refusal is the transport's to record.
+  absl::StatusOr<std::shared_ptr<ActiveGet>> BeginGet(
+      const CallAuth& caller, absl::string_view namespace_id, size_t key_count, uint64_t lease_id,
+      TransportMetrics::Clock::time_point start) const;
 
   // One finished call of `op`: its latency since `start` and its outcome.
   void RecordCall(Op op, absl::StatusCode code, TransportMetrics::Clock::time_point start) const {

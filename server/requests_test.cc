@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/auth/call_limiter.h"
+#include "server/metrics/exposition.h"
 
 namespace kvstash::server {
 namespace {
@@ -552,6 +553,48 @@ TEST_F(RequestsTest, LimitsRefuseCallsAndChunksOfOnePrincipal) {
   // Others are unaffected.
   EXPECT_TRUE(requests_->BeginPut(open_, ns_, Header(TestKey(3), {})).pending() != nullptr);
   env_.limiter = nullptr;
+}
+
+// A Get begins in the request layer whatever the transport: the namespace resolved for
+// reading, the key count checked, each item fetched and served there, the call recorded once.
+TEST_F(RequestsTest, GetBeginsServesAndEndsOnce) {
+  PutChunk chunk = requests_->BeginPut(open_, ns_, Header(TestKey(2), {}));
+  const char byte = 'x';
+  ASSERT_TRUE(chunk.pending()->Append(&byte, 1).ok());
+  ASSERT_TRUE(chunk.Finish().ok());
+
+  const auto start = TransportMetrics::Clock::now();
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      requests_->BeginGet(open_, Bytes(TestKey(9)), 1, 0, start).status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      requests_->BeginGet(Caller("bob", {"team-b"}), Bytes(ns_), 1, 0, start).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      requests_->BeginGet(open_, Bytes(ns_), env_.limits.max_keys_per_request + 1, 0, start)
+          .status()));
+
+  absl::StatusOr<std::shared_ptr<ActiveGet>> call =
+      requests_->BeginGet(open_, Bytes(ns_), 2, 0, start);
+  ASSERT_TRUE(call.ok()) << call.status();
+  std::vector<absl::StatusOr<storage::ChunkRef>> served;
+  for (const Key128& key : {TestKey(2), TestKey(3)}) {
+    (*call)->Fetch(key, [&](absl::StatusOr<storage::ChunkRef> ref) {
+      served.push_back((*call)->Serve(std::move(ref)));
+    });
+  }
+  ASSERT_EQ(served.size(), 2u);  // DRAM answers inline
+  ASSERT_TRUE(served[0].ok()) << served[0].status();
+  EXPECT_EQ((*served[0])->meta().size_bytes, 1u);
+  EXPECT_TRUE(absl::IsNotFound(served[1].status()));
+
+  (*call)->End(absl::StatusCode::kOk);
+  (*call)->End(absl::StatusCode::kInternal);  // too late: counted once, as OK
+  call->reset();
+  std::vector<metrics::Family> families;
+  metrics_.Collect(&families);
+  const std::string text = metrics::RenderText(families);
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "kvstash_op_duration_seconds_count{op=\"get\",transport=\"test\"} 1\n"));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("op=\"get\",transport=\"test\",code")));
 }
 
 }  // namespace

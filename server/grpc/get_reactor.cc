@@ -59,7 +59,12 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   void OnDone() override {
     metrics_->CallEnded();
-    requests_->RecordCall(Op::kGet, static_cast<absl::StatusCode>(code_), start_);
+    const auto code = static_cast<absl::StatusCode>(code_);
+    if (call_ != nullptr) {
+      call_->End(code);
+    } else {  // refused before it began
+      requests_->RecordCall(Op::kGet, code, start_);
+    }
     {
       absl::MutexLock lock(&mu_);
       done_ = true;
@@ -95,11 +100,8 @@ class GetReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::CallbackServerContext* const context_;
   const TransportMetrics::Clock::time_point start_ = TransportMetrics::Clock::now();
   int code_ = 0;
-  CallAuth caller_;  // its call slot is held until the reactor is deleted
-
-  Key128 ns_;
+  std::shared_ptr<ActiveGet> call_;  // holds the caller's call slot until the reactor goes
   std::vector<Key128> keys_;
-  uint64_t lease_id_ = 0;
   size_t next_send_ = 0;   // index of the next chunk to send
   size_t next_fetch_ = 0;  // index of the next key to fetch
   uint64_t bytes_sent_ = 0;
@@ -125,17 +127,15 @@ absl::Status GetReactor::Parse(const grpc::CallbackServerContext& context,
   if (absl::Status s = requests_->Admit(); !s.ok()) return s;
   absl::StatusOr<CallAuth> caller = AuthenticateCall(*requests_, Op::kGet, context);
   if (!caller.ok()) return caller.status();
-  caller_ = *std::move(caller);
   v1::GetRequest parsed;
   if (absl::Status s = wire::ParseMessage(request, &parsed); !s.ok()) return s;
-  absl::StatusOr<GetCall> call = DecodeGetRequest(parsed, *env_->registry, env_->limits);
+  absl::StatusOr<std::vector<Key128>> keys = requests_->ParseKeys(parsed.keys());
+  if (!keys.ok()) return keys.status();
+  absl::StatusOr<std::shared_ptr<ActiveGet>> call =
+      requests_->BeginGet(*caller, parsed.namespace_id(), keys->size(), parsed.lease_id(), start_);
   if (!call.ok()) return call.status();
-  if (absl::Status s = requests_->Authorize(caller_, auth::Access::kRead, call->tenant); !s.ok()) {
-    return s;
-  }
-  ns_ = call->ns;
-  keys_ = std::move(call->keys);
-  lease_id_ = call->lease_id;
+  call_ = *std::move(call);
+  keys_ = *std::move(keys);
   return absl::OkStatus();
 }
 
@@ -184,10 +184,9 @@ void GetReactor::FetchAhead() {
     absl::MutexLock lock(&mu_);
     fetching_ = true;
   }
-  const storage::ChunkId id{ns_, keys_[next_fetch_++]};
   // The callback may run after the call ended and the service (env_) is gone, while the
   // store drains its reads: it touches only this reactor.
-  env_->store->GetAsync(id, lease_id_, [this](Fetched ref) { OnFetched(std::move(ref)); });
+  call_->Fetch(keys_[next_fetch_++], [this](Fetched ref) { OnFetched(std::move(ref)); });
 }
 
 void GetReactor::OnFetched(Fetched ref) {
@@ -223,7 +222,7 @@ void GetReactor::BuildHeadFrame(uint32_t index, Fetched ref) {
   head.set_index(index);
   v1::ChunkHeader* header = head.mutable_header();
   header->set_key(KeyToBytes(keys_[index]));
-  ref = requests_->ServeGetItem(caller_, std::move(ref));
+  ref = call_->Serve(std::move(ref));
   if (!ref.ok()) {
     head.set_code(static_cast<int>(ref.status().code()));
     out_ = wire::EncodeFrame(head, {});

@@ -61,10 +61,9 @@ void SendChunk(const Request& req, uint32_t index, const storage::ChunkRef& chun
 }
 
 // Replies to item `i` of a Get (worker thread).
-void ReplyToGetItem(const Request& req, uint32_t i, uint64_t capacity,
+void ReplyToGetItem(const Request& req, const ActiveGet& call, uint32_t i, uint64_t capacity,
                     absl::StatusOr<storage::ChunkRef> fetched) {
-  const absl::StatusOr<storage::ChunkRef> ref =
-      req.requests().ServeGetItem(req.caller, std::move(fetched));
+  const absl::StatusOr<storage::ChunkRef> ref = call.Serve(std::move(fetched));
   if (!ref.ok()) {
     req.worker->SendError(req.conn, req.Reply(i), ref.status());
   } else if ((*ref)->meta().size_bytes > capacity) {
@@ -81,35 +80,27 @@ void ReplyToGetItem(const Request& req, uint32_t i, uint64_t capacity,
 // answered from this worker's mailbox when they arrive, in any order (replies carry the
 // item index). The read threads touch only the store and the mailbox, never the worker,
 // which may have stopped by then. The call is recorded with its last reply.
-void ServeGet(const Request& req, const Key128& ns, const GetFields& g, absl::string_view body) {
-  storage::ChunkStore* store = req.requests().env().store;
+void ServeGet(const Request& req, const std::shared_ptr<ActiveGet>& call, const GetFields& g,
+              absl::string_view body) {
   auto left = std::make_shared<uint32_t>(g.count);  // worker thread only
   for (uint32_t i = 0; i < g.count; ++i) {
     GetItemRecord rec;
     std::memcpy(&rec, body.data() + i * sizeof(rec), sizeof(rec));
-    storage::ChunkId id{ns, {}};
-    std::memcpy(id.key.data(), rec.key, id.key.size());
+    Key128 key;
+    std::memcpy(key.data(), rec.key, key.size());
     req.worker->OpStarted();  // until the reply is handed to UCX
-    auto reply = [req, i, capacity = rec.capacity, left](absl::StatusOr<storage::ChunkRef> ref) {
-      ReplyToGetItem(req, i, capacity, std::move(ref));
+    auto reply = [req, call, i, capacity = rec.capacity,
+                  left](absl::StatusOr<storage::ChunkRef> ref) {
+      ReplyToGetItem(req, *call, i, capacity, std::move(ref));
       req.worker->OpEnded();  // after the send counted itself: in_flight() never dips to 0
-      if (--*left == 0) req.requests().RecordCall(Op::kGet, absl::StatusCode::kOk, req.start);
+      if (--*left == 0) call->End(absl::StatusCode::kOk);
     };
-    store->GetAsync(id, g.lease_id,
-                    [box = req.worker->mailbox(),
-                     reply = std::move(reply)](absl::StatusOr<storage::ChunkRef> ref) mutable {
-                      box->Run([reply = std::move(reply), ref = std::move(ref)]() mutable {
-                        reply(std::move(ref));
-                      });
-                    });
+    call->Fetch(key, [box = req.worker->mailbox(),
+                      reply = std::move(reply)](absl::StatusOr<storage::ChunkRef> ref) mutable {
+      box->Run(
+          [reply = std::move(reply), ref = std::move(ref)]() mutable { reply(std::move(ref)); });
+    });
   }
-}
-
-// The layer's key-count rule, plus what only this wire format can get wrong.
-absl::Status CheckGet(const Request& req, const GetFields& g, size_t length) {
-  if (g.count == 0) return wire::ucx::CheckGetBody(g, length);
-  if (absl::Status s = req.requests().CheckKeyCount(g.count); !s.ok()) return s;
-  return wire::ucx::CheckGetBody(g, length);
 }
 
 }  // namespace
@@ -117,15 +108,18 @@ absl::Status CheckGet(const Request& req, const GetFields& g, size_t length) {
 ucs_status_t HandleGet(const Request& req, const void* header, void* data, size_t length,
                        const ucp_am_recv_param_t* param) {
   const GetFields g = wire::ucx::ReadFields<GetFields>(header);
-  absl::StatusOr<Key128> ns = req.Namespace(auth::Access::kRead);
-  const absl::Status s = ns.ok() ? CheckGet(req, g, length) : ns.status();
+  absl::StatusOr<std::shared_ptr<ActiveGet>> call =
+      req.requests().BeginGet(req.caller, req.NamespaceId(), g.count, g.lease_id, req.start);
+  // What only this wire format can get wrong (an empty call included).
+  const absl::Status s = call.ok() ? wire::ucx::CheckGetBody(g, length) : call.status();
   if (!s.ok()) {
     req.Fail(s);
     return UCS_OK;
   }
-  const Key128 id = *ns;
   return WithBody(req, data, length, param,
-                  [id, g](const Request& r, absl::string_view body) { ServeGet(r, id, g, body); });
+                  [call = *std::move(call), g](const Request& r, absl::string_view body) {
+                    ServeGet(r, call, g, body);
+                  });
 }
 
 void HandleRelease(const Request& req) {

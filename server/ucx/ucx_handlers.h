@@ -41,6 +41,10 @@ struct Request {
   }
   // The metrics' name of this request's op.
   Op op() const;
+  // The request's namespace id as sent (16 bytes).
+  absl::string_view NamespaceId() const {
+    return {reinterpret_cast<const char*>(header.namespace_id), sizeof(header.namespace_id)};
+  }
   // The request's namespace id, resolved, once the caller holds `access` on its tenant.
   absl::StatusOr<Key128> Namespace(auth::Access access) const;
   // Answers the whole request with `status` and records the call.

@@ -26,9 +26,7 @@ Op Request::op() const {
 }
 
 absl::StatusOr<Key128> Request::Namespace(auth::Access access) const {
-  const auto* id = reinterpret_cast<const char*>(header.namespace_id);
-  return requests().ResolveNamespace(caller, absl::string_view(id, sizeof(header.namespace_id)),
-                                     access);
+  return requests().ResolveNamespace(caller, NamespaceId(), access);
 }
 
 void Request::Fail(const absl::Status& status) const {

@@ -1,6 +1,7 @@
-// Fuzzes the decoding of a gRPC Get request (proto/frame_codec.h ParseMessage, then
-// server/request_rules.h DecodeGetRequest): the serialized v1.GetRequest, its namespace id
-// and its concatenated keys. Input: one byte
+// Fuzzes the decoding of a gRPC Get request as the Get reactor takes it (proto/frame_codec.h
+// ParseMessage, server/request_rules.h ParseKeys, then the namespace registry's Resolve, as
+// Requests::BeginGet resolves it): the serialized v1.GetRequest, its namespace id and its
+// concatenated keys. Input: one byte
 // giving the number of slices, then the request bytes. Checks: an accepted request names
 // the registered namespace, its keys are the request's key bytes in order, and never more
 // than max_keys_per_request.
@@ -25,18 +26,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   v1::GetRequest parsed;
   if (!wire::ParseMessage(fuzz::ToBuffer(bytes, data[0] % 8), &parsed).ok()) return 0;
-  absl::StatusOr<server::GetCall> call = server::DecodeGetRequest(parsed, *registry, limits);
-  if (!call.ok()) return 0;
+  absl::StatusOr<std::vector<Key128>> keys = server::ParseKeys(parsed.keys(), limits);
+  if (!keys.ok()) {
+    FUZZ_CHECK(keys.status().code() == absl::StatusCode::kInvalidArgument);
+    return 0;
+  }
+  absl::StatusOr<Key128> ns = registry->Resolve(parsed.namespace_id());
+  if (!ns.ok()) return 0;
   v1::GetRequest reference;
   FUZZ_CHECK(reference.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
-  FUZZ_CHECK(registry->Check(call->ns).ok());
-  FUZZ_CHECK(KeyToBytes(call->ns) == reference.namespace_id());
-  FUZZ_CHECK(call->keys.size() <= limits.max_keys_per_request);
-  FUZZ_CHECK(call->keys.size() * sizeof(Key128) == reference.keys().size());
-  for (size_t i = 0; i < call->keys.size(); ++i) {
-    FUZZ_CHECK(std::memcmp(call->keys[i].data(), reference.keys().data() + i * sizeof(Key128),
+  FUZZ_CHECK(registry->Check(*ns).ok());
+  FUZZ_CHECK(KeyToBytes(*ns) == reference.namespace_id());
+  FUZZ_CHECK(keys->size() <= limits.max_keys_per_request);
+  FUZZ_CHECK(keys->size() * sizeof(Key128) == reference.keys().size());
+  for (size_t i = 0; i < keys->size(); ++i) {
+    FUZZ_CHECK(std::memcmp((*keys)[i].data(), reference.keys().data() + i * sizeof(Key128),
                            sizeof(Key128)) == 0);
   }
-  FUZZ_CHECK(call->lease_id == reference.lease_id());
+  FUZZ_CHECK(parsed.lease_id() == reference.lease_id());
   return 0;
 }

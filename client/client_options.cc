@@ -19,21 +19,8 @@
 namespace kvstash {
 namespace {
 
-// Dotted names of the fields a visitor is at ("cluster.replicas").
-class OptionPath {
- public:
-  void Begin(const char* section, const char* /*doc*/) { sections_.push_back(section); }
-  void End() { sections_.pop_back(); }
-  std::string Name(const char* field) const {
-    return absl::StrCat(absl::StrJoin(sections_, "."), sections_.empty() ? "" : ".", field);
-  }
-
- private:
-  std::vector<std::string> sections_;
-};
-
 // The first field outside its range or choices, named as ClientOptions.<dotted name>.
-class RangeCheck : public OptionPath {
+class RangeCheck : public OptionSections {
  public:
   absl::Status status;
 
@@ -41,7 +28,7 @@ class RangeCheck : public OptionPath {
   void Int(const char* name, T* field, OptionRange range, const char* /*doc*/) {
     const int64_t value = static_cast<int64_t>(*field);
     if (!status.ok() || (value >= range.min && value <= range.max)) return;
-    status = absl::InvalidArgumentError(absl::StrCat("ClientOptions.", Name(name), " = ", value,
+    status = absl::InvalidArgumentError(absl::StrCat("ClientOptions.", Dotted(name), " = ", value,
                                                      " is out of range [", range.min, ", ",
                                                      range.max, "]"));
   }
@@ -53,13 +40,13 @@ class RangeCheck : public OptionPath {
       if (*field == c) return;
     }
     status =
-        absl::InvalidArgumentError(absl::StrCat("ClientOptions.", Name(name), " = \"", *field,
+        absl::InvalidArgumentError(absl::StrCat("ClientOptions.", Dotted(name), " = \"", *field,
                                                 "\" is not one of ", absl::StrJoin(choices, ", ")));
   }
 };
 
 // Sets the field named `name` from text.
-class SetFromText : public OptionPath {
+class SetFromText : public OptionSections {
  public:
   SetFromText(absl::string_view name, absl::string_view value) : name_(name), value_(value) {}
 
@@ -96,7 +83,7 @@ class SetFromText : public OptionPath {
 
  private:
   bool Matches(const char* name) {
-    if (Name(name) != name_) return false;
+    if (Dotted(name) != name_) return false;
     found = true;
     return true;
   }
@@ -110,7 +97,7 @@ class SetFromText : public OptionPath {
 };
 
 // Rows of client/README.md's option table.
-class TableRows : public OptionPath {
+class TableRows : public OptionSections {
  public:
   std::string out;
 
@@ -130,7 +117,7 @@ class TableRows : public OptionPath {
 
  private:
   void Row(const char* name, const std::string& value, const char* doc) {
-    absl::StrAppend(&out, "| `", Name(name), "` | `", value, "` | ", doc, " |\n");
+    absl::StrAppend(&out, "| `", Dotted(name), "` | `", value, "` | ", doc, " |\n");
   }
 };
 

@@ -18,10 +18,7 @@ NvmeTier::NvmeTier(const ChunkStoreOptions::Nvme& options, std::unique_ptr<Rocks
                         ? std::make_unique<RateLimiter>(options.read_bytes_per_s)
                         : nullptr) {}
 
-NvmeTier::~NvmeTier() {
-  cleaner_.reset();
-  demoter_.reset();
-}
+NvmeTier::~NvmeTier() = default;
 
 void NvmeTier::Attach(const TierEnv& env) {
   env_ = env;

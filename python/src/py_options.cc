@@ -15,29 +15,13 @@ namespace nb = nanobind;
 namespace kvstash::python {
 namespace {
 
-// Tracks the section a visitor is in; a field's name is dotted ("cluster.replicas").
-class Sections {
- public:
-  void Begin(const char* section, const char*) { open_.push_back(section); }
-  void End() { open_.pop_back(); }
-
- protected:
-  std::string Dotted(const char* name) const {
-    return open_.empty() ? name : absl::StrCat(absl::StrJoin(open_, "."), ".", name);
-  }
-  const std::vector<std::string>& open() const { return open_; }
-
- private:
-  std::vector<std::string> open_;
-};
-
 // The options as a dict, a section as a nested dict.
-class ToDict : public Sections {
+class ToDict : public OptionSections {
  public:
   nb::dict out;
 
   void Begin(const char* section, const char* doc) {
-    Sections::Begin(section, doc);
+    OptionSections::Begin(section, doc);
     out[section] = nb::dict();
   }
   template <typename T>
@@ -57,7 +41,7 @@ class ToDict : public Sections {
 };
 
 // Sets each field whose dotted name `values` holds, taking it out of `values`.
-class FromValues : public Sections {
+class FromValues : public OptionSections {
  public:
   explicit FromValues(std::map<std::string, nb::handle>* values) : values_(*values) {}
 

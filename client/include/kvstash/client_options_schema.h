@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -34,6 +35,26 @@ struct OptionRange {
 };
 // The values a string option accepts.
 using OptionChoices = absl::Span<const char* const>;
+
+// The sections a visitor is in, for visitors that name a field by its dotted path
+// ("cluster.replicas"). A visitor derives from it; one that handles Begin itself calls
+// OptionSections::Begin too.
+class OptionSections {
+ public:
+  void Begin(const char* section, const char* /*doc*/) { open_.push_back(section); }
+  void End() { open_.pop_back(); }
+
+ protected:
+  std::string Dotted(const char* name) const {
+    std::string out;
+    for (const std::string& s : open_) out.append(s).append(".");
+    return out.append(name);
+  }
+  const std::vector<std::string>& open() const { return open_; }
+
+ private:
+  std::vector<std::string> open_;
+};
 
 namespace client_options_schema {
 

@@ -15,7 +15,7 @@
 #include "proto/ucx_wire.h"
 #include "server/config_schema.h"
 #include "server/config_test_util.h"
-#include "storage/eviction_policy.h"
+#include "storage/policy/eviction_policy.h"
 
 namespace kvstash::server {
 namespace {

@@ -20,7 +20,7 @@
 #include "common/ready_file.h"
 #include "server/grpc/tls_credentials.h"
 #include "server/store_metrics.h"
-#include "storage/rocksdb_crc32c.h"
+#include "storage/nvme/rocksdb_crc32c.h"
 
 #ifndef KVSTASH_VERSION
 #define KVSTASH_VERSION "unknown"

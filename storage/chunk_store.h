@@ -25,21 +25,9 @@
 #include "kvstash/hints.h"
 #include "kvstash/keys.h"
 #include "storage/chunk.h"
+#include "storage/dram/arena_memory.h"
 
 namespace kvstash::storage {
-
-// Memory the owner of a store supplies for its DRAM arena instead of an anonymous mapping
-// (the daemon passes shared memory that clients on the same host map, server/ucx). Its
-// pages must be backed by a shared file (tmpfs): the arena gives free pages back with
-// MADV_REMOVE. Destroying the object releases the memory.
-//
-// Thread-safety: data() and size() are thread-safe.
-class ArenaMemory {
- public:
-  virtual ~ArenaMemory() = default;
-  virtual uint8_t* data() const = 0;
-  virtual uint64_t size() const = 0;
-};
 
 struct ChunkStoreOptions {
   // Hard byte budget of the DRAM tier. The arena is reserved up front; the daemon's RSS
@@ -50,7 +38,8 @@ struct ChunkStoreOptions {
   // 1 MiB matches the wire frame size so a page goes out as one frame without a copy.
   uint64_t page_bytes = 1ull << 20;
   // Back the arena with huge pages: kAuto tries MAP_HUGETLB, then transparent huge pages.
-  enum class HugePages { kOff, kAuto, kOn } huge_pages = HugePages::kAuto;
+  using HugePages = storage::HugePages;
+  HugePages huge_pages = HugePages::kAuto;
   // Fault the whole arena in at start-up. Costs start-up time (about 0.3 s per GiB) and
   // shows the full budget in RSS at once, but keeps page zeroing off the put path, where
   // it otherwise costs most of the daemon's CPU on a cold tier.
@@ -63,7 +52,7 @@ struct ChunkStoreOptions {
   // DRAM capacity.
   uint64_t max_chunk_bytes = 256ull << 20;
   // Eviction policy of the DRAM tier, one of KnownEvictionPolicies()
-  // (storage/eviction_policy.h): "lru", "s3fifo" (scan-resistant FIFO queues), "tinylfu"
+  // (storage/policy/eviction_policy.h): "lru", "s3fifo" (scan-resistant FIFO queues), "tinylfu"
   // (frequency admission) or "chain" (leaves of prompt chains first, from
   // PutHints::parent).
   std::string dram_eviction = "lru";
@@ -96,7 +85,7 @@ struct ChunkStoreOptions {
     // wait on the disk in parallel and never on a network thread.
     int read_threads = 4;
     // Paces NVMe reads to this many bytes per second across all read threads (each read
-    // waits its size / rate; storage/rate_limiter.h). 0 (default): unlimited. For tests and
+    // waits its size / rate; storage/nvme/rate_limiter.h). 0 (default): unlimited. For tests and
     // demonstrations of a slow tier (clients' fetch-or-recompute decisions) on a fast disk.
     // A read in progress finishes its wait at shutdown: keep read_threads x the largest
     // chunk / rate to seconds.
@@ -112,7 +101,7 @@ struct ChunkStoreOptions {
     // The cleaner writes the coldest DRAM chunks to NVMe ahead of eviction, keeping this
     // percentage of the DRAM budget (at its cold end) clean once DRAM is that full;
     // evicting a clean chunk costs no write. 0 turns the cleaner off (chunks are written
-    // only when evicted). See storage/cleaner.h.
+    // only when evicted). See storage/nvme/cleaner.h.
     int clean_window_percent = 25;
     // Write-back demotions and cleanings skip the WAL and become durable when RocksDB
     // flushes its memtable: when it fills, at the latest this long after the write, and

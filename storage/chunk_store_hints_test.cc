@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "storage/chunk_store.h"
-#include "storage/nvme_test_util.h"
+#include "storage/nvme/nvme_test_util.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {

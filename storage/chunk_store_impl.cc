@@ -4,8 +4,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "storage/dram_chunk.h"
-#include "storage/nvme_tier.h"
+#include "storage/dram/dram_chunk.h"
+#include "storage/nvme/nvme_tier.h"
 
 namespace kvstash::storage {
 namespace {

@@ -23,7 +23,7 @@
 
 #include "storage/checksummer.h"
 #include "storage/chunk_store.h"
-#include "storage/dram_allocator.h"
+#include "storage/dram/dram_allocator.h"
 #include "storage/index.h"
 #include "storage/lease_table.h"
 #include "storage/lower_tier.h"

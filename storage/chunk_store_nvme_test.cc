@@ -11,8 +11,8 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "storage/chunk_store.h"
-#include "storage/demoter.h"
-#include "storage/nvme_test_util.h"
+#include "storage/nvme/demoter.h"
+#include "storage/nvme/nvme_test_util.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {

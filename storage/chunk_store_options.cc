@@ -5,10 +5,10 @@
 #include "absl/strings/str_join.h"
 #include "common/bits.h"
 #include "storage/chunk_store.h"
-#include "storage/cleaner.h"
-#include "storage/eviction_policy.h"
-#include "storage/nvme_tier.h"
-#include "storage/rocksdb_tier.h"
+#include "storage/nvme/cleaner.h"
+#include "storage/nvme/nvme_tier.h"
+#include "storage/nvme/rocksdb_tier.h"
+#include "storage/policy/eviction_policy.h"
 #include "storage/tenant_quota_config.h"
 
 namespace kvstash::storage {

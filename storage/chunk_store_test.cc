@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "storage/dram_chunk.h"
+#include "storage/dram/dram_chunk.h"
 #include "storage/index.h"
 #include "storage/test_util.h"
 

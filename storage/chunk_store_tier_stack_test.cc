@@ -12,8 +12,8 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "storage/chunk_store_impl.h"
-#include "storage/nvme_test_util.h"
-#include "storage/nvme_tier.h"
+#include "storage/nvme/nvme_test_util.h"
+#include "storage/nvme/nvme_tier.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {

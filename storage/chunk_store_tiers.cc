@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "storage/chunk_store_impl.h"
-#include "storage/dram_chunk.h"
+#include "storage/dram/dram_chunk.h"
 
 namespace kvstash::storage {
 

@@ -50,7 +50,7 @@
 #include "kvstash/hints.h"
 #include "kvstash/keys.h"
 #include "storage/chunk.h"
-#include "storage/eviction_policy.h"
+#include "storage/policy/eviction_policy.h"
 
 namespace kvstash::storage {
 

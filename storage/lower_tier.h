@@ -4,7 +4,7 @@
 // lower tier evicts may be offered to the one below it (TierEnv::below); a get that misses
 // DRAM asks each lower tier in turn. The store calls only this interface, so a new tier
 // (a GPU staging buffer, a remote tier) is a new implementation stacked by its creator,
-// not a change to the store. The NVMe tier (storage/nvme_tier.h) is the one in the daemon.
+// not a change to the store. The NVMe tier (storage/nvme/nvme_tier.h) is the one in the daemon.
 //
 // Thread-safety: implementations are thread-safe; every method may be called from any
 // thread after Attach.

@@ -4,23 +4,12 @@
 #include "kvstash/tier_entries.h"
 
 namespace kvstash {
-namespace {
 
-constexpr std::pair<ChunkTier, absl::string_view> kNames[] = {
-    {ChunkTier::kGpu, "gpu"}, {ChunkTier::kDram, "dram"}, {ChunkTier::kNvme, "nvme"}};
-
-}  // namespace
-
-absl::string_view ChunkTierName(ChunkTier tier) {
-  for (const auto& [t, name] : kNames) {
-    if (t == tier) return name;
-  }
-  return "none";
-}
+absl::string_view ChunkTierName(ChunkTier tier) { return TierName(tier); }
 
 ChunkTier ChunkTierFromName(absl::string_view name) {
-  for (const auto& [t, n] : kNames) {
-    if (n == name) return t;
+  for (ChunkTier t : {ChunkTier::kGpu, ChunkTier::kDram, ChunkTier::kNvme}) {
+    if (TierName(t) == name) return t;
   }
   return ChunkTier::kNone;
 }

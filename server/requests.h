@@ -84,8 +84,6 @@ class ActiveGet {
   ActiveGet(const ActiveGet&) = delete;
   ActiveGet& operator=(const ActiveGet&) = delete;
 
-  const CallAuth& caller() const { return caller_; }
-
   // Fetches `key` of the call's namespace, releasing the call's lease on it as it goes.
   // `done` runs on a store read thread, or inline; it must not rely on this object or the
   // service still being there (the call may have ended while the read ran).

@@ -7,6 +7,13 @@
 #include "absl/container/flat_hash_map.h"
 
 namespace kvstash::server {
+
+// The store's tiers go on the wire by value.
+static_assert(static_cast<int>(storage::Tier::kNone) == v1::TIER_UNSPECIFIED &&
+              static_cast<int>(storage::Tier::kGpu) == v1::TIER_GPU &&
+              static_cast<int>(storage::Tier::kDram) == v1::TIER_DRAM &&
+              static_cast<int>(storage::Tier::kNvme) == v1::TIER_NVME);
+
 #define KVSTASH_SET_FIELD(name, ...) out->set_##name(in.name);
 
 void ToProto(const storage::CounterSnapshot& in, v1::CounterSet* out) {

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "kvstash/tier_entries.h"
 
 namespace kvstash::server {
 namespace {
@@ -129,20 +130,6 @@ std::vector<Family> Declare(const FamilyDef (&defs)[N]) {
   return f;
 }
 
-const char* TierName(storage::Tier t) {
-  switch (t) {
-    case storage::Tier::kGpu:
-      return "gpu";
-    case storage::Tier::kDram:
-      return "dram";
-    case storage::Tier::kNvme:
-      return "nvme";
-    case storage::Tier::kNone:
-      break;
-  }
-  return "none";
-}
-
 void Add(Family& f, Labels labels, double value) {
   f.samples.push_back({std::move(labels), value, {}});
 }
@@ -174,27 +161,39 @@ Family& FamilyNamed(std::vector<Family>& f, absl::string_view name) {
   std::abort();
 }
 
+// A counter struct's series, parsed from kvstash/stats_counters.h's selectors.
+template <typename Struct>
+using SeriesOf = std::vector<std::pair<Series, uint64_t Struct::*>>;
+
+template <typename Struct, size_t N>
+const SeriesOf<Struct>& ParseAll(const std::pair<const char*, uint64_t Struct::*> (&defs)[N]) {
+  auto* parsed = new SeriesOf<Struct>();
+  for (const auto& [selector, member] : defs) parsed->emplace_back(ParseSeries(selector), member);
+  return *parsed;
+}
+
 void CollectTierStats(const storage::TierStats& t, std::vector<Family>& f) {
-  static constexpr std::pair<const char*, uint64_t storage::TierStats::*> kSeries[] = {
+  static constexpr std::pair<const char*, uint64_t storage::TierStats::*> kDefs[] = {
 #define KVSTASH_SERIES(name, kind, metric, ...) {metric, &storage::TierStats::name},
       KVSTASH_TIER_STATS(KVSTASH_SERIES)
 #undef KVSTASH_SERIES
   };
-  for (const auto& [selector, member] : kSeries) {
-    Series series = ParseSeries(selector);
-    series.labels.emplace_back("tier", TierName(t.tier));
-    Add(FamilyNamed(f, series.family), std::move(series.labels), t.*member);
+  static const SeriesOf<storage::TierStats>& kSeries = ParseAll(kDefs);  // once per process
+  for (const auto& [series, member] : kSeries) {
+    Labels labels = series.labels;
+    labels.emplace_back("tier", TierName(t.tier));
+    Add(FamilyNamed(f, series.family), std::move(labels), t.*member);
   }
 }
 
 void CollectNvme(const storage::NvmeCounters& n, bool nvme, std::vector<Family>& f) {
-  static constexpr std::pair<const char*, uint64_t storage::NvmeCounters::*> kSeries[] = {
+  static constexpr std::pair<const char*, uint64_t storage::NvmeCounters::*> kDefs[] = {
 #define KVSTASH_SERIES(name, client, kind, cli, metric, ...) {metric, &storage::NvmeCounters::name},
       KVSTASH_NVME_COUNTERS(KVSTASH_SERIES)
 #undef KVSTASH_SERIES
   };
-  for (const auto& [selector, member] : kSeries) {
-    const Series series = ParseSeries(selector);
+  static const SeriesOf<storage::NvmeCounters>& kSeries = ParseAll(kDefs);
+  for (const auto& [series, member] : kSeries) {
     if (series.family.empty()) continue;
     // Without an NVMe tier its series would all be zero; the queue depth is still exported,
     // as dashboards sum it.

@@ -1,5 +1,6 @@
-// Per-tier entries: the daemon reports each tier as one entry of a list (stats, namespace
-// usage, member capacities), so a new tier needs no new field. These find a tier's entry.
+// Tiers as the daemon reports them: each tier's name, and per-tier entries (stats, namespace
+// usage, member capacities), one entry of a list per tier, so a new tier needs no new
+// field. These name a tier and find its entry.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -8,6 +9,16 @@
 #include <vector>
 
 namespace kvstash {
+
+// The tier's name in metrics, `kvstash` output and Python, by its wire value (kvstash.proto's
+// Tier, whose numbers storage::Tier and ChunkTier share): "gpu", "dram", "nvme"; "none" for
+// 0 and any value not listed.
+template <typename Tier>
+constexpr const char* TierName(Tier tier) {
+  constexpr const char* kNames[] = {"none", "gpu", "dram", "nvme"};
+  const auto wire = static_cast<uint32_t>(tier);
+  return wire < sizeof(kNames) / sizeof(kNames[0]) ? kNames[wire] : "none";
+}
 
 // The entry of `tier` in `entries` (each with a `tier` member), or an entry of that tier
 // with every other field zero when the list has none.

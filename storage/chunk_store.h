@@ -1,7 +1,7 @@
-// ChunkStore: the daemon's cache of KV chunks. It owns the chunk index and the tiers
-// (DRAM, and below it a stack of lower tiers, storage/lower_tier.h: the NVMe tier when
-// configured) and applies the eviction policy and leases. Transports (gRPC, UCX) talk to
-// this class only.
+// ChunkStore: the daemon's cache of KV chunks. It owns the tiers (storage/tier.h: DRAM
+// with the chunk index, and below it a stack of lower tiers, storage/lower_tier.h: the NVMe
+// tier when configured) and applies the eviction policy and leases. Transports (gRPC, UCX)
+// talk to this class only.
 //
 // With the NVMe tier, chunks evicted from DRAM are demoted to NVMe in the background; Get,
 // Lookup and Locate see both tiers (DRAM first). Leases protect DRAM hits only: an NVMe hit

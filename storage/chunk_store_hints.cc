@@ -14,11 +14,11 @@ namespace kvstash::storage {
 
 void ChunkStoreImpl::TouchSession(const Key128& ns, uint64_t session_id) {
   const std::vector<SessionKey> ended = sessions_.Touch({ns, session_id}, Now());
-  index_->EndSessions(ended);
+  index().EndSessions(ended);
 }
 
 void ChunkStoreImpl::ExpireSessions(absl::Time now) {
-  index_->EndSessions(sessions_.TakeIdle(now));
+  index().EndSessions(sessions_.TakeIdle(now));
 }
 
 absl::Status ChunkStoreImpl::MakeTenantRoom(const Key128& ns, uint64_t size) {
@@ -29,23 +29,15 @@ absl::Status ChunkStoreImpl::MakeTenantRoom(const Key128& ns, uint64_t size) {
   ExpireLeases(Now());
   const TenantMatcher tenant = quotas_.MatcherFor(ns);
   while (excess > 0) {
-    EvictedEntry evicted;
-    ChunkRef victim = index_->EvictOneMatching(tenant, &evicted);
-    if (victim == nullptr) {
+    const uint64_t evicted = dram_.EvictOne(&tenant);
+    if (evicted == 0) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "DRAM quota of tenant \"", quotas_.TenantOf(ns), "\" full: no room for ", size,
           " bytes and none of its chunks is evictable (pinned, leased, or being read)"));
     }
-    excess -= std::min(excess, evicted.size_bytes);
-    Evicted(evicted, std::move(victim));
+    excess -= std::min(excess, evicted);
   }
-  ChargeBookkeeping();
   return absl::OkStatus();
-}
-
-void ChunkStoreImpl::Evicted(const EvictedEntry& evicted, ChunkRef victim) {
-  quotas_.AddDram(evicted.id.ns, -static_cast<int64_t>(evicted.size_bytes));
-  if (!below_.empty()) below_.front()->Admit(evicted, std::move(victim));
 }
 
 void ChunkStoreImpl::AdmitPin(const ChunkId& id, uint64_t size, PutHints* hints) {
@@ -53,7 +45,7 @@ void ChunkStoreImpl::AdmitPin(const ChunkId& id, uint64_t size, PutHints* hints)
   hints->pin = false;  // stored unpinned
   CounterSnapshot refused;
   refused.pin_quota_refusals = 1;
-  index_->AddCounters(id.ns, refused);
+  index().AddCounters(id.ns, refused);
 }
 
 void ChunkStoreImpl::AddSessionCounts(std::vector<std::pair<Key128, CounterSnapshot>>* all) const {
@@ -72,7 +64,7 @@ absl::StatusOr<uint32_t> ChunkStoreImpl::Pin(const Key128& ns, absl::Span<const 
   uint32_t changed = 0;
   if (!pin) {
     for (const Key128& key : keys) {
-      const PinChange c = index_->SetPinned({ns, key}, false);
+      const PinChange c = index().SetPinned({ns, key}, false);
       if (!c.present) break;
       if (!c.changed) continue;
       quotas_.Unpin(ns, c.size_bytes);
@@ -85,8 +77,8 @@ absl::StatusOr<uint32_t> ChunkStoreImpl::Pin(const Key128& ns, absl::Span<const 
   uint64_t bytes = 0;
   for (const Key128& key : keys) {
     const ChunkId id{ns, key};
-    PinChange d = index_->Describe(id);
-    if (!d.present && PromoteForPin(id)) d = index_->Describe(id);
+    PinChange d = index().Describe(id);
+    if (!d.present && PromoteForPin(id)) d = index().Describe(id);
     if (!d.present) break;
     if (d.pinned) continue;
     wanted.emplace_back(id, d.size_bytes);
@@ -96,13 +88,13 @@ absl::StatusOr<uint32_t> ChunkStoreImpl::Pin(const Key128& ns, absl::Span<const 
   if (!quotas_.TryPin(ns, bytes)) {
     CounterSnapshot refused;
     refused.pin_quota_refusals = wanted.size();
-    index_->AddCounters(ns, refused);
+    index().AddCounters(ns, refused);
     return absl::ResourceExhaustedError(absl::StrCat("pin quota of tenant \"", quotas_.TenantOf(ns),
                                                      "\" cannot hold ", bytes, " more bytes (",
                                                      wanted.size(), " chunks)"));
   }
   for (const auto& [id, size] : wanted) {
-    const PinChange c = index_->SetPinned(id, true);
+    const PinChange c = index().SetPinned(id, true);
     if (c.changed) {
       ++changed;
     } else {
@@ -116,16 +108,14 @@ void ChunkStoreImpl::EndSession(const Key128& ns, uint64_t session_id) {
   sessions_.End({ns, session_id});
   // Also when no longer tracked: a put racing the session's end may have joined it late.
   const SessionKey ended{ns, session_id};
-  index_->EndSessions(absl::MakeConstSpan(&ended, 1));
+  index().EndSessions(absl::MakeConstSpan(&ended, 1));
 }
 
 uint64_t ChunkStoreImpl::ClearNamespace(const Key128& ns) {
-  const ErasedChunks erased = index_->EraseNamespace(ns);
-  quotas_.AddDram(ns, -static_cast<int64_t>(erased.bytes));
-  if (erased.pinned_bytes != 0) quotas_.Unpin(ns, erased.pinned_bytes);
-  ChargeBookkeeping();
-  const absl::flat_hash_set<ChunkId> counted(erased.ids.begin(), erased.ids.end());
-  return erased.ids.size() + ClearBelowDram(ns, counted);
+  // A chunk in several tiers (a DRAM copy of an NVMe chunk) counts once.
+  absl::flat_hash_set<ChunkId> cleared;
+  for (StorageTier* tier : tiers_) tier->Clear(ns, &cleared);
+  return cleared.size();
 }
 
 TierUsage NamespaceUsage::Of(Tier tier) const { return TierEntry(tiers, tier); }
@@ -134,13 +124,7 @@ uint64_t NamespaceUsage::Chunks() const { return SumOverTiers(tiers, &TierUsage:
 
 std::vector<NamespaceUsage> ChunkStoreImpl::NamespaceUsages() const {
   absl::flat_hash_map<Key128, NamespaceUsage> by_ns;
-  for (const auto& [ns, c] : index_->AllNamespaceCounters()) {
-    if (c.chunks == 0) continue;
-    NamespaceUsage& u = by_ns[ns];
-    u.tiers.push_back({Tier::kDram, c.chunks, c.bytes});
-    u.pinned_bytes = c.pinned_bytes;
-  }
-  for (const std::unique_ptr<LowerTier>& tier : below_) tier->AddUsage(&by_ns);
+  for (const StorageTier* tier : tiers_) tier->AddUsage(&by_ns);
   for (const Key128& ns : quotas_.BoundNamespaces()) by_ns[ns];
   std::vector<NamespaceUsage> out;
   out.reserve(by_ns.size());

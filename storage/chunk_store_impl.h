@@ -1,11 +1,12 @@
-// ChunkStoreImpl: the ChunkStore over the sharded index, the DRAM tier, the lease table and
-// a stack of lower tiers (storage/lower_tier.h; the daemon's is the NVMe tier alone).
+// ChunkStoreImpl: the ChunkStore over a stack of tiers (storage/tier.h): the DRAM tier
+// (storage/dram/dram_tier.h: arena, index, checksummer) above the lower tiers
+// (storage/lower_tier.h; the daemon's is the NVMe tier alone), plus the lease table, the
+// sessions and the tenants' quotas.
 //
 // Space is reserved at BeginPut, evicting by policy until the payload fits; the chunk
 // joins the index only at CommitPut. Expired leases are released lazily, in Lookup and
-// before evicting. The store runs one thread of its own, the checksummer (deferred
-// checksums of chunks received in place), and a read pool when a lower tier blocks; the
-// tiers run their own. The lower-tier glue lives in chunk_store_tiers.cc; hints, tenant
+// before evicting. The store runs a read pool when a lower tier blocks; the tiers run their
+// own threads. The glue for reads below DRAM lives in chunk_store_tiers.cc; hints, tenant
 // quotas and the admin calls in chunk_store_hints.cc.
 //
 // Hints: the index sorts chunks into eviction classes (storage/index.h); the store keeps
@@ -21,9 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "storage/checksummer.h"
 #include "storage/chunk_store.h"
-#include "storage/dram/dram_allocator.h"
+#include "storage/dram/dram_tier.h"
 #include "storage/index.h"
 #include "storage/lease_table.h"
 #include "storage/lower_tier.h"
@@ -64,8 +64,6 @@ class ChunkStoreImpl final : public ChunkStore {
   std::vector<std::pair<Key128, CounterSnapshot>> AllNamespaceCounters() const override;
 
  private:
-  // RESOURCE_EXHAUSTED unless a payload of `size` bytes could ever fit.
-  absl::Status CheckFits(uint64_t size) const;
   // Allocates `size` bytes for a chunk of `ns` into `out`, evicting as needed: first the
   // tenant's own chunks past its DRAM quota (MakeTenantRoom), then by policy. The one way
   // into DRAM (puts and promotions alike), so no path skips the tenant's quota.
@@ -75,8 +73,8 @@ class ChunkStoreImpl final : public ChunkStore {
   void ExpireLeases(absl::Time now);
   // The lease clock's time (options_.clock, or absl::Now when unset).
   absl::Time Now() const;
-  // Counts the index's heap bookkeeping against the DRAM budget; call when its size changed.
-  void ChargeBookkeeping();
+  // The index of the DRAM tier, which also keeps leases, sessions, pins and counters.
+  ChunkIndex& index() const { return dram_.index(); }
 
   // Hint glue (chunk_store_hints.cc).
   // Marks the session active; the sessions that idled out or were pushed out end.
@@ -87,8 +85,6 @@ class ChunkStoreImpl final : public ChunkStore {
   // RESOURCE_EXHAUSTED when they cannot (the rest is pinned, leased or being read), and
   // before evicting anything when the quota could never hold it (TenantQuotas::CheckDramRoom).
   absl::Status MakeTenantRoom(const Key128& ns, uint64_t size);
-  // Accounts for a chunk evicted from DRAM and offers it to the first lower tier.
-  void Evicted(const EvictedEntry& evicted, ChunkRef victim);
   // Takes pin quota for a put asking for a pin; clears hints->pin (counted) when refused.
   void AdmitPin(const ChunkId& id, uint64_t size, PutHints* hints);
   // The store's counters with the live session counts added.
@@ -104,23 +100,20 @@ class ChunkStoreImpl final : public ChunkStore {
   ChunkRef Promote(const ChunkId& id, const StoredChunk& chunk);
   // Promotes a chunk below DRAM so it can be pinned; whether DRAM has it now.
   bool PromoteForPin(const ChunkId& id);
-  // Deletes every chunk of `ns` below DRAM; returns how many of them were not in `counted`
-  // (copies of chunks already deleted from DRAM).
-  uint64_t ClearBelowDram(const Key128& ns, const absl::flat_hash_set<ChunkId>& counted);
-  // The tier of the first lower tier holding `id`, or Tier::kNone.
+  // The kind of the first lower tier holding `id`, or Tier::kNone.
   Tier LocateBelow(const ChunkId& id) const;
   // Whether some lower tier may wait on I/O.
   bool AnyBlockingTier() const;
 
   const ChunkStoreOptions options_;
-  const std::shared_ptr<DramAllocator> dram_;
-  const std::unique_ptr<ChunkIndex> index_;
   LeaseTable leases_;
   TenantQuotas quotas_;
   SessionTable sessions_;
-  // Closed top first by the destructor.
+  DramTier dram_;
+  // Closed top first by the destructor, before the DRAM tier whose index they read.
   std::vector<std::unique_ptr<LowerTier>> below_;
-  const std::unique_ptr<Checksummer> checksummer_;  // null unless background_checksums
+  // Every tier, fastest first: &dram_, then below_.
+  std::vector<StorageTier*> tiers_;
   std::atomic<uint64_t> promotions_{0};
   // Set by the destructor: reads still queued then answer UNAVAILABLE without the disk.
   std::atomic<bool> closing_{false};

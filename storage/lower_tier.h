@@ -1,6 +1,7 @@
-// LowerTier: a tier below DRAM. The chunk store (storage/chunk_store_impl.h) keeps DRAM,
-// where every put lands and where leases and hints apply, above a stack of lower tiers,
-// fastest first. A chunk DRAM evicts is offered to the first lower tier (Admit); a chunk a
+// LowerTier: a tier below DRAM. The chunk store (storage/chunk_store_impl.h) keeps the DRAM
+// tier (storage/dram/dram_tier.h), where every put lands and where leases and hints apply,
+// above a stack of lower tiers, fastest first; each is a StorageTier (storage/tier.h) that
+// also admits. A chunk DRAM evicts is offered to the first lower tier (Admit); a chunk a
 // lower tier evicts may be offered to the one below it (TierEnv::below); a get that misses
 // DRAM asks each lower tier in turn. The store calls only this interface, so a new tier
 // (a GPU staging buffer, a remote tier) is a new implementation stacked by its creator,
@@ -12,12 +13,8 @@
 
 #include <functional>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "kvstash/keys.h"
-#include "storage/chunk.h"
-#include "storage/chunk_store.h"
 #include "storage/index.h"
+#include "storage/tier.h"
 
 namespace kvstash::storage {
 
@@ -36,52 +33,24 @@ struct TierEnv {
   class LowerTier* below = nullptr;
 };
 
-// A chunk read from a lower tier.
-struct TierRead {
-  ChunkRef chunk;  // null: absent
-  // False when the bytes came from memory the tier holds in flight (a demotion still
-  // queued): copying them into DRAM would gain nothing.
-  bool promotable = true;
-};
-
-class LowerTier {
+class LowerTier : public StorageTier {
  public:
-  virtual ~LowerTier() = default;
-
   // Called once by the store that stacks the tier, before any other call.
   virtual void Attach(const TierEnv& env) = 0;
-  // What Lookup and Locate report for a chunk held here.
-  virtual Tier kind() const = 0;
   // Whether Get may wait on I/O (the store's GetAsync then reads on its read pool).
   virtual bool blocking() const = 0;
 
-  // Whether the tier holds `id`, or is about to (queued for writing).
-  virtual bool Contains(const ChunkId& id) const = 0;
   // A chunk evicted from the tier above (`evicted` says how hot and how kept it was):
   // stored, now or in the background, or declined (admission). `chunk` keeps its bytes
   // alive for as long as the tier holds the reference.
   virtual void Admit(const EvictedEntry& evicted, ChunkRef chunk) = 0;
   // A put was just committed to DRAM (a write-through tier copies it now).
   virtual void Committed(const ChunkId& id, const StoredChunk& chunk) = 0;
-  // The chunk, its payload verified, or a null chunk when absent. `for_get`: a client's
-  // get, counted as the tier's hit or miss and paced as the tier paces reads; false: the
-  // store's own read (a pin promoting the chunk), neither counted nor paced.
-  virtual TierRead Get(const ChunkId& id, bool for_get) = 0;
-  // Removes `id`; whether it was held.
-  virtual bool Delete(const ChunkId& id) = 0;
-  // Removes every chunk of `ns`, adding the ids removed to `cleared`.
-  virtual void Clear(const Key128& ns, absl::flat_hash_set<ChunkId>* cleared) = 0;
 
   // DRAM is about to evict for a put (a cleaner's cue to write ahead).
   virtual void DramEvicting() = 0;
   // DRAM evicted: the tier's own limits (per-tenant quotas) apply now.
   virtual void AfterEvictions() = 0;
-
-  // Adds the tier's chunks and bytes per namespace to `usage`.
-  virtual void AddUsage(absl::flat_hash_map<Key128, NamespaceUsage>* usage) const = 0;
-  // Appends the tier's TierStats, its gets served (`hits`) included, and fills its own
-  // counters in `stats`.
-  virtual void Report(StoreStats* stats) const = 0;
 };
 
 }  // namespace kvstash::storage

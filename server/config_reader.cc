@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "common/byte_size.h"
-#include "server/config.h"
 
 namespace kvstash::server {
 

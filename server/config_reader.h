@@ -1,4 +1,5 @@
-// ConfigReader: a strict, typed view of one YAML mapping of the config, used by config.cc.
+// ConfigReader: a strict, typed view of one YAML mapping of the config, used by
+// config_parse.cc.
 //
 // Each accessor reads one key into a field that already holds its default (an absent key
 // leaves the default), and records the key as known; RejectUnknown() then refuses every

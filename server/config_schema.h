@@ -1,8 +1,8 @@
 // The daemon's config keys, each declared once: VisitConfig walks every section and field
 // of a ServerConfig in file order, naming its YAML key, its kind (string, byte size,
 // integer, bool, one of a set of names), its accepted range and its documentation (one
-// line of Markdown). Reading (config.cc), `--set` overrides (applied to the YAML tree, then
-// read), EmitConfig, the documented default config (DefaultConfigYaml, which
+// line of Markdown). Reading (config_parse.cc), `--set` overrides (applied to the YAML
+// tree, then read), EmitConfig, the documented default config (DefaultConfigYaml, which
 // deploy/kvstashd.yaml is) and README.md's reference table (ConfigReferenceTable) all run
 // over it; config_docs_test fails when the checked-in copies drift. A field's default is
 // its struct member's initializer (config.h, or the storage option it is).

@@ -16,6 +16,7 @@
 #include "server/config_schema.h"
 #include "server/config_test_util.h"
 #include "storage/policy/eviction_policy.h"
+#include "storage/policy/policies.h"
 
 namespace kvstash::server {
 namespace {

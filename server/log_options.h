@@ -1,6 +1,6 @@
 // The `log:` section's options and their names, apart from the rest of the daemon's config
 // so that the logger (server/log.h) depends on nothing else. The names are the config
-// schema's (server/config_schema.h); they are defined with the config (config.cc).
+// schema's (server/config_schema.h); they are defined with the config parser (config_parse.cc).
 //
 // Thread-safety: plain values and pure functions.
 #pragma once

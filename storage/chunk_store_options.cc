@@ -9,6 +9,7 @@
 #include "storage/nvme/nvme_tier.h"
 #include "storage/nvme/rocksdb_tier.h"
 #include "storage/policy/eviction_policy.h"
+#include "storage/policy/policies.h"
 #include "storage/tenant_quota_config.h"
 
 namespace kvstash::storage {

@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 #include "storage/chunk_store.h"
 #include "storage/policy/eviction_policy.h"
+#include "storage/policy/policies.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "storage/dram/dram_chunk.h"
 #include "storage/index.h"
+#include "storage/policy/policies.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {

@@ -5,6 +5,7 @@
 
 #include "absl/hash/hash.h"
 #include "absl/status/status.h"
+#include "storage/policy/policies.h"
 
 namespace kvstash::storage {
 namespace {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "storage/policy/policies.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {

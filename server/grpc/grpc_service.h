@@ -12,6 +12,7 @@
 
 #include "kvstash/v1/kvstash.grpc.pb.h"
 #include "server/grpc/delivery_gate.h"
+#include "server/grpc/grpc_auth.h"
 #include "server/requests.h"
 #include "server/service_env.h"
 
@@ -29,14 +30,6 @@ using KvStashCallbackBase = KvStash::WithCallbackMethod_RegisterNamespace<
             KvStash::WithCallbackMethod_Delete<KvStash::WithCallbackMethod_Stats<
                 KvStash::WithCallbackMethod_Health<KvStashAdminBase>>>>>>>>;
 }  // namespace internal
-
-// The bearer token of a gRPC call: its `authorization: Bearer <token>` metadata, "" when
-// it has none. UNAUTHENTICATED for other authorization metadata.
-absl::StatusOr<std::string> BearerTokenOf(const grpc::ServerContextBase& context);
-
-// The caller of a gRPC call of `op`, from its authorization metadata (Requests::Authenticate).
-absl::StatusOr<CallAuth> AuthenticateCall(const Requests& requests, Op op,
-                                          const grpc::ServerContextBase& context);
 
 class KvStashService final : public internal::KvStashCallbackBase {
  public:

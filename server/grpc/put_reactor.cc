@@ -6,7 +6,7 @@
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
-#include "server/grpc/grpc_service.h"
+#include "server/grpc/grpc_auth.h"
 #include "server/put_stream.h"
 
 namespace kvstash::server {

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/ucx_setup.h"
 #include "proto/ucx_wire.h"
-#include "server/ucx/ucx_server.h"
+#include "server/ucx/ucx_options.h"
 
 namespace kvstash::server::ucx {
 namespace {

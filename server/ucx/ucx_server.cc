@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/host_port.h"
+#include "server/ucx/ucx_requests.h"
 
 namespace kvstash::server::ucx {
 namespace {
@@ -51,7 +52,8 @@ absl::StatusOr<std::unique_ptr<UcxServer>> UcxServer::Start(const UcxServerOptio
 
 absl::Status UcxServer::Init() {
   for (int i = 0; i < options_.worker_threads; ++i) {
-    absl::StatusOr<std::unique_ptr<UcxWorker>> w = UcxWorker::Create(context_->handle(), &env_);
+    absl::StatusOr<std::unique_ptr<UcxWorker>> w =
+        UcxWorker::Create(context_->handle(), &env_, &OnRequestMessage);
     if (!w.ok()) return w.status();
     workers_.push_back(std::move(*w));
   }

@@ -20,25 +20,10 @@
 #include "absl/time/time.h"
 #include "common/ucx_setup.h"
 #include "server/ucx/ucx_context.h"
+#include "server/ucx/ucx_options.h"
 #include "server/ucx/ucx_worker.h"
 
 namespace kvstash::server::ucx {
-
-struct UcxServerOptions {
-  // HOST:PORT to listen on; port 0 picks a free port.
-  std::string listen = "127.0.0.1:7072";
-  // UCX_TLS for this daemon's context; empty = the environment's UCX_TLS or UCX's default.
-  std::string tls;
-  // UCX_RNDV_THRESH in bytes; 0 = UCX's default.
-  uint64_t rndv_thresh_bytes = 0;
-  // UCX_TCP_RX_SEG_SIZE unless the environment sets it; UcxContext::Create checks the range
-  // (in ucx_setup::ConfigureUcx) and the effective value goes to clients in the Hello reply.
-  uint64_t tcp_segment_bytes = ucx_setup::kDefaultTcpSegmentBytes;
-  // Worker threads, 1..64.
-  int worker_threads = 1;
-
-  absl::Status Validate() const;
-};
 
 class UcxServer {
  public:

@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/ucx_setup.h"
-#include "server/ucx/ucx_requests.h"
 
 namespace kvstash::server::ucx {
 namespace {
@@ -53,7 +52,8 @@ struct SendOp {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(ucp_context_h context,
-                                                             const UcxServiceEnv* env) {
+                                                             const UcxServiceEnv* env,
+                                                             ucp_am_recv_callback_t on_request) {
   // The worker is progressed by its own thread only, but created and destroyed by the
   // controlling thread: serialized access.
   ucp_worker_h worker = nullptr;
@@ -67,8 +67,8 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(ucp_context_h conte
   }
   w->address_.assign(reinterpret_cast<const char*>(address), address_len);
   ucp_worker_release_address(worker, address);
-  if (absl::Status st = ucx_setup::SetWholeMessageHandler(worker, wire::ucx::kRequestAmId,
-                                                          &OnRequestMessage, w.get());
+  if (absl::Status st =
+          ucx_setup::SetWholeMessageHandler(worker, wire::ucx::kRequestAmId, on_request, w.get());
       !st.ok()) {
     return st;
   }

@@ -136,9 +136,11 @@ using ConnectionPtr = std::shared_ptr<Connection>;
 
 class UcxWorker {
  public:
-  // Creates the UCP worker (with wakeup support) on `context`.
+  // Creates the UCP worker (with wakeup support) on `context`; `on_request` handles the
+  // requests its connections send (wire::ucx::kRequestAmId), called with the worker as `arg`.
   static absl::StatusOr<std::unique_ptr<UcxWorker>> Create(ucp_context_h context,
-                                                           const UcxServiceEnv* env);
+                                                           const UcxServiceEnv* env,
+                                                           ucp_am_recv_callback_t on_request);
   // REQUIRES: Stop() was called if Start() was.
   ~UcxWorker();
 

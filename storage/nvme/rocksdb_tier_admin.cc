@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "storage/nvme/rocksdb_tier.h"
+#include "storage/policy/policies.h"
 
 namespace kvstash::storage {
 

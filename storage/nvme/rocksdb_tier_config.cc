@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "rocksdb/env.h"
 #include "rocksdb/sst_file_manager.h"
+#include "storage/policy/policies.h"
 
 namespace kvstash::storage::nvme {
 namespace {

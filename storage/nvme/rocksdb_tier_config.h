@@ -9,7 +9,7 @@
 
 #include "absl/time/time.h"
 #include "rocksdb/options.h"
-#include "storage/nvme/rocksdb_tier.h"
+#include "storage/nvme/rocksdb_tier_options.h"
 
 namespace kvstash::storage::nvme {
 

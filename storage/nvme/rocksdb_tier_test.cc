@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "storage/nvme/nvme_format.h"
 #include "storage/nvme/nvme_test_util.h"
+#include "storage/policy/policies.h"
 #include "storage/test_util.h"
 
 namespace kvstash::storage {

@@ -118,11 +118,4 @@ using EvictionPolicyPtr = std::unique_ptr<EvictionPolicy>;
 // so that ranks built from it compare across shards.
 uint64_t PolicyClockNanos();
 
-// Names accepted by CreateEvictionPolicy, e.g. for config validation messages.
-std::vector<std::string> KnownEvictionPolicies();
-// INVALID_ARGUMENT naming the known policies when `name` is unknown; with `field`, the
-// message starts with "<field>: " (the option that named it).
-absl::StatusOr<EvictionPolicyPtr> CreateEvictionPolicy(absl::string_view name,
-                                                       absl::string_view field = "");
-
 }  // namespace kvstash::storage

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "storage/policy/policies.h"
 
 namespace kvstash::storage {
 namespace {

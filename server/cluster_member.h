@@ -30,10 +30,10 @@
 #include "cluster/member_source.h"
 #include "cluster/registrar.h"
 #include "server/config.h"
+#include "server/grpc/peer_prober.h"
 #include "server/log.h"
 #include "server/metrics/exposition.h"
 #include "server/metrics/metric.h"
-#include "server/peer_prober.h"
 
 namespace kvstash::server {
 

@@ -1,6 +1,6 @@
 // The request rules that need no store: limits, key lists, Put chunk headers and the Get
 // request's decoding. The request layer (requests.h) and the Put stream parser
-// (put_stream.h) apply them; they are free functions so that the decoders of untrusted
+// (grpc/put_stream.h) apply them; they are free functions so that the decoders of untrusted
 // input can be exercised without a daemon (tests/fuzz/).
 //
 // Thread-safety: plain values and stateless functions; safe from any thread.

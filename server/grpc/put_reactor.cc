@@ -7,7 +7,7 @@
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
 #include "server/grpc/grpc_auth.h"
-#include "server/put_stream.h"
+#include "server/grpc/put_stream.h"
 
 namespace kvstash::server {
 namespace {

@@ -1,4 +1,4 @@
-// Fuzzes the Put stream's grammar (server/put_stream.h): what the daemon does with the
+// Fuzzes the Put stream's grammar (server/grpc/put_stream.h): what the daemon does with the
 // frames of a Put call before any chunk reaches the store. Input: records (fuzz_util.h
 // Records) each of one byte giving the number of slices and then one frame's bytes.
 // Checks: chunks start only after the namespace and never overlap, each chunk's payload
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "fuzz_util.h"
+#include "server/grpc/put_stream.h"
 #include "server/namespace_registry.h"
-#include "server/put_stream.h"
 
 namespace kvstash::fuzz {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/put_stream.h"
+#include "server/grpc/put_stream.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-#include "server/put_stream.h"
+#include "server/grpc/put_stream.h"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "server/peer_prober.h"
+#include "server/grpc/peer_prober.h"
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>

@@ -169,9 +169,17 @@ void KeepLargeBuffersOnHeap() {
   mallopt(M_TOP_PAD, 64 << 20);
 }
 
+// Debian's abseil is built in debug mode, where every Mutex::Lock records the lock order in
+// one process-wide graph under a global spin lock; the daemon's lock order is checked by its
+// ThreadSanitizer build instead.
+void SkipMutexDeadlockGraph() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
 }  // namespace
 
 int RunDaemon(int argc, char** argv) {
+  SkipMutexDeadlockGraph();
   CommandLine cl;
   ServerConfig config;
   if (int code = HandleCommandLine(argc, argv, &cl, &config); code >= 0) return code;

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Fails when the C++ units under the given folders include each other in a cycle.
 
-A unit is a header and the source file of the same name (foo.h + foo.cc). An arrow goes
-from a unit to every unit whose header one of its files includes. In a layered tree the
-arrows form no cycle: a cycle means some unit points back up at one that depends on it.
-Tests, fuzz targets and test utilities are left out.
+A unit is a header and the source file of the same name (foo.h + foo.cc); a source file
+without a header of its own (foo_parts.cc) belongs to the unit of the first header it
+includes, as it implements that header. An arrow goes from a unit to every unit whose
+header one of its files includes. In a layered tree the arrows form no cycle: a cycle means
+some unit points back up at one that depends on it. Tests, fuzz targets and test utilities
+are left out. A tree with no units or no arrows fails too (the check would check nothing).
 
 Usage: include_cycles.py ROOT FOLDER [FOLDER ...]
+       include_cycles.py --self-test
 """
 import os
 import re
@@ -21,8 +24,17 @@ def is_production(path: str) -> bool:
     return not (name.endswith("_test.cc") or "test_util" in name or "/fuzz/" in path)
 
 
+def unit_of(root: str, rel: str, includes: List[str]) -> str:
+    """The unit `rel` belongs to (see the module docstring); `includes` are its headers
+    under the checked folders, in order."""
+    stem = rel.rsplit(".", 1)[0]
+    if rel.endswith(".h") or os.path.exists(os.path.join(root, stem + ".h")):
+        return stem
+    return includes[0] if includes else stem
+
+
 def read_units(root: str, folders: List[str]) -> Dict[str, Set[str]]:
-    """Maps each unit (its path without extension) to the units it includes."""
+    """Maps each unit (its header's path without extension) to the units it includes."""
     arrows: Dict[str, Set[str]] = {}
     for folder in folders:
         for directory, _, files in os.walk(os.path.join(root, folder)):
@@ -32,12 +44,11 @@ def read_units(root: str, folders: List[str]) -> Dict[str, Set[str]]:
                 rel = os.path.relpath(os.path.join(directory, name), root)
                 if not is_production(rel):
                     continue
-                unit = rel.rsplit(".", 1)[0]
                 with open(os.path.join(root, rel), encoding="utf-8") as f:
-                    targets = set(INCLUDE.findall(f.read()))
-                arrows.setdefault(unit, set()).update(
-                    t for t in targets
-                    if t != unit and any(t.startswith(x.rstrip("/") + "/") for x in folders))
+                    includes = [t for t in INCLUDE.findall(f.read())
+                                if any(t.startswith(x.rstrip("/") + "/") for x in folders)]
+                unit = unit_of(root, rel, includes)
+                arrows.setdefault(unit, set()).update(t for t in includes if t != unit)
     return arrows
 
 
@@ -83,9 +94,34 @@ def cycles(arrows: Dict[str, Set[str]]) -> List[List[str]]:
     return found
 
 
+def self_test() -> int:
+    """Checks the checker on two small trees: one layered, one with a cycle."""
+    import tempfile
+    trees = {
+        False: {"a.h": "", "a.cc": '#include "t/a.h"\n#include "t/b.h"\n', "b.h": "",
+                "a_parts.cc": '#include "other/x.h"\n#include "t/a.h"\n#include "t/b.h"\n'},
+        True: {"a.h": "", "a.cc": '#include "t/a.h"\n#include "t/b.h"\n', "b.h": "",
+               "b_parts.cc": '#include "t/b.h"\n#include "t/a.h"\n'},
+    }
+    for has_cycle, files in trees.items():
+        with tempfile.TemporaryDirectory() as root:
+            os.mkdir(os.path.join(root, "t"))
+            for name, text in files.items():
+                with open(os.path.join(root, "t", name), "w", encoding="utf-8") as f:
+                    f.write(text)
+            found = cycles(read_units(root, ["t"]))
+            if bool(found) != has_cycle:
+                print(f"self-test failed: expected cycle={has_cycle}, found {found}")
+                return 1
+    print("self-test passed")
+    return 0
+
+
 def main(argv: List[str]) -> int:
+    if argv[1:] == ["--self-test"]:
+        return self_test()
     if len(argv) < 3:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        print(__doc__.strip().splitlines()[-2], file=sys.stderr)
         return 2
     root, folders = argv[1], argv[2:]
     arrows = read_units(root, folders)
@@ -93,6 +129,9 @@ def main(argv: List[str]) -> int:
     total = sum(len(t) for t in arrows.values())
     print(f"{len(arrows)} units, {total} include arrows in {', '.join(folders)}; "
           f"{len(found)} cycles")
+    if not arrows or total == 0:
+        print("nothing to check: no units or no include arrows under those folders")
+        return 1
     for component in found:
         members = set(component)
         print("cycle:")

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "cluster/etcd_client.h"
+#include "server/config_choices.h"
 
 namespace kvstash::server {
 
@@ -54,6 +56,25 @@ std::string ServerConfig::NvmePath() const {
   if (!storage.nvme.enabled) return "";
   if (!storage.nvme.path.empty()) return storage.nvme.path;
   return absl::StrCat(data_dir, "/nvme");
+}
+
+absl::Status InField(absl::string_view field, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", s.message()));
+}
+
+absl::string_view HugePagesName(storage::ChunkStoreOptions::HugePages mode) {
+  return ChoiceName(mode, Choices<storage::HugePages>(kHugePagesModes));
+}
+
+absl::StatusOr<cluster::EtcdOptions> ClusterConfig::Etcd() const {
+  TlsChannelFiles files;
+  files.ca = {etcd_ca_file, "cluster.etcd_ca_file"};
+  files.cert = {etcd_cert_file, "cluster.etcd_cert_file"};
+  files.key = {etcd_key_file, "cluster.etcd_key_file"};
+  absl::StatusOr<cluster::EtcdOptions> etcd = cluster::EtcdOptionsFrom(etcd_endpoints, files);
+  if (!etcd.ok()) return InField("cluster.etcd_endpoints", etcd.status());
+  return etcd;
 }
 
 }  // namespace kvstash::server

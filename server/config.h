@@ -149,11 +149,6 @@ struct ServerConfig {
   std::string NvmePath() const;
 };
 
-// The configuration used when no --config file is given: every key at its default, each
-// section and key under its documentation as comments (deploy/kvstashd.yaml is this
-// text). Parses to ServerConfig{}.
-std::string DefaultConfigYaml();
-
 // One `--set` override: a dotted key path and a value.
 struct ConfigOverride {
   std::string key;       // e.g. "storage.dram.capacity_bytes"
@@ -161,24 +156,23 @@ struct ConfigOverride {
   bool literal = false;  // take `value` as a plain string ("[::]:7070" is an address)
 };
 
-// Parses `yaml` (empty = all defaults), applies `overrides` in order, then validates.
-// INVALID_ARGUMENT names the offending field.
-absl::StatusOr<ServerConfig> ParseConfig(absl::string_view yaml,
-                                         const std::vector<ConfigOverride>& overrides);
-// Reads `path` and parses it as above. NOT_FOUND / INVALID_ARGUMENT name the file.
-absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
-                                            const std::vector<ConfigOverride>& overrides);
-
-// The effective configuration as YAML; ParseConfig(EmitConfig(c), {}) yields `c` again.
-// `documented`: each section and key under its documentation as comments.
-std::string EmitConfig(const ServerConfig& config, bool documented = false);
-
 // With `auth_required`, an enabled UCX listener on a non-loopback address needs
 // ucx.trusted_network (UCX carries tokens unencrypted). FAILED_PRECONDITION saying so.
 absl::Status CheckUcxTrust(const UcxConfig& ucx, bool auth_required);
 // Whether HOST of "HOST:PORT" is a loopback address (127.0.0.0/8, ::1, localhost).
 bool IsLoopbackHostPort(absl::string_view host_port);
 
+// The names of the huge-page modes; the first name of a mode is the one written back.
+// true/false are accepted because YAML users write them for on/off out of habit.
+inline const std::pair<const char*, storage::HugePages> kHugePagesModes[] = {
+    {"off", storage::HugePages::kOff},
+    {"auto", storage::HugePages::kAuto},
+    {"on", storage::HugePages::kOn},
+    {"false", storage::HugePages::kOff},
+    {"true", storage::HugePages::kOn}};
 absl::string_view HugePagesName(storage::ChunkStoreOptions::HugePages mode);
+
+// `s` with its message prefixed by "<field>: " (INVALID_ARGUMENT); OK stays OK.
+absl::Status InField(absl::string_view field, const absl::Status& s);
 
 }  // namespace kvstash::server

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/config.h"
+#include "server/config_file.h"
 #include "server/config_test_util.h"
 
 namespace kvstash::server {

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/config.h"
+#include "server/config_file.h"
 #include "server/config_schema.h"
 #include "server/config_test_util.h"
 #include "testing/generated_text.h"

@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/byte_size.h"
-#include "server/config.h"
+#include "server/config_file.h"
 #include "server/config_schema.h"
 
 namespace kvstash::server {

@@ -19,7 +19,7 @@
 #include "common/byte_size.h"
 #include "common/ucx_setup.h"
 #include "proto/ucx_wire.h"
-#include "server/config.h"
+#include "server/config_file.h"
 #include "server/config_reader.h"
 #include "server/config_schema.h"
 #include "storage/tenant_quota_config.h"
@@ -137,11 +137,6 @@ absl::Status CheckTls(const TlsConfig& t) {
 }
 
 // Prefixes a cluster:: validation error with the field it came from.
-absl::Status InField(absl::string_view field, const absl::Status& s) {
-  if (s.ok()) return s;
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", s.message()));
-}
-
 absl::Status CheckCluster(const ClusterConfig& c) {
   if (absl::Status s = InField("cluster.name", cluster::ValidateClusterName(c.name)); !s.ok()) {
     return s;
@@ -261,28 +256,6 @@ absl::StatusOr<ServerConfig> LoadConfigFile(const std::string& path,
     return absl::Status(c.status().code(), absl::StrCat(path, ": ", c.status().message()));
   }
   return c;
-}
-
-absl::string_view LogLevelName(LogLevel level) {
-  return ChoiceName(level, Choices<LogLevel>(config_schema::kLogLevels));
-}
-
-absl::string_view HugePagesName(storage::ChunkStoreOptions::HugePages mode) {
-  return ChoiceName(mode, Choices<HugePages>(config_schema::kHugePagesModes));
-}
-
-absl::string_view LogFormatName(LogFormat format) {
-  return ChoiceName(format, Choices<LogFormat>(config_schema::kLogFormats));
-}
-
-absl::StatusOr<cluster::EtcdOptions> ClusterConfig::Etcd() const {
-  TlsChannelFiles files;
-  files.ca = {etcd_ca_file, "cluster.etcd_ca_file"};
-  files.cert = {etcd_cert_file, "cluster.etcd_cert_file"};
-  files.key = {etcd_key_file, "cluster.etcd_key_file"};
-  absl::StatusOr<cluster::EtcdOptions> etcd = cluster::EtcdOptionsFrom(etcd_endpoints, files);
-  if (!etcd.ok()) return InField("cluster.etcd_endpoints", etcd.status());
-  return etcd;
 }
 
 }  // namespace kvstash::server

@@ -27,6 +27,7 @@
 #include "absl/types/span.h"
 #include "common/ucx_setup.h"
 #include "server/config.h"
+#include "server/config_choices.h"
 
 namespace kvstash::server {
 
@@ -42,10 +43,6 @@ struct IntRange {
   int64_t max = std::numeric_limits<int64_t>::max();
   bool power_of_two = false;
 };
-// The names a field accepts and the values they stand for; the first name of a value is
-// the one written back (and the one LogLevelName and the like return).
-template <typename T>
-using Choices = absl::Span<const std::pair<const char*, T>>;
 
 namespace config_schema {
 
@@ -58,18 +55,6 @@ constexpr int kMaxThreads = 64;
 
 using HugePages = storage::ChunkStoreOptions::HugePages;
 
-inline const std::pair<const char*, LogLevel> kLogLevels[] = {{"debug", LogLevel::kDebug},
-                                                              {"info", LogLevel::kInfo},
-                                                              {"warn", LogLevel::kWarn},
-                                                              {"error", LogLevel::kError}};
-inline const std::pair<const char*, LogFormat> kLogFormats[] = {{"logfmt", LogFormat::kLogfmt},
-                                                                {"json", LogFormat::kJson}};
-// true/false are accepted because YAML users write them for on/off out of habit.
-inline const std::pair<const char*, HugePages> kHugePagesModes[] = {{"off", HugePages::kOff},
-                                                                    {"auto", HugePages::kAuto},
-                                                                    {"on", HugePages::kOn},
-                                                                    {"false", HugePages::kOff},
-                                                                    {"true", HugePages::kOn}};
 // storage::KnownEvictionPolicies(), in its order (config_test checks).
 inline const std::pair<const char*, std::string> kEvictionPolicies[] = {
     {"lru", "lru"}, {"s3fifo", "s3fifo"}, {"tinylfu", "tinylfu"}, {"chain", "chain"}};
@@ -382,15 +367,6 @@ void VisitConfig(ServerConfig& c, V& v) {
   config_schema::VisitUcx(c.ucx, v);
   config_schema::VisitAuth(c.auth, v);
   config_schema::VisitCluster(c.cluster, v);
-}
-
-// The first name `choices` gives `value`.
-template <typename T>
-absl::string_view ChoiceName(const T& value, Choices<T> choices) {
-  for (const auto& [name, v] : choices) {
-    if (v == value) return name;
-  }
-  return "";
 }
 
 // One section or key of the config, with a key's value as EmitConfig writes it.

@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "server/config.h"
+#include "server/config_file.h"
 
 namespace kvstash::server {
 namespace {

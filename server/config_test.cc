@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/ucx_wire.h"
+#include "server/config_file.h"
 #include "server/config_schema.h"
 #include "server/config_test_util.h"
 #include "storage/policy/eviction_policy.h"

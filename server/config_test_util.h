@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 #include "server/config.h"
+#include "server/config_file.h"
 
 namespace kvstash::server {
 

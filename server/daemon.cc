@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/ready_file.h"
+#include "server/config_file.h"
 #include "server/flags.h"
 #include "server/server.h"
 #include "server/systemd_notify.h"

@@ -3,6 +3,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
+#include "server/config_file.h"
 
 ABSL_FLAG(std::string, config, "", "YAML configuration (default: the built-in one)");
 ABSL_FLAG(std::string, set, "", "override one config field, KEY=VALUE (repeatable)");

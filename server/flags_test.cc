@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/config_file.h"
 
 namespace kvstash::server {
 namespace {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "kvstash/tier_entries.h"
+
 namespace kvstash::storage {
 
 void StoredChunk::CopyTo(void* dst) const {
@@ -11,5 +13,9 @@ void StoredChunk::CopyTo(void* dst) const {
     out += s.size;
   }
 }
+
+TierUsage NamespaceUsage::Of(Tier tier) const { return TierEntry(tiers, tier); }
+
+uint64_t NamespaceUsage::Chunks() const { return SumOverTiers(tiers, &TierUsage::chunks); }
 
 }  // namespace kvstash::storage

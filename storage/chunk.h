@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -123,6 +124,27 @@ struct StoreStats {
   CounterSnapshot total;
   std::vector<TierStats> tiers;  // DRAM first, then NVMe when enabled
   NvmeCounters nvme;
+};
+
+// One tier's share of a namespace.
+struct TierUsage {
+  Tier tier = Tier::kNone;
+  uint64_t chunks = 0;
+  uint64_t bytes = 0;
+};
+
+// One namespace's footprint per tier (admin listing).
+struct NamespaceUsage {
+  Key128 ns;
+  std::string tenant;  // as bound by SetNamespaceTenant; empty when never bound
+  // One entry per tier holding chunks of the namespace, fastest first.
+  std::vector<TierUsage> tiers;
+  uint64_t pinned_bytes = 0;
+
+  // Its share of `tier`: zeros when the tier holds none of it.
+  TierUsage Of(Tier tier) const;
+  // Its chunks in every tier.
+  uint64_t Chunks() const;
 };
 
 }  // namespace kvstash::storage

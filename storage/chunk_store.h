@@ -26,6 +26,8 @@
 #include "kvstash/keys.h"
 #include "storage/chunk.h"
 #include "storage/dram/arena_memory.h"
+#include "storage/nvme/nvme_options.h"
+#include "storage/tenant_quota_config.h"
 
 namespace kvstash::storage {
 
@@ -52,7 +54,7 @@ struct ChunkStoreOptions {
   // DRAM capacity.
   uint64_t max_chunk_bytes = 256ull << 20;
   // Eviction policy of the DRAM tier, one of KnownEvictionPolicies()
-  // (storage/policy/eviction_policy.h): "lru", "s3fifo" (scan-resistant FIFO queues), "tinylfu"
+  // (storage/policy/policies.h): "lru", "s3fifo" (scan-resistant FIFO queues), "tinylfu"
   // (frequency admission) or "chain" (leaves of prompt chains first, from
   // PutHints::parent).
   std::string dram_eviction = "lru";
@@ -65,70 +67,9 @@ struct ChunkStoreOptions {
   // of in a second pass before the put is acknowledged. false: hash before committing.
   bool background_checksums = true;
 
-  // The NVMe tier (RocksDB with blob files, see docs/storage-format.md). Off by default.
-  struct Nvme {
-    // Most demotion_threads and read_threads accepted.
-    static constexpr int kMaxThreads = 64;
-    // Database directory on a local SSD. Empty: no NVMe tier (DRAM only). An existing
-    // database there is reopened and its chunks served again after the index is rebuilt
-    // from the metadata family.
-    std::string path;
-    // Byte budget of chunk payloads on NVMe; chunks are evicted past it, in the order of
-    // `eviction`.
-    // The directory settles within ~1.25x of it (blob garbage, WAL, SST files). 16 GiB fits
-    // a laptop or CI disk; set it to most of a dedicated SSD in production.
-    uint64_t capacity_bytes = 16ull << 30;
-    // Background threads writing DRAM evictions to NVMe. One keeps up with a single SSD
-    // for MiB-sized chunks; more help with many small chunks or sync_writes.
-    int demotion_threads = 1;
-    // Threads reading chunks from NVMe for GetAsync (the transports' gets), so that reads
-    // wait on the disk in parallel and never on a network thread.
-    int read_threads = 4;
-    // Paces NVMe reads to this many bytes per second across all read threads (each read
-    // waits its size / rate; storage/nvme/rate_limiter.h). 0 (default): unlimited. For tests and
-    // demonstrations of a slow tier (clients' fetch-or-recompute decisions) on a fast disk.
-    // A read in progress finishes its wait at shutdown: keep read_threads x the largest
-    // chunk / rate to seconds.
-    uint64_t read_bytes_per_s = 0;
-    // Evicted chunks waiting to be written. Queued chunks keep their DRAM until written,
-    // so this (with a quarter of the DRAM budget in bytes) bounds the DRAM held by
-    // demotion. A put whose eviction finds the queue full waits (demotion_wait_ms).
-    int demotion_queue_chunks = 16;
-    // Longest time a put waits for room in a full demotion queue before the evicted chunk
-    // is dropped (demotion_drops). 0 (default): never block the put path, drop at once; a
-    // cache loses only a copy. > 0: back-pressure, puts slow to the pace NVMe absorbs.
-    int64_t demotion_wait_ms = 0;
-    // The cleaner writes the coldest DRAM chunks to NVMe ahead of eviction, keeping this
-    // percentage of the DRAM budget (at its cold end) clean once DRAM is that full;
-    // evicting a clean chunk costs no write. 0 turns the cleaner off (chunks are written
-    // only when evicted). See storage/nvme/cleaner.h.
-    int clean_window_percent = 25;
-    // Write-back demotions and cleanings skip the WAL and become durable when RocksDB
-    // flushes its memtable: when it fills, at the latest this long after the write, and
-    // at a clean shutdown. 0: no timed flush. See docs/storage-format.md (Durability).
-    int64_t flush_interval_ms = 1000;
-    // Also write every put to NVMe before CommitPut returns (not only on eviction): puts
-    // then survive a restart as soon as they are acknowledged, at disk speed. A failed
-    // NVMe write is counted in io_errors; the chunk is still served from DRAM.
-    bool write_through = false;
-    // fsync the WAL on every NVMe write. Off: written chunks survive kill -9 but not
-    // power loss. On: they survive both, at one fsync per chunk.
-    bool sync_writes = false;
-    // Copy a chunk that Get served from NVMe into DRAM (evicting as a put would), so the
-    // next get is a DRAM hit. Off: NVMe hits stay on NVMe.
-    bool promote_on_hit = true;
-    // Run demotion, cleaning and RocksDB's flushes, compactions and garbage collection at
-    // nice 19, so requests go first on a busy host (see RocksDbTierOptions).
-    bool low_priority_background = true;
-    // Eviction policy of the NVMe tier (as dram_eviction; see RocksDbTierOptions::eviction).
-    std::string eviction = "lru";
-    // NVMe admission: 0 (default) writes every DRAM eviction to NVMe; N > 0 writes only
-    // chunks read at least N times while in DRAM, a read being a Get (a Lookup hit and the
-    // fetch after it count once) (others are dropped and counted in
-    // admission_declined), sparing SSD writes for chunks unlikely to come back. Chunks whose
-    // hints keep them (sessions, pins, TTLs) are always written. Applies to the cleaner too.
-    int admission_min_hits = 0;
-  } nvme;
+  // The NVMe tier (storage/nvme/nvme_options.h). Off by default.
+  using Nvme = NvmeOptions;
+  Nvme nvme;
 
   // Sessions (PutHints::session_id): a session's DRAM chunks are evicted only after every
   // unprotected chunk, and then demoted to NVMe whatever its admission rule.
@@ -142,26 +83,9 @@ struct ChunkStoreOptions {
     int max_sessions = 65536;
   } sessions;
 
-  // Per-tenant byte quotas. A namespace's tenant is set by SetNamespaceTenant; unbound
-  // namespaces belong to tenant "default" once they put chunks. NVMe-only namespaces not
-  // bound since the start (left by an earlier run) count against no NVMe quota until bound.
-  // 0 for a DRAM or NVMe quota: none.
-  struct Tenants {
-    // DRAM payload bytes per tenant. A put that would pass it demotes (or drops, without
-    // NVMe) the tenant's own coldest chunks first, so one tenant cannot evict another's
-    // working set. In-flight puts may pass it briefly.
-    uint64_t dram_quota_bytes = 0;
-    // NVMe payload bytes per tenant; past it the tenant's own coldest NVMe chunks are
-    // evicted (checked whenever a put had to evict from DRAM).
-    uint64_t nvme_quota_bytes = 0;
-    // Pinned payload bytes per tenant (pinned chunks are never evicted). 0: no pinning.
-    // Pins of all tenants together never take more than half of the DRAM budget either.
-    uint64_t pin_quota_bytes = 64ull << 20;
-    // Quotas of named tenants that differ from the three above:
-    // "TENANT:dram=SIZE,nvme=SIZE,pin=SIZE;TENANT:..." (fields left out keep the default;
-    // sizes as in the config file, e.g. 2GiB). Empty: every tenant has the defaults.
-    std::string overrides;
-  } tenants;
+  // Per-tenant byte quotas (storage/tenant_quota_config.h).
+  using Tenants = TenantOptions;
+  Tenants tenants;
 
   // The clock leases are granted and expired by, and TTL hints and session idleness are
   // measured with. Unset (default): the real clock (absl::Now). Tests supply a fake one to
@@ -177,27 +101,6 @@ struct LookupResult {
   std::vector<Tier> tiers;   // tier of each hit
   uint64_t lease_id = 0;     // non-zero when a lease was taken
   absl::Time lease_expires;  // when the lease lapses
-};
-
-// One tier's share of a namespace.
-struct TierUsage {
-  Tier tier = Tier::kNone;
-  uint64_t chunks = 0;
-  uint64_t bytes = 0;
-};
-
-// One namespace's footprint per tier (admin listing).
-struct NamespaceUsage {
-  Key128 ns;
-  std::string tenant;  // as bound by SetNamespaceTenant; empty when never bound
-  // One entry per tier holding chunks of the namespace, fastest first.
-  std::vector<TierUsage> tiers;
-  uint64_t pinned_bytes = 0;
-
-  // Its share of `tier`: zeros when the tier holds none of it.
-  TierUsage Of(Tier tier) const;
-  // Its chunks in every tier.
-  uint64_t Chunks() const;
 };
 
 class ChunkStore {

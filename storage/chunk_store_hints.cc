@@ -7,7 +7,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "kvstash/tier_entries.h"
 #include "storage/chunk_store_impl.h"
 
 namespace kvstash::storage {
@@ -117,10 +116,6 @@ uint64_t ChunkStoreImpl::ClearNamespace(const Key128& ns) {
   for (StorageTier* tier : tiers_) tier->Clear(ns, &cleared);
   return cleared.size();
 }
-
-TierUsage NamespaceUsage::Of(Tier tier) const { return TierEntry(tiers, tier); }
-
-uint64_t NamespaceUsage::Chunks() const { return SumOverTiers(tiers, &TierUsage::chunks); }
 
 std::vector<NamespaceUsage> ChunkStoreImpl::NamespaceUsages() const {
   absl::flat_hash_map<Key128, NamespaceUsage> by_ns;

@@ -6,8 +6,7 @@
 #include "common/bits.h"
 #include "storage/chunk_store.h"
 #include "storage/nvme/cleaner.h"
-#include "storage/nvme/nvme_tier.h"
-#include "storage/nvme/rocksdb_tier.h"
+#include "storage/nvme/nvme_options.h"
 #include "storage/policy/eviction_policy.h"
 #include "storage/policy/policies.h"
 #include "storage/tenant_quota_config.h"
@@ -45,7 +44,7 @@ absl::Status ValidateDram(const ChunkStoreOptions& o) {
   return absl::OkStatus();
 }
 
-constexpr int kMaxNvmeThreads = ChunkStoreOptions::Nvme::kMaxThreads;
+constexpr int kMaxNvmeThreads = NvmeOptions::kMaxThreads;
 
 absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
   if (n.path.empty()) return absl::OkStatus();  // tier off: the rest is ignored
@@ -80,17 +79,6 @@ absl::Status ValidateNvme(const ChunkStoreOptions::Nvme& n) {
 }
 
 }  // namespace
-
-RocksDbTierOptions NvmeTierOptions(const ChunkStoreOptions::Nvme& nvme) {
-  RocksDbTierOptions tier;
-  tier.path = nvme.path;
-  tier.capacity_bytes = nvme.capacity_bytes;
-  tier.sync_writes = nvme.sync_writes;
-  tier.flush_interval_ms = nvme.flush_interval_ms;
-  tier.low_priority_background = nvme.low_priority_background;
-  tier.eviction = nvme.eviction;
-  return tier;
-}
 
 absl::Status ChunkStoreOptions::Validate() const {
   if (absl::Status s = ValidateDram(*this); !s.ok()) return s;

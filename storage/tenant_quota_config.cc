@@ -34,7 +34,7 @@ absl::Status ParseQuotaField(absl::string_view field, TenantQuota* quota) {
 
 }  // namespace
 
-absl::StatusOr<TenantQuotaTable> ParseTenantQuotas(const ChunkStoreOptions::Tenants& options) {
+absl::StatusOr<TenantQuotaTable> ParseTenantQuotas(const TenantOptions& options) {
   TenantQuotaTable table;
   table.defaults = {options.dram_quota_bytes, options.nvme_quota_bytes, options.pin_quota_bytes};
   for (absl::string_view entry : absl::StrSplit(options.overrides, ';', absl::SkipWhitespace())) {

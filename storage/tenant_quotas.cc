@@ -16,7 +16,7 @@ bool AnyQuota(const TenantQuotaTable& t, uint64_t TenantQuota::*field) {
 
 }  // namespace
 
-TenantQuotas::TenantQuotas(const ChunkStoreOptions::Tenants& options, uint64_t max_pinned_bytes)
+TenantQuotas::TenantQuotas(const TenantOptions& options, uint64_t max_pinned_bytes)
     : quotas_(*ParseTenantQuotas(options)),
       max_pinned_bytes_(max_pinned_bytes),
       any_dram_quota_(AnyQuota(quotas_, &TenantQuota::dram_bytes)),

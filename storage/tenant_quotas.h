@@ -28,7 +28,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "kvstash/keys.h"
-#include "storage/chunk_store.h"
 #include "storage/tenant_quota_config.h"
 
 namespace kvstash::storage {
@@ -48,7 +47,7 @@ class TenantQuotas {
  public:
   // `max_pinned_bytes` bounds the pins of all tenants together.
   // REQUIRES: ParseTenantQuotas(options) is OK (ChunkStoreOptions::Validate checks it).
-  TenantQuotas(const ChunkStoreOptions::Tenants& options, uint64_t max_pinned_bytes);
+  TenantQuotas(const TenantOptions& options, uint64_t max_pinned_bytes);
 
   // Binds `ns` to `tenant` ("" rebinds it to the default tenant); its bytes move along.
   void Bind(const Key128& ns, const std::string& tenant);

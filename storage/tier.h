@@ -13,7 +13,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "kvstash/keys.h"
 #include "storage/chunk.h"
-#include "storage/chunk_store.h"
 
 namespace kvstash::storage {
 
@@ -34,8 +33,9 @@ class StorageTier {
   // Whether the tier holds `id`, or is about to (queued for writing).
   virtual bool Contains(const ChunkId& id) const = 0;
   // The chunk, its payload verified, or a null chunk when absent. `for_get`: a client's
-  // get, counted as the tier's hit and paced as the tier paces reads; false: the store's
-  // own read (a pin promoting the chunk), neither counted nor paced.
+  // get, counted as the tier's hit or miss (DRAM's in the store's counters) and paced as
+  // the tier paces reads; false: the store's own read (a pin promoting the chunk), neither
+  // counted nor paced.
   virtual TierRead Get(const ChunkId& id, bool for_get) = 0;
   // Removes `id`; whether it was held.
   virtual bool Delete(const ChunkId& id) = 0;

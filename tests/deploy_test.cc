@@ -16,6 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "server/config.h"
+#include "server/config_file.h"
 #include "testing/http_get.h"
 #include "tests/daemon_process.h"
 #include "tests/metrics_test_util.h"

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kvstash/v1/kvstash.grpc.pb.h"
+#include "server/config_file.h"
 #include "server/server.h"
 
 namespace kvstash::server {

@@ -1,7 +1,8 @@
 // Request handling of the UCX data plane: the active-message callback that every
-// UcxWorker registers for wire::ucx::kRequestAmId, and the Put, Get and unary operations
-// behind it. Same semantics and status codes as the gRPC service (docs/protocol.md): both
-// transports call the request layer (server/requests.h) for everything but moving bytes.
+// UcxWorker registers for wire::ucx::kRequestAmId (UcxServer hands it to
+// UcxWorker::Create), and the Put, Get and unary operations behind it. Same semantics and
+// status codes as the gRPC service (docs/protocol.md): both transports call the request
+// layer (server/requests.h) for everything but moving bytes.
 // Dispatch and connection setup live in ucx_requests.cc, Put in ucx_put.cc, Get in
 // ucx_get.cc.
 //

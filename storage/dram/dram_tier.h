@@ -6,7 +6,8 @@
 // the index's heap bookkeeping charged. Space policy (when to evict, whose chunks, what
 // to expire first) stays with the store; this class does each step.
 //
-// Thread-safety: thread-safe; every method may be called from any thread.
+// Thread-safety: thread-safe; every method but SetBelow (called before any put) may be
+// called from any thread.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "kvstash/hints.h"
 #include "storage/checksummer.h"
+#include "storage/chunk_store.h"
 #include "storage/dram/dram_allocator.h"
 #include "storage/index.h"
 #include "storage/lower_tier.h"
@@ -71,6 +73,7 @@ class DramTier final : public StorageTier {
   ChunkRef Copy(const StoredChunk& chunk, Allocation allocation) const;
   // Indexes a sealed or copied chunk and charges it to its tenant; false when the key was
   // already there (the chunk is dropped). `count_put`: a client's put, not a promotion.
+  // REQUIRES: `chunk` came from Seal or Copy of this tier.
   bool Insert(const ChunkId& id, ChunkRef chunk, bool count_put, const PutHints& hints = {});
 
   // The index, for what the store keeps on it: leases, sessions, pins, counters.

@@ -18,6 +18,15 @@ using testing::Pattern;
 
 constexpr uint64_t kPage = 64 << 10;
 constexpr uint64_t kPages = 8;
+constexpr uint64_t kDramQuota = kPage * kPages;  // charges show in DramExcess against it
+constexpr uint64_t kPinQuota = 4000;
+
+TenantOptions Quotas() {
+  TenantOptions t;
+  t.dram_quota_bytes = kDramQuota;
+  t.pin_quota_bytes = kPinQuota;
+  return t;
+}
 
 // Records what the DRAM tier offers it.
 class RecordingTier final : public LowerTier {
@@ -43,7 +52,7 @@ class RecordingTier final : public LowerTier {
 
 class DramTierTest : public ::testing::Test {
  protected:
-  DramTierTest() : quotas_(ChunkStoreOptions::Tenants{}, kPage * kPages / 2) {
+  DramTierTest() : quotas_(Quotas(), kPage * kPages / 2) {
     options_.page_bytes = kPage;
     options_.dram_capacity_bytes = kPage * kPages;
     options_.max_chunk_bytes = 4 * kPage;
@@ -191,6 +200,37 @@ TEST_F(DramTierTest, DeleteAndClearRemoveAndReport) {
   StoreStats stats;
   tier_->Report(&stats);
   EXPECT_EQ(stats.tiers[0].chunks, 1u);
+}
+
+TEST_F(DramTierTest, ChargesFollowTheChunksInAndOut) {
+  const ChunkId a = MakeId(1);
+  const ChunkId b = MakeId(2);
+  EXPECT_EQ(quotas_.DramExcess(a.ns, kDramQuota), 0u);
+  ASSERT_TRUE(Put(a, 1, 1000));
+  ASSERT_TRUE(Put(b, 2, 3000));
+  EXPECT_EQ(quotas_.DramExcess(a.ns, kDramQuota), 4000u);
+  EXPECT_FALSE(Put(a, 1, 1000));  // a dropped repeat charges nothing
+  EXPECT_EQ(quotas_.DramExcess(a.ns, kDramQuota), 4000u);
+
+  // A pinned chunk gives its pin quota back when it goes.
+  ASSERT_TRUE(quotas_.TryPin(a.ns, 1000));
+  ASSERT_TRUE(tier_->index().SetPinned(a, true).changed);
+  EXPECT_FALSE(quotas_.TryPin(a.ns, kPinQuota - 999));
+  EXPECT_TRUE(tier_->Delete(a));
+  EXPECT_EQ(quotas_.DramExcess(a.ns, kDramQuota), 3000u);
+  EXPECT_TRUE(quotas_.TryPin(a.ns, kPinQuota));
+  quotas_.Unpin(a.ns, kPinQuota);
+
+  EXPECT_EQ(tier_->EvictOne(), 3000u);
+  EXPECT_EQ(quotas_.DramExcess(a.ns, kDramQuota), 0u);
+
+  ASSERT_TRUE(Put(a, 1, 1000));
+  ASSERT_TRUE(quotas_.TryPin(a.ns, 1000));
+  ASSERT_TRUE(tier_->index().SetPinned(a, true).changed);
+  absl::flat_hash_set<ChunkId> cleared;
+  tier_->Clear(a.ns, &cleared);
+  EXPECT_EQ(quotas_.DramExcess(a.ns, kDramQuota), 0u);
+  EXPECT_TRUE(quotas_.TryPin(a.ns, kPinQuota));
 }
 
 }  // namespace

@@ -5,13 +5,13 @@
 
 namespace kvstash::storage {
 
-absl::StatusOr<std::unique_ptr<NvmeTier>> NvmeTier::Open(const ChunkStoreOptions::Nvme& options) {
+absl::StatusOr<std::unique_ptr<NvmeTier>> NvmeTier::Open(const NvmeOptions& options) {
   auto db = RocksDbTier::Open(NvmeTierOptions(options));
   if (!db.ok()) return db.status();
   return std::unique_ptr<NvmeTier>(new NvmeTier(options, *std::move(db)));
 }
 
-NvmeTier::NvmeTier(const ChunkStoreOptions::Nvme& options, std::unique_ptr<RocksDbTier> db)
+NvmeTier::NvmeTier(const NvmeOptions& options, std::unique_ptr<RocksDbTier> db)
     : options_(options),
       db_(std::move(db)),
       read_limiter_(options.read_bytes_per_s > 0

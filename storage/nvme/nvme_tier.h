@@ -2,7 +2,7 @@
 // around it: the demotion queue that writes DRAM's evictions in the background
 // (storage/nvme/demoter.h), the cleaner that writes DRAM's cold end ahead of eviction
 // (storage/nvme/cleaner.h), NVMe admission, write-through, paced reads, per-tenant NVMe quotas
-// and its counters. Configured by ChunkStoreOptions::Nvme.
+// and its counters. Configured by NvmeOptions.
 //
 // Thread-safety: thread-safe (see LowerTier).
 #pragma once
@@ -14,6 +14,7 @@
 #include "storage/lower_tier.h"
 #include "storage/nvme/cleaner.h"
 #include "storage/nvme/demoter.h"
+#include "storage/nvme/nvme_options.h"
 #include "storage/nvme/rate_limiter.h"
 #include "storage/nvme/rocksdb_tier.h"
 
@@ -22,7 +23,7 @@ namespace kvstash::storage {
 class NvmeTier final : public LowerTier {
  public:
   // Opens (or creates) the database at options.path.
-  static absl::StatusOr<std::unique_ptr<NvmeTier>> Open(const ChunkStoreOptions::Nvme& options);
+  static absl::StatusOr<std::unique_ptr<NvmeTier>> Open(const NvmeOptions& options);
   // Stops the cleaner, writes out queued demotions, then closes the database.
   ~NvmeTier() override;
 
@@ -41,10 +42,10 @@ class NvmeTier final : public LowerTier {
   void Report(StoreStats* stats) const override;
 
  private:
-  NvmeTier(const ChunkStoreOptions::Nvme& options, std::unique_ptr<RocksDbTier> db);
+  NvmeTier(const NvmeOptions& options, std::unique_ptr<RocksDbTier> db);
   NvmeAdmission Admission() const { return {static_cast<uint32_t>(options_.admission_min_hits)}; }
 
-  const ChunkStoreOptions::Nvme options_;
+  const NvmeOptions options_;
   TierEnv env_;
   // Destroyed in reverse: the cleaner stops, the demoter drains, then the database closes.
   const std::unique_ptr<RocksDbTier> db_;
@@ -57,9 +58,5 @@ class NvmeTier final : public LowerTier {
   std::atomic<uint64_t> write_throughs_{0};
   std::atomic<uint64_t> admission_declined_{0};  // DRAM evictions admission refused
 };
-
-// The NVMe tier's RocksDbTierOptions from the store's options: what Validate checks and
-// Open opens.
-RocksDbTierOptions NvmeTierOptions(const ChunkStoreOptions::Nvme& nvme);
 
 }  // namespace kvstash::storage

@@ -16,11 +16,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "absl/functional/function_ref.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace kvstash::storage {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "fuzz_util.h"
 #include "server/config.h"
+#include "server/config_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvstash::server;

@@ -19,6 +19,7 @@
 #include "proto/namespace_spec.h"
 #include "proto/ucx_wire.h"
 #include "server/config.h"
+#include "server/config_file.h"
 
 namespace kvstash::fuzz {
 namespace {

@@ -1,5 +1,5 @@
-// ServerConfig's own rules and conversions; reading, checking and naming from the schema
-// live in config_parse.cc.
+// ServerConfig's own rules, conversions and value names; reading and checking a config
+// file through the schema live in config_parse.cc.
 #include "server/config.h"
 
 #include <arpa/inet.h>

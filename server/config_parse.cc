@@ -1,5 +1,5 @@
-// Reading a config file through the schema (config_schema.h): overrides, strict parsing,
-// the cross-field checks, and the names of the schema's choices.
+// Reading a config file through the schema (config_schema.h): overrides, strict parsing
+// and the cross-field checks.
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -110,15 +110,17 @@ class ReadVisitor {
   std::vector<ConfigReader> readers_;  // the sections open, innermost last
 };
 
-// OK when `value` is HOST:PORT with a port in [0, 65535].
-absl::Status CheckHostPort(absl::string_view field, const std::string& value) {
+// OK when `value` is HOST:PORT with a port in [0, 65535]; `expected` names the accepted
+// forms in the error.
+absl::Status CheckHostPort(absl::string_view field, const std::string& value,
+                           absl::string_view expected = "HOST:PORT") {
   const size_t colon = value.rfind(':');
   int port = -1;
   if (colon == std::string::npos || colon == 0 ||
       !absl::SimpleAtoi(absl::string_view(value).substr(colon + 1), &port) || port < 0 ||
       port > 65535) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": expected HOST:PORT, got \"", value, "\""));
+        absl::StrCat(field, ": expected ", expected, ", got \"", value, "\""));
   }
   return absl::OkStatus();
 }
@@ -171,14 +173,8 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
   }
   const GrpcConfig& s = c.server;
   if (!absl::StartsWith(s.grpc_listen, "unix:")) {
-    size_t colon = s.grpc_listen.rfind(':');
-    int port = -1;
-    if (colon == std::string::npos || colon == 0 ||
-        !absl::SimpleAtoi(absl::string_view(s.grpc_listen).substr(colon + 1), &port) || port < 0 ||
-        port > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "server.grpc_listen: expected HOST:PORT or unix:PATH, got \"", s.grpc_listen, "\""));
-    }
+    absl::Status l = CheckHostPort("server.grpc_listen", s.grpc_listen, "HOST:PORT or unix:PATH");
+    if (!l.ok()) return l;
   }
   if (s.send_frame_bytes > s.max_frame_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(

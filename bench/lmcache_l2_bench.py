@@ -7,9 +7,12 @@ in-process `mock` as the ceiling. Same chunks, one run, sweeps interleaved, medi
 Run with the Python that has LMCache and kvstash-client (scripts/engine_test.sh builds one):
 
     VENV/bin/python bench/lmcache_l2_bench.py --kvstashd build-bench/server/kvstashd \\
-        [--sizes-mib 1,4,32] [--reps 3] [--out DIR]
+        [--sizes-mib 1,4,32] [--reps 3] [--adapters A,B] [--separate-load] [--out DIR]
 
-Targets (benchmark, not test): kvstash load >= 2x resp and >= fs; store >= resp.
+--separate-load stores in one `lmcache bench l2` process and loads in a new one (except the
+in-process mock), so the load is measured alone, as an engine started later meets it.
+Targets (benchmark, not test): kvstash DRAM load >= 2x resp at every size, >= 1.2x fs and
+>= 0.8x mock at 4 and 32 MiB; store >= resp and >= fs.
 Writes DIR/lmcache_l2.jsonl (one line per adapter and size) and prints a table.
 """
 
@@ -39,17 +42,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_bench(adapter: Dict, size_mib: int, keys: int, in_flight: int, scratch: str) -> Dict:
+def harness(adapter: Dict, size_mib: int, keys: int, in_flight: int, scratch: str,
+            only: str = "") -> Dict:
+    """One `lmcache bench l2` invocation (`only`: just "store" or "load"); its operations."""
     out = os.path.join(scratch, "result.json")
     lmcache = os.path.join(os.path.dirname(sys.executable), "lmcache")
     cmd = [lmcache, "bench", "l2", "--l2-adapter", json.dumps(adapter), "--num-keys", str(keys),
            "--in-flight", str(in_flight), "--data-size-kb", str(size_mib * 1024), "--rounds", "3",
            "--warmup-rounds", "1", "--l1-align-bytes", "4096", "--format", "json", "--output",
-           out, "-q"]
+           out, "-q"] + (["--only", only] if only else [])
     subprocess.run(cmd, check=True, env=ENV, cwd=scratch, timeout=900,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     metrics = json.load(open(out))["metrics"]
-    ops = {m["operation"]: m for k, m in metrics.items() if k.startswith("op_")}
+    return {m["operation"]: m for k, m in metrics.items() if k.startswith("op_")}
+
+
+def run_bench(adapter: Dict, size_mib: int, keys: int, in_flight: int, scratch: str,
+              separate_load: bool) -> Dict:
+    """Store and load in one invocation, or (separate_load) the load in a process of its
+    own, as an engine started after the store meets the backend."""
+    if separate_load:
+        ops = {**harness(adapter, size_mib, keys, in_flight, scratch, "store"),
+               **harness(adapter, size_mib, keys, in_flight, scratch, "load")}
+    else:
+        ops = harness(adapter, size_mib, keys, in_flight, scratch)
     return {"store_mbps": ops["Store"]["throughput_avg_mbps"],
             "load_mbps": ops["Load"]["throughput_avg_mbps"],
             "store_ok": ops["Store"]["total_success"] == ops["Store"]["total_keys"],
@@ -64,6 +80,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--adapters", default=None, help="comma-separated subset to run")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--separate-load", action="store_true",
+                    help="load in a new process after the store (not for the in-process mock)")
     args = ap.parse_args()
     out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                        f"{datetime.date.today()}-lmcache-l2")
@@ -105,7 +123,8 @@ def main() -> None:
                         # LMCache's harness names keys the same in every run: a namespace
                         # per run keeps a run from finding the last one's chunks.
                         adapter["adapter_params"]["model"] = f"l2bench-{rep}-{size}"
-                    r = run_bench(adapter, size, keys, 4, scratch)
+                    r = run_bench(adapter, size, keys, 4, scratch,
+                                  args.separate_load and name != "mock")
                     samples.setdefault((name, size), []).append(r)
                     print(f"rep {rep} {size:>3} MiB {name:22} store {r['store_mbps']:8.0f} MB/s  "
                           f"load {r['load_mbps']:8.0f} MB/s", flush=True)

@@ -25,8 +25,9 @@ from typing import Dict, List, Optional
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_ARGS = ["--sizes", "256KiB,4MiB", "--clients", "1,4", "--rounds", "3", "--seconds", "1",
               "--budget", "2GiB", "--systems", "kvstash,redis"]
-# A cell moving by more than this fraction from the previous line is marked.
-DRIFT = 0.15
+# A cell moving by more than this fraction from the previous line is marked: one commit's
+# runs on one 2-core host spread by up to ~20% (results/2026-11-29-regression-bisect).
+DRIFT = 0.25
 # Issue targets on the same-run ratios (">=") and the lookup latency ("<=", microseconds).
 TARGETS = {"get 4MiB x4 / redis": (">=", 1.2), "put 4MiB x4 / redis": (">=", 0.8),
            "lookup p50 us x1": ("<=", 150.0)}
@@ -174,7 +175,7 @@ def self_test() -> int:
     if not (v["get 4MiB x4 / redis"].startswith("MET") and v["lookup p50 us x1"].startswith(
             "MISSED") and v["put 4MiB x4 / redis"] == "NOT MEASURED"):
         failures.append(f"verdicts: {v}")
-    lines = drift_lines({"cells": {"get 4MiB x4 / redis": 1.0, "lookup p50 us x1": 290.0}}, cells)
+    lines = drift_lines({"cells": {"get 4MiB x4 / redis": 0.9, "lookup p50 us x1": 250.0}}, cells)
     marked = [line.split()[0:4] for line in lines if line.endswith("DRIFT")]
     if marked != [["get", "4MiB", "x4", "/"]]:
         failures.append(f"drift marks: {lines}")

@@ -25,10 +25,12 @@ from typing import Dict, List, Optional
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_ARGS = ["--sizes", "256KiB,4MiB", "--clients", "1,4", "--rounds", "3", "--seconds", "1",
               "--budget", "2GiB", "--systems", "kvstash,redis"]
-# A cell moving by more than this fraction from the previous line is marked: one commit's
-# runs on one 2-core host spread by up to ~20% (results/2026-11-29-regression-bisect).
-DRIFT = 0.25
-# Issue targets on the same-run ratios (">=") and the lookup latency ("<=", microseconds).
+# A cell is marked when it lies outside the range of the last HISTORY lines by more than
+# MARGIN: one commit's runs on one 2-core host spread by 5-55% depending on the cell
+# (results/2026-11-29-regression-bisect), so a fixed step from one line would mark noise.
+HISTORY = 4
+MARGIN = 0.10
+# Targets on the same-run ratios (">=") and the lookup latency ("<=", microseconds).
 TARGETS = {"get 4MiB x4 / redis": (">=", 1.2), "put 4MiB x4 / redis": (">=", 0.8),
            "lookup p50 us x1": ("<=", 150.0)}
 
@@ -73,27 +75,27 @@ def verdicts(cells: Dict[str, float]) -> Dict[str, str]:
     return out
 
 
-def drift_lines(previous: Optional[dict], cells: Dict[str, float]) -> List[str]:
-    """One line per cell: the value, the previous line's, and a mark past DRIFT."""
-    before = (previous or {}).get("cells", {})
+def drift_lines(previous: List[dict], cells: Dict[str, float]) -> List[str]:
+    """One line per cell: the value, the range of the `previous` lines, and a DRIFT mark
+    outside that range widened by MARGIN."""
     lines = []
     for name, value in cells.items():
-        old = before.get(name)
-        if old is None or old == 0:
+        seen = [p["cells"][name] for p in previous if name in p.get("cells", {})]
+        if not seen:
             lines.append(f"  {name:30s} {value:10.3f}")
             continue
-        change = value / old - 1
-        mark = "  DRIFT" if abs(change) > DRIFT else ""
-        lines.append(f"  {name:30s} {value:10.3f}  was {old:10.3f} ({change:+.0%}){mark}")
+        lo, hi = min(seen), max(seen)
+        mark = "  DRIFT" if value < lo * (1 - MARGIN) or value > hi * (1 + MARGIN) else ""
+        lines.append(f"  {name:30s} {value:10.3f}  last {len(seen)}: {lo:.3f}-{hi:.3f}{mark}")
     return lines
 
 
-def last_line(path: str) -> Optional[dict]:
+def last_lines(path: str, n: int) -> List[dict]:
     if not os.path.exists(path):
-        return None
+        return []
     with open(path, encoding="utf-8") as f:
         lines = [line for line in f if line.strip()]
-    return json.loads(lines[-1]) if lines else None
+    return [json.loads(line) for line in lines[-n:]]
 
 
 def git(*args: str) -> str:
@@ -143,9 +145,9 @@ def record(args: argparse.Namespace) -> int:
             "bench": "from " + os.path.relpath(args.from_json, ROOT) if args.from_json else os.path.relpath(args.bench, ROOT),
             "cells": cells,
             "targets": verdicts(cells)}
-    previous = last_line(args.record)
-    print(f"landing cells at {commit}{' (dirty)' if dirty else ''}; previous: "
-          f"{previous['commit'] if previous else 'none'}")
+    previous = last_lines(args.record, HISTORY)
+    print(f"landing cells at {commit}{' (dirty)' if dirty else ''}; against: "
+          f"{', '.join(p['commit'] for p in previous) or 'none'}")
     print("\n".join(drift_lines(previous, cells)))
     for name, verdict in line["targets"].items():
         print(f"  target {name}: {verdict}")
@@ -175,7 +177,9 @@ def self_test() -> int:
     if not (v["get 4MiB x4 / redis"].startswith("MET") and v["lookup p50 us x1"].startswith(
             "MISSED") and v["put 4MiB x4 / redis"] == "NOT MEASURED"):
         failures.append(f"verdicts: {v}")
-    lines = drift_lines({"cells": {"get 4MiB x4 / redis": 0.9, "lookup p50 us x1": 250.0}}, cells)
+    history = [{"cells": {"get 4MiB x4 / redis": 0.9, "lookup p50 us x1": 250.0}},
+               {"cells": {"get 4MiB x4 / redis": 1.05, "lookup p50 us x1": 310.0}}]
+    lines = drift_lines(history, cells)
     marked = [line.split()[0:4] for line in lines if line.endswith("DRIFT")]
     if marked != [["get", "4MiB", "x4", "/"]]:
         failures.append(f"drift marks: {lines}")

@@ -2,7 +2,7 @@
 """Records the cells that show drift between landings: gRPC get and put of 256 KiB and
 4 MiB chunks with 1 and 4 clients next to Redis, and the 1,000-chunk lookup, measured by
 kvstash_bench in one run. Appends one line to a JSON-lines record (default
-bench/results/landings.jsonl) and prints each cell next to the previous line's.
+bench/results/landings.jsonl) and prints each cell next to the range of the last lines.
 
 Ratios to Redis come from the same run, so lines from different hosts stay comparable;
 absolute numbers (GB/s, microseconds) are kept too but only compare on one host.
@@ -140,11 +140,11 @@ def record(args: argparse.Namespace) -> int:
         return 1
     commit = args.commit or git("rev-parse", "--short", "HEAD")
     dirty = not args.commit and bool(git("status", "--porcelain", "--untracked-files=no"))
+    source = ("from " + os.path.relpath(args.from_json, ROOT) if args.from_json else
+              os.path.relpath(args.bench, ROOT))
     line = {"date": datetime.date.today().isoformat(), "commit": commit, "dirty": dirty,
-            "host": host(), "bench_args": " ".join(BENCH_ARGS),
-            "bench": "from " + os.path.relpath(args.from_json, ROOT) if args.from_json else os.path.relpath(args.bench, ROOT),
-            "cells": cells,
-            "targets": verdicts(cells)}
+            "host": host(), "bench_args": " ".join(BENCH_ARGS), "bench": source,
+            "cells": cells, "targets": verdicts(cells)}
     previous = last_lines(args.record, HISTORY)
     print(f"landing cells at {commit}{' (dirty)' if dirty else ''}; against: "
           f"{', '.join(p['commit'] for p in previous) or 'none'}")

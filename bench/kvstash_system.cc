@@ -127,6 +127,9 @@ absl::Status KvstashSystem::Launch() {
       "--set",
       "ucx.listen=127.0.0.1:0"};
   if (!options_.ucx_tls.empty()) argv.insert(argv.end(), {"--set", "ucx.tls=" + options_.ucx_tls});
+  if (options_.local_socket) {
+    argv.insert(argv.end(), {"--set", "server.local_socket=" + dir + "/kvstash.sock"});
+  }
   for (const std::string& kv : options_.extra_sets) argv.insert(argv.end(), {"--set", kv});
   auto child = ChildProcess::Spawn("kvstashd", argv, dir + "/kvstashd.log");
   if (!child.ok()) return child.status();
@@ -136,6 +139,7 @@ absl::Status KvstashSystem::Launch() {
   address_ = info->grpc;
   metrics_address_ = info->metrics;
   ucx_address_ = info->ucx;
+  local_socket_ = info->local;
   auto admin = ConnectClient(ClientUri(), options_);
   if (!admin.ok()) return admin.status();
   admin_ = *std::move(admin);
@@ -143,7 +147,8 @@ absl::Status KvstashSystem::Launch() {
 }
 
 std::string KvstashSystem::ClientUri() const {
-  return options_.ucx_tls.empty() ? "grpc://" + address_ : "ucx://" + ucx_address_;
+  if (!options_.ucx_tls.empty()) return "ucx://" + ucx_address_;
+  return local_socket_.empty() ? "grpc://" + address_ : "unix://" + local_socket_;
 }
 
 absl::StatusOr<std::unique_ptr<Conn>> KvstashSystem::NewConn() { return NewConnTo(ClientUri()); }

@@ -35,6 +35,9 @@ struct KvstashOptions {
   std::string tls_ca_file;
   // Non-empty: the bearer token the clients present (ClientOptions::token).
   std::string token;
+  // The daemon also serves server.local_socket (in scratch_dir) and the clients connect
+  // there over unix:// (unless ucx_tls is set).
+  bool local_socket = false;
   int64_t ready_timeout_ms = 30000;
 };
 
@@ -85,7 +88,7 @@ class KvstashSystem : public System {
  private:
   explicit KvstashSystem(KvstashOptions options) : options_(std::move(options)) {}
   absl::Status Launch();
-  // The URI the clients use: grpc:// or, with ucx_tls, ucx://.
+  // The URI the clients use: grpc://, unix:// with local_socket or, with ucx_tls, ucx://.
   std::string ClientUri() const;
   absl::StatusOr<std::unique_ptr<Conn>> NewConnTo(const std::string& uri);
 
@@ -94,6 +97,7 @@ class KvstashSystem : public System {
   std::string address_;
   std::string metrics_address_;
   std::string ucx_address_;        // "" when the daemon reported no UCX listener
+  std::string local_socket_;       // server.local_socket when KvstashOptions::local_socket
   std::unique_ptr<Client> admin_;  // for Stats; not used by cells
 };
 

@@ -4,10 +4,12 @@
 //   transport "grpc"            gRPC, plaintext, no token
 //   transport "grpc+tls"        gRPC over TLS (certificates made by openssl at start)
 //   transport "grpc+tls+token"  the same, every call carrying a token (auth.required)
+//   transport "grpc-local"      gRPC over server.local_socket (unix://), plaintext
 //   transport "ucx-tcp"         UCX over TCP, no token
 //   transport "ucx-tcp+token"   the same with a token in the Hello (auth.required)
-// The report shows medians over the rounds and secured / plain ratios; targets: gRPC with
-// TLS (and token) >= 0.9x plaintext, UCX with tokens unchanged within noise.
+// The report shows medians over the rounds and secured (or local) / plain ratios; targets:
+// gRPC with TLS (and token) >= 0.9x plaintext, the local socket >= 1x loopback TCP, UCX
+// with tokens unchanged within noise.
 //
 // Thread-safety: RunSecuritySuite is called once, from the main thread.
 #pragma once

@@ -84,19 +84,21 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   const absl::Time start = absl::Now();  // resolving the address counts too
   client_internal::TransportPtr transport;
-  client_internal::ProbeTarget target{parsed->host, parsed->port, parsed->scheme, false};
+  client_internal::ProbeTarget target{parsed->host, parsed->port, parsed->scheme, false,
+                                      parsed->socket_path};
   if (parsed->scheme == client_internal::UriScheme::kUcx) {
-    if (absl::Status s = client_internal::CheckNoTlsOptions(options); !s.ok()) return s;
+    if (absl::Status s = client_internal::CheckNoTlsOptions(options, "ucx"); !s.ok()) return s;
     auto ucx = client_internal::UcxTransport::Create(parsed->host, parsed->port, options);
     if (!ucx.ok()) return ucx.status();
     transport = std::move(*ucx);
   } else {
     absl::StatusOr<client_internal::ChannelSecurity> security =
-        client_internal::MakeChannelSecurity(options, parsed->tls);
+        parsed->socket_path.empty() ? client_internal::MakeChannelSecurity(options, parsed->tls)
+                                    : client_internal::LocalSocketSecurity(options);
     if (!security.ok()) return security.status();
     target.tls = security->tls;
     transport =
-        std::make_unique<client_internal::GrpcTransport>(parsed->HostPort(), options, *security);
+        std::make_unique<client_internal::GrpcTransport>(parsed->GrpcTarget(), options, *security);
   }
   if (absl::Status s = CheckServing(transport.get(), target, uri, options, start); !s.ok()) {
     return s;

@@ -158,7 +158,7 @@ absl::StatusOr<std::unique_ptr<Client>> ClusterClient::Connect(absl::string_view
   if (absl::Status s = options.cluster.Validate(); !s.ok()) return s;
   // Up front: otherwise every member's connect would fail and reach the engine as misses.
   if (options.cluster.transport == "ucx") {
-    if (absl::Status s = CheckNoTlsOptions(options); !s.ok()) return s;
+    if (absl::Status s = CheckNoTlsOptions(options, "ucx"); !s.ok()) return s;
   }
   absl::StatusOr<std::unique_ptr<cluster::MemberSource>> source =
       MakeSource(*parsed, options.cluster);

@@ -22,16 +22,24 @@ Setting Resolve(const std::string& field, const char* field_name, const char* en
 
 }  // namespace
 
-absl::Status CheckNoTlsOptions(const ClientOptions& options) {
+absl::Status CheckNoTlsOptions(const ClientOptions& options, absl::string_view scheme) {
   for (const auto* field : {&options.tls_ca_file, &options.tls_cert_file, &options.tls_key_file,
                             &options.tls_server_name}) {
     if (!field->empty()) {
-      return absl::InvalidArgumentError(
-          "ClientOptions.tls_*: ucx:// has no TLS; use grpc:// or grpcs:// for TLS, or leave "
-          "the tls_* options empty on a trusted network (docs/security.md)");
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ClientOptions.tls_*: ", scheme,
+          ":// has no TLS; use grpc:// or grpcs:// for TLS, or leave the tls_* options empty "
+          "(docs/security.md)"));
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<ChannelSecurity> LocalSocketSecurity(const ClientOptions& options) {
+  if (absl::Status s = CheckNoTlsOptions(options, "unix"); !s.ok()) return s;
+  ChannelSecurity out;
+  out.credentials = grpc::InsecureChannelCredentials();
+  return out;
 }
 
 absl::StatusOr<ChannelSecurity> MakeChannelSecurity(const ClientOptions& options, bool tls_scheme) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kvstash/client.h"
 
 namespace kvstash::client_internal {
@@ -34,7 +35,12 @@ struct ChannelSecurity {
 // INVALID_ARGUMENT naming the option (or variable) and file at fault.
 absl::StatusOr<ChannelSecurity> MakeChannelSecurity(const ClientOptions& options, bool tls_scheme);
 
-// ucx:// has no TLS: INVALID_ARGUMENT when a tls_* field is set.
-absl::Status CheckNoTlsOptions(const ClientOptions& options);
+// unix://: plaintext, the daemon's server.local_socket has no TLS (the file system decides
+// who reaches it). INVALID_ARGUMENT when a tls_* field is set.
+absl::StatusOr<ChannelSecurity> LocalSocketSecurity(const ClientOptions& options);
+
+// ucx:// and unix:// (`scheme`) have no TLS: INVALID_ARGUMENT when a tls_* field is set.
+// The KVSTASH_TLS_* variables are not read for them.
+absl::Status CheckNoTlsOptions(const ClientOptions& options, absl::string_view scheme);
 
 }  // namespace kvstash::client_internal

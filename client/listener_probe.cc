@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "common/host_port.h"
 #include "common/ready_file.h"
+#include "common/unix_socket.h"
 
 namespace kvstash::client_internal {
 namespace {
@@ -31,6 +32,11 @@ constexpr absl::Duration kPrefaceWait = absl::Milliseconds(100);
 // A socket connected to the first of the target's addresses that accepts, or -1 with
 // `*why` set.
 int ConnectAny(const ProbeTarget& target, absl::Time deadline, std::string* why) {
+  if (!target.socket_path.empty()) {
+    const int fd = ConnectUnix(target.socket_path);
+    if (fd < 0) *why = ConnectUnixError(errno);
+    return fd;
+  }
   absl::StatusOr<std::vector<SocketAddress>> all = ResolveTcpAll(target.host, target.port);
   if (!all.ok()) {
     *why = std::string(all.status().message());
@@ -139,7 +145,9 @@ ListenerDescription Http1(const ProbeTarget& target, absl::string_view reply,
 
 }  // namespace
 
-std::string ProbeTarget::Address() const { return JoinHostPort(host, port); }
+std::string ProbeTarget::Address() const {
+  return socket_path.empty() ? JoinHostPort(host, port) : socket_path;
+}
 
 absl::Status WrongListenerError(absl::string_view message) {
   absl::Status s = absl::FailedPreconditionError(message);

@@ -20,9 +20,10 @@ struct ProbeTarget {
   std::string host;  // as in the URI, without IPv6 brackets
   int port = 0;
   UriScheme scheme = UriScheme::kGrpc;
-  bool tls = false;  // the client speaks TLS to it (grpcs:// or the tls_* options)
+  bool tls = false;         // the client speaks TLS to it (grpcs:// or the tls_* options)
+  std::string socket_path;  // unix://: the socket, instead of host and port
 
-  std::string Address() const;  // HOST:PORT, IPv6 hosts in brackets
+  std::string Address() const;  // HOST:PORT, IPv6 hosts in brackets; or the socket path
 };
 
 // What one probe connection got back.

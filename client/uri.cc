@@ -17,14 +17,15 @@
 #include "absl/time/clock.h"
 #include "cluster/member.h"
 #include "common/host_port.h"
+#include "common/unix_socket.h"
 
 namespace kvstash::client_internal {
 namespace {
 
 absl::Status Bad(absl::string_view uri, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("bad daemon URI \"", uri, "\": ", why,
-                   " (expected grpc://HOST:PORT, grpcs://HOST:PORT or ucx://HOST:PORT)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "bad daemon URI \"", uri, "\": ", why,
+      " (expected grpc://HOST:PORT, grpcs://HOST:PORT, ucx://HOST:PORT or unix:///PATH)"));
 }
 
 absl::Status BadCluster(absl::string_view uri, absl::string_view why) {
@@ -59,6 +60,10 @@ absl::Status ParseAddressList(absl::string_view uri, absl::string_view list,
 
 std::string ParsedUri::HostPort() const { return JoinHostPort(host, port); }
 
+std::string ParsedUri::GrpcTarget() const {
+  return socket_path.empty() ? HostPort() : absl::StrCat("unix:", socket_path);
+}
+
 absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
   size_t sep = uri.find("://");
   if (sep == absl::string_view::npos) return Bad(uri, "missing scheme");
@@ -69,6 +74,13 @@ absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri) {
     out.tls = scheme == "grpcs";
   } else if (scheme == "ucx") {
     out.scheme = UriScheme::kUcx;
+  } else if (scheme == "unix") {
+    out.socket_path = std::string(uri.substr(sep + 3));
+    if (out.socket_path.find_first_of("?#") != std::string::npos) {
+      return Bad(uri, "no query or fragment allowed");
+    }
+    if (absl::Status s = CheckSocketPath(out.socket_path); !s.ok()) return Bad(uri, s.message());
+    return out;
   } else {
     return Bad(uri, absl::StrCat("unknown scheme \"", scheme, "\""));
   }

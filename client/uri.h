@@ -21,15 +21,20 @@ struct ParsedUri {
   std::string host;  // without IPv6 brackets
   int port = 0;
   bool tls = false;  // grpcs://: gRPC over TLS
+  // unix://: the daemon's server.local_socket (scheme kGrpc, no host or port).
+  std::string socket_path;
 
   // "host:port" as gRPC expects it, IPv6 hosts bracketed again.
   std::string HostPort() const;
+  // What a gRPC channel connects to: "unix:PATH" for a socket, else HostPort().
+  std::string GrpcTarget() const;
 };
 
-// Accepts "grpc://HOST:PORT", "grpcs://HOST:PORT" (gRPC over TLS; scheme kGrpc, tls set)
-// and "ucx://HOST:PORT". HOST is a name, an IPv4 address or a
-// bracketed IPv6 address; PORT is 1..65535. Anything else, including a path, user info or
-// an unknown scheme, is INVALID_ARGUMENT with a message quoting the URI.
+// Accepts "grpc://HOST:PORT", "grpcs://HOST:PORT" (gRPC over TLS; scheme kGrpc, tls set),
+// "ucx://HOST:PORT" and "unix:///PATH" (gRPC over a Unix socket). HOST is a name, an IPv4
+// address or a bracketed IPv6 address; PORT is 1..65535; PATH is absolute. Anything else,
+// including a path after HOST:PORT, user info or an unknown scheme, is INVALID_ARGUMENT
+// with a message quoting the URI.
 absl::StatusOr<ParsedUri> ParseUri(absl::string_view uri);
 
 // A TCP address `host` and `port` resolve to (numeric or by name).

@@ -34,6 +34,28 @@ TEST(UriTest, ParsesBracketedIpv6) {
   EXPECT_EQ(u->HostPort(), "[::1]:7070");
 }
 
+TEST(UriTest, ParsesUnixSocket) {
+  auto u = ParseUri("unix:///run/kvstash/kvstash.sock");
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->scheme, UriScheme::kGrpc);
+  EXPECT_EQ(u->socket_path, "/run/kvstash/kvstash.sock");
+  EXPECT_EQ(u->GrpcTarget(), "unix:/run/kvstash/kvstash.sock");
+  EXPECT_FALSE(u->tls);
+  u = ParseUri("grpc://127.0.0.1:7070");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->GrpcTarget(), "127.0.0.1:7070");
+}
+
+TEST(UriTest, RejectsMalformedUnixSocket) {
+  const std::string bad[] = {"unix://", "unix://run/kvstash.sock", "unix:/run/kvstash.sock",
+                             "unix:///run/kvstash.sock?x=1", "unix:///" + std::string(107, 'a')};
+  for (const std::string& uri : bad) {
+    auto u = ParseUri(uri);
+    EXPECT_TRUE(absl::IsInvalidArgument(u.status())) << "\"" << uri << "\" -> " << u.status();
+    EXPECT_NE(u.status().message().find("unix:///PATH"), absl::string_view::npos) << u.status();
+  }
+}
+
 TEST(UriTest, RejectsMalformed) {
   const char* bad[] = {"",
                        "127.0.0.1:7070",

@@ -34,6 +34,7 @@ std::string FormatReadyFile(const ReadyInfo& info) {
   if (!info.metrics.empty()) absl::StrAppend(&text, "metrics=", info.metrics, "\n");
   if (!info.ucx.empty()) absl::StrAppend(&text, "ucx=", info.ucx, "\n");
   if (info.grpc_tls) absl::StrAppend(&text, "grpc_tls=true\n");
+  if (!info.local.empty()) absl::StrAppend(&text, "local=", info.local, "\n");
   return text;
 }
 
@@ -53,6 +54,8 @@ absl::StatusOr<ReadyInfo> ParseReadyFile(absl::string_view text) {
       info.metrics = std::string(value);
     } else if (key == "ucx") {
       info.ucx = std::string(value);
+    } else if (key == "local") {
+      info.local = std::string(value);
     } else if (key == "grpc_tls" && !absl::SimpleAtob(value, &info.grpc_tls)) {
       return absl::InvalidArgumentError(absl::StrCat("ready file: bad grpc_tls \"", value, "\""));
     } else if (key == "pid" && !absl::SimpleAtoi(value, &info.pid)) {

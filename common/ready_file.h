@@ -8,6 +8,7 @@
 //   metrics=HOST:PORT   when the metrics endpoint is served
 //   ucx=HOST:PORT       when the UCX listener is served
 //   grpc_tls=true       when the gRPC listener takes TLS only (grpcs://)
+//   local=PATH          when server.local_socket is served (unix://PATH)
 //
 // The ready file names hosts to connect to from this machine (a wildcard listen host as
 // 127.0.0.1); /listeners names them as bound (a wildcard stays 0.0.0.0 or [::]: a reader
@@ -37,9 +38,11 @@ struct ReadyInfo {
   std::string metrics;    // HOST:PORT of the metrics endpoint; empty when not served
   std::string ucx;        // HOST:PORT of the UCX listener; empty when not served
   bool grpc_tls = false;  // the gRPC listener takes TLS only
+  std::string local;      // path of the server.local_socket listener; empty when not served
 };
 
-// The file's text: grpc=, then pid=, metrics=, ucx= and grpc_tls= when set, one line each.
+// The file's text: grpc=, then pid=, metrics=, ucx=, grpc_tls= and local= when set, one
+// line each.
 std::string FormatReadyFile(const ReadyInfo& info);
 
 // Reads FormatReadyFile's text back. Blank lines, white space around keys and values and

@@ -24,6 +24,16 @@ TEST(ReadyFileTest, FormatThenParseRoundTrips) {
   EXPECT_EQ(parsed->ucx, info.ucx);
 }
 
+TEST(ReadyFileTest, LocalSocketRoundTrips) {
+  ReadyInfo info{"127.0.0.1:7070", 42, "", ""};
+  info.local = "/run/kvstash/kvstash.sock";
+  const std::string text = FormatReadyFile(info);
+  EXPECT_EQ(text, "grpc=127.0.0.1:7070\npid=42\nlocal=/run/kvstash/kvstash.sock\n");
+  absl::StatusOr<ReadyInfo> parsed = ParseReadyFile(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->local, info.local);
+}
+
 TEST(ReadyFileTest, ListenersNotServedAreLeftOut) {
   EXPECT_EQ(FormatReadyFile({"[::1]:1", 7, "", ""}), "grpc=[::1]:1\npid=7\n");
 }

@@ -18,6 +18,7 @@
 #include "common/bits.h"
 #include "common/byte_size.h"
 #include "common/ucx_setup.h"
+#include "common/unix_socket.h"
 #include "proto/ucx_wire.h"
 #include "server/config_file.h"
 #include "server/config_reader.h"
@@ -175,6 +176,15 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
   if (!absl::StartsWith(s.grpc_listen, "unix:")) {
     absl::Status l = CheckHostPort("server.grpc_listen", s.grpc_listen, "HOST:PORT or unix:PATH");
     if (!l.ok()) return l;
+  }
+  if (!s.local_socket.empty()) {
+    if (absl::Status p = CheckSocketPath(s.local_socket); !p.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("server.local_socket: ", p.message()));
+    }
+    if (s.grpc_listen == absl::StrCat("unix:", s.local_socket)) {
+      return absl::InvalidArgumentError(
+          "server.local_socket: names the socket server.grpc_listen already serves");
+    }
   }
   if (s.send_frame_bytes > s.max_frame_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -136,7 +136,9 @@ absl::Status WriteReadyFile(const std::string& path, const Server& server) {
   info.pid = getpid();
   info.metrics = server.metrics_address();
   info.ucx = server.ucx_address();
-  info.grpc_tls = server.BoundListenerInfo().grpc_tls;
+  const ReadyInfo bound = server.BoundListenerInfo();
+  info.grpc_tls = bound.grpc_tls;
+  info.local = bound.local;
   return WriteFileAtomically(path, FormatReadyFile(info));
 }
 

@@ -18,6 +18,7 @@
 #include "common/byte_size.h"
 #include "common/host_port.h"
 #include "common/ready_file.h"
+#include "server/grpc/local_listener.h"
 #include "server/grpc/tls_credentials.h"
 #include "server/store_metrics.h"
 #include "storage/nvme/rocksdb_crc32c.h"
@@ -164,6 +165,16 @@ absl::Status Server::Start() {
     grpc_server_.reset();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", c.grpc_listen));
   }
+  if (!c.local_socket.empty()) {
+    // Mode 0666: who reaches the directory may connect; the directory's mode and auth decide.
+    absl::StatusOr<std::unique_ptr<LocalListener>> local =
+        LocalListener::Start(c.local_socket, grpc_server_.get(), LocalListener::Options{});
+    if (!local.ok()) {
+      return absl::Status(local.status().code(),
+                          absl::StrCat("server.local_socket: ", local.status().message()));
+    }
+    local_listener_ = *std::move(local);
+  }
   env_.start_time = absl::Now();
   if (absl::Status s = StartUcx(); !s.ok()) return s;
   serving_.store(true);
@@ -262,6 +273,7 @@ void Server::LogStartup() const {
                                   {"metrics", metrics_address()},
                                   {"ucx", ucx_address()},
                                   {"listen", config_.server.grpc_listen},
+                                  {"local_socket", config_.server.local_socket},
                                   {"tls", TlsMode(config_.server.tls)},
                                   {"metrics_token", !config_.metrics.bearer_token_file.empty()},
                                   {"dram_capacity", FormatByteSize(d.capacity_bytes)},
@@ -361,6 +373,7 @@ void Server::Shutdown(absl::Duration grace) {
   // Withdrawn before draining, so clients stop placing chunks here while calls finish.
   if (cluster_ != nullptr) cluster_->Stop();
   const absl::Time begin = absl::Now();
+  if (local_listener_ != nullptr) local_listener_->Stop();
   // A Unix socket delivers what was written even if the daemon closes it: nothing to hold.
   const bool unix_socket = absl::StartsWith(config_.server.grpc_listen, "unix:");
   // Held calls are released a little before gRPC's own deadline cancels what is left.
@@ -397,6 +410,7 @@ ReadyInfo Server::BoundListenerInfo() const {
     info.grpc = JoinHostPort(host.empty() ? "0.0.0.0" : host, selected_port_);
   }
   info.grpc_tls = config_.server.tls.enabled();
+  info.local = config_.server.local_socket;
   if (ucx_ != nullptr && SplitHostPort(config_.ucx.listen, &host, &port)) {
     info.ucx = JoinHostPort(host.empty() ? "0.0.0.0" : host, PortOf(ucx_address()));
   }

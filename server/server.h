@@ -24,6 +24,7 @@
 #include "server/config.h"
 #include "server/grpc/delivery_gate.h"
 #include "server/grpc/grpc_service.h"
+#include "server/grpc/local_listener.h"
 #include "server/log.h"
 #include "server/metrics/http_server.h"
 #include "server/metrics/registry.h"
@@ -42,9 +43,9 @@ class Server {
   // Shuts down with no grace period if still serving.
   ~Server();
 
-  // Binds server.grpc_listen and starts serving, then (metrics.enabled) the HTTP endpoint
-  // on metrics.listen, then (cluster.enabled) registers in the cluster. UNAVAILABLE when an
-  // address cannot be bound.
+  // Binds server.grpc_listen (and server.local_socket) and starts serving, then (metrics.enabled)
+  // the HTTP endpoint on metrics.listen, then (cluster.enabled) registers in the cluster.
+  // UNAVAILABLE when an address cannot be bound.
   absl::Status Start();
   // Marks the daemon draining (new calls get UNAVAILABLE, Health says DRAINING), stops
   // accepting, lets in-flight calls run for up to `grace`, cancels the rest and returns
@@ -118,6 +119,8 @@ class Server {
   DeliveryGate delivery_gate_;
   KvStashService service_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  // Serves server.local_socket into grpc_server_; null when none. Stopped first.
+  std::unique_ptr<LocalListener> local_listener_;
   // The UCX transport's request metrics, and its server; declared after the store so it
   // is destroyed first (its sends hold stored chunks).
   TransportMetrics ucx_metrics_{"ucx"};

@@ -173,7 +173,7 @@ class AuthTest : public TransportFixture {
     return at == std::string::npos ? -1 : std::stod(text->substr(at + line.size()));
   }
 
-  std::string TransportLabel() const { return transport() == Transport::kGrpc ? "grpc" : "ucx"; }
+  std::string TransportLabel() const { return IsGrpc(transport()) ? "grpc" : "ucx"; }
 
   std::unique_ptr<TempDir> dir_;
   std::string token_file_;

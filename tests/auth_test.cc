@@ -206,7 +206,7 @@ TEST_P(GrpcAuthTest, AuthorizationMetadataMustBeABearerToken) {
   ExpectStillServing();
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, AuthTest, ::testing::ValuesIn(AllTransports()),
+INSTANTIATE_TEST_SUITE_P(Transports, AuthTest, ::testing::ValuesIn(AllTransportsAndLocalSocket()),
                          TransportTestName);
 INSTANTIATE_TEST_SUITE_P(Transports, GrpcAuthTest, ::testing::Values(Transport::kGrpc),
                          TransportTestName);

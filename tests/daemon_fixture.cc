@@ -17,6 +17,7 @@ constexpr TransportInfo kTransports[] = {
     {Transport::kGrpc, "Grpc", ""},
     {Transport::kUcxTcp, "UcxTcp", "tcp"},
     {Transport::kUcxShm, "UcxShm", "sm,self"},
+    {Transport::kGrpcLocal, "GrpcLocal", ""},
 };
 
 const TransportInfo& InfoOf(Transport transport) {
@@ -29,9 +30,19 @@ const TransportInfo& InfoOf(Transport transport) {
 }  // namespace
 
 std::vector<Transport> AllTransports() {
+  std::vector<Transport> all = AllTransportsAndLocalSocket();
+  all.pop_back();
+  return all;
+}
+
+std::vector<Transport> AllTransportsAndLocalSocket() {
   std::vector<Transport> all;
   for (const TransportInfo& info : kTransports) all.push_back(info.transport);
   return all;
+}
+
+bool IsGrpc(Transport transport) {
+  return transport == Transport::kGrpc || transport == Transport::kGrpcLocal;
 }
 
 std::vector<Transport> UcxTransports() { return {Transport::kUcxTcp, Transport::kUcxShm}; }
@@ -52,16 +63,18 @@ std::string TransportTestName(const ::testing::TestParamInfo<Transport>& info) {
 std::string UcxTls(Transport transport) { return InfoOf(transport).ucx_tls; }
 
 std::vector<std::string> DaemonSettingsFor(Transport transport) {
-  if (transport == Transport::kGrpc) return {};
+  if (IsGrpc(transport)) return {};
   // Prefaulting a large arena only slows the start of UCX daemons (registered up front).
   return {"storage.dram.prefault=false", "ucx.tls=" + UcxTls(transport)};
 }
 
 std::string UriFor(const DaemonProcess& daemon, Transport transport) {
+  if (transport == Transport::kGrpcLocal) return daemon.local_uri();
   return transport == Transport::kGrpc ? daemon.uri() : daemon.ucx_uri();
 }
 
 std::string AddressFor(const DaemonProcess& daemon, Transport transport) {
+  if (transport == Transport::kGrpcLocal) return daemon.ready().local;
   return transport == Transport::kGrpc ? daemon.address() : daemon.ucx_address();
 }
 
@@ -88,6 +101,7 @@ void DaemonFixture::StartDaemon(const DaemonFixtureOptions& options) {
   daemon_options.listen = options_.listen;
   daemon_options.retry_start_ms = options_.retry_start_ms;
   daemon_options.env = options_.env;
+  daemon_options.local_socket = options_.transport == Transport::kGrpcLocal;
   daemon_options.set = DaemonSettingsFor(options_.transport);
   if (options_.ucx_port != 0) {
     daemon_options.set.push_back(absl::StrCat("ucx.listen=127.0.0.1:", options_.ucx_port));
@@ -96,7 +110,7 @@ void DaemonFixture::StartDaemon(const DaemonFixtureOptions& options) {
   auto daemon = DaemonProcess::Start(daemon_options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   daemon_ = std::move(*daemon);
-  if (options_.transport != Transport::kGrpc) {
+  if (!IsGrpc(options_.transport)) {
     ASSERT_NE(daemon_->ucx_port(), 0) << "no ucx= line in the ready file";
   }
   if (options_.connect) {

@@ -28,16 +28,23 @@ namespace kvstash::testing {
 
 // The ways a client reaches the daemon.
 enum class Transport {
-  kGrpc,    // grpc://, the control plane and the default data plane
-  kUcxTcp,  // ucx:// with UCX_TLS=tcp on both sides
-  kUcxShm,  // ucx:// over shared memory (UCX_TLS=sm,self), direct arena access on
+  kGrpc,       // grpc://, the control plane and the default data plane
+  kUcxTcp,     // ucx:// with UCX_TLS=tcp on both sides
+  kUcxShm,     // ucx:// over shared memory (UCX_TLS=sm,self), direct arena access on
+  kGrpcLocal,  // unix://, gRPC over the daemon's server.local_socket
 };
 
-// Every transport, in the order parameterised suites run them.
+// Every transport, in the order parameterised suites run them, but kGrpcLocal: the same
+// gRPC service, run by the suites that check what its listener changes (round trips,
+// authentication).
 std::vector<Transport> AllTransports();
+// AllTransports() and kGrpcLocal.
+std::vector<Transport> AllTransportsAndLocalSocket();
+// kGrpc or kGrpcLocal.
+bool IsGrpc(Transport transport);
 // The UCX transports only.
 std::vector<Transport> UcxTransports();
-// "Grpc", "UcxTcp", "UcxShm": usable in test names.
+// "Grpc", "UcxTcp", "UcxShm", "GrpcLocal": usable in test names.
 std::string TransportName(Transport transport);
 // The transport TransportName() calls `name`; nullopt for any other name.
 std::optional<Transport> TransportNamed(absl::string_view name);
@@ -49,7 +56,7 @@ std::string UcxTls(Transport transport);
 std::vector<std::string> DaemonSettingsFor(Transport transport);
 // The URI a client of `transport` connects to.
 std::string UriFor(const DaemonProcess& daemon, Transport transport);
-// The address (HOST:PORT) of `transport`'s listener.
+// The address (HOST:PORT, or the socket path) of `transport`'s listener.
 std::string AddressFor(const DaemonProcess& daemon, Transport transport);
 // Connects a client over `transport` (ConnectClient's generous deadlines; ucx_tls set).
 absl::StatusOr<std::unique_ptr<Client>> ConnectOver(const DaemonProcess& daemon,

@@ -70,6 +70,10 @@ absl::Status DaemonProcess::Spawn(const DaemonOptions& options) {
     spawn.argv.push_back("--set");
     spawn.argv.push_back(std::string(s));
   }
+  if (options.local_socket) {
+    spawn.argv.push_back("--set");
+    spawn.argv.push_back("server.local_socket=" + dir_->Sub("kvstash.sock"));
+  }
   for (const std::string& s : options.set) {
     spawn.argv.push_back("--set");
     spawn.argv.push_back(s);

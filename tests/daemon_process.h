@@ -46,6 +46,8 @@ struct DaemonOptions {
   // entry here wins. Entries in the environment variable KVSTASH_TEST_DAEMON_SET
   // (space-separated) come before these.
   std::vector<std::string> set;
+  // Serves server.local_socket at DIR/kvstash.sock (before the `set` entries, which win).
+  bool local_socket = false;
   // Further arguments appended verbatim after the generated ones.
   std::vector<std::string> extra_args;
   // Extra environment entries for the child ("NAME=value"); the test's environment is
@@ -83,6 +85,8 @@ class DaemonProcess {
   int ucx_port() const { return ucx_port_; }
   // "ucx://127.0.0.1:PORT".
   std::string ucx_uri() const { return "ucx://" + ready_.ucx; }
+  // "unix:///DIR/kvstash.sock" when the daemon serves server.local_socket (ready file's local=).
+  std::string local_uri() const { return "unix://" + ready_.local; }
   // Everything the ready file reported (metrics= included).
   const ReadyInfo& ready() const { return ready_; }
   const std::string& dir() const { return dir_->path(); }

@@ -1,7 +1,8 @@
 // The deploy/ files against a real kvstashd: the metrics endpoint and probes, the
 // Kubernetes manifests and Grafana dashboard (they parse and name only exported metrics),
-// the systemd unit (systemd-analyze verify) and the hardened config; config_docs_test holds
-// the default config file to the schema.
+// the systemd unit (systemd-analyze verify), the hardened config and the engine pod
+// example's path to the daemon's socket; config_docs_test holds the default config file to
+// the schema.
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -228,6 +229,54 @@ TEST(DeployFilesTest, KubernetesMountsSecretsAndPrometheusSendsTheToken) {
   const YAML::Node auth = prometheus["scrape_configs"][0]["authorization"];
   EXPECT_EQ(auth["type"].as<std::string>(""), "Bearer");
   EXPECT_FALSE(auth["credentials_file"].as<std::string>("").empty());
+}
+
+// The hostPath a pod spec mounts at `mount_path` in its first container ("" when none).
+std::string HostPathMountedAt(const YAML::Node& pod_spec, const std::string& mount_path) {
+  for (const YAML::Node& m : pod_spec["containers"][0]["volumeMounts"]) {
+    if (m["mountPath"].as<std::string>() != mount_path) continue;
+    for (const YAML::Node& v : pod_spec["volumes"]) {
+      if (v["name"].as<std::string>() == m["name"].as<std::string>() && v["hostPath"]) {
+        return v["hostPath"]["path"].as<std::string>();
+      }
+    }
+  }
+  return "";
+}
+
+TEST(DeployFilesTest, EnginePodReachesTheDaemonsLocalSocket) {
+  std::string socket, daemon_host_path;
+  for (const YAML::Node& doc : YAML::LoadAll(ReadFile(kDeploy + "k8s/kvstash.yaml"))) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "ConfigMap") {
+      auto c = server::ParseConfig(doc["data"]["kvstashd.yaml"].as<std::string>(), {});
+      ASSERT_TRUE(c.ok()) << c.status();
+      socket = c->server.local_socket;
+    }
+  }
+  ASSERT_FALSE(socket.empty()) << "the DaemonSet serves no server.local_socket";
+  const std::string dir = socket.substr(0, socket.rfind('/'));
+  for (const YAML::Node& doc : YAML::LoadAll(ReadFile(kDeploy + "k8s/kvstash.yaml"))) {
+    if (doc["kind"].as<std::string>() != "DaemonSet") continue;
+    const YAML::Node spec = doc["spec"]["template"]["spec"];
+    daemon_host_path = HostPathMountedAt(spec, dir);
+    // The init container hands the directory to the daemon's uid.
+    EXPECT_EQ(spec["initContainers"][0]["volumeMounts"][0]["mountPath"].as<std::string>(""), dir);
+  }
+  ASSERT_FALSE(daemon_host_path.empty()) << "the daemon's " << dir << " is not a hostPath";
+  bool pod = false;
+  for (const YAML::Node& doc : YAML::LoadAll(ReadFile(kDeploy + "k8s/engine-pod.yaml"))) {
+    if (doc["kind"].as<std::string>() != "Pod") continue;
+    pod = true;
+    const YAML::Node spec = doc["spec"];
+    EXPECT_FALSE(spec["hostNetwork"].as<bool>(false));
+    EXPECT_EQ(HostPathMountedAt(spec, dir), daemon_host_path);
+    std::string args;
+    for (const YAML::Node& a : spec["containers"][0]["args"]) args += a.as<std::string>();
+    EXPECT_NE(args.find("\"uri\": \"unix://" + socket + "\""), std::string::npos) << args;
+    EXPECT_EQ(spec["containers"][0]["env"][0]["name"].as<std::string>(""), "KVSTASH_TOKEN");
+  }
+  EXPECT_TRUE(pod);
 }
 
 TEST(DeployFilesTest, SystemdUnitVerifies) {

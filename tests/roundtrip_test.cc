@@ -1,9 +1,9 @@
-// Behaviour every transport shares, run over gRPC, UCX over TCP and UCX over shared memory
-// against a real kvstashd: byte-exact payloads from 1 byte to 256 MiB, batched and
-// asynchronous calls, idempotent puts, misses, prefix lookups with leases, exists, delete,
-// stats, and the errors a caller can cause (unknown namespace, small buffers, too many
-// keys). What only one transport has is tested beside its transport (ucx_test.cc,
-// malformed_request_test.cc).
+// Behaviour every transport shares, run over gRPC (TCP and the local Unix socket), UCX over
+// TCP and UCX over shared memory against a real kvstashd: byte-exact payloads from 1 byte
+// to 256 MiB, batched and asynchronous calls, idempotent puts, misses, prefix lookups with
+// leases, exists, delete, stats, and the errors a caller can cause (unknown namespace,
+// small buffers, too many keys). What only one transport has is tested beside its
+// transport (ucx_test.cc, malformed_request_test.cc, local_socket_test.cc).
 #include <xxhash.h>
 
 #include <random>
@@ -444,8 +444,8 @@ TEST_P(RoundTripTest, SixteenConcurrentClients) {
   for (int t = 0; t < kClients; ++t) EXPECT_EQ(errors[t], "") << "client " << t;
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, RoundTripTest, ::testing::ValuesIn(AllTransports()),
-                         TransportTestName);
+INSTANTIATE_TEST_SUITE_P(Transports, RoundTripTest,
+                         ::testing::ValuesIn(AllTransportsAndLocalSocket()), TransportTestName);
 
 }  // namespace
 }  // namespace kvstash::testing

@@ -59,7 +59,8 @@ def memory_at(address: int, size: int) -> memoryview:
 
 
 class Client:
-    """A connection to kvstashd, over ``grpc://host:port``, ``grpcs://host:port`` (TLS) or
+    """A connection to kvstashd, over ``grpc://host:port``, ``grpcs://host:port`` (TLS),
+    ``unix:///path`` (gRPC over the daemon's ``server.local_socket``) or
     ``ucx://host:port``; or to a cluster of them, ``etcd://host:port[,host:port]/<name>``
     (the members registered in etcd, followed as they change; ``etcds://`` over TLS to
     etcd, with the ``etcd_*_file`` cluster options), ``static://host:port,...``

@@ -33,7 +33,7 @@ def find_kvstashd() -> str:
 
 def parse_ready_file(text: str) -> Dict[str, str]:
     """The daemon's ready file: ``key=value`` lines (``grpc=HOST:PORT`` always, ``pid=``,
-    ``metrics=`` and ``ucx=`` when served, ``grpc_tls=true`` under TLS; see README, "Running kvstashd", and
+    ``metrics=``, ``ucx=`` and ``local=`` when served, ``grpc_tls=true`` under TLS; see README, "Running kvstashd", and
     common/ready_file.h). Raises ValueError when there is no ``grpc=`` line."""
     fields = {}
     for line in text.splitlines():
@@ -85,11 +85,13 @@ class Daemon(_Child):
     """kvstashd on loopback with gRPC, UCX (shared memory + TCP) and metrics listeners.
 
     ``settings`` are extra ``--set key=value`` pairs (e.g. a DRAM capacity, NVMe on). By
-    default the daemon keeps chunks in DRAM only, 1 GiB.
+    default the daemon keeps chunks in DRAM only, 1 GiB. ``local_socket`` serves
+    ``server.local_socket`` in the daemon's directory too (``local_uri``).
     """
 
     def __init__(self, settings: Optional[Dict[str, str]] = None, kvstashd: Optional[str] = None,
-                 start_timeout_s: float = 60.0, dir_prefix: str = "kvstash-py-") -> None:
+                 start_timeout_s: float = 60.0, dir_prefix: str = "kvstash-py-",
+                 local_socket: bool = False) -> None:
         self.kvstashd = kvstashd or find_kvstashd()
         self.dir = tempfile.mkdtemp(prefix=dir_prefix)
         self.settings = {
@@ -100,6 +102,8 @@ class Daemon(_Child):
             "ucx.tls": "sm,tcp,self",
             "metrics.listen": "127.0.0.1:0",
         }
+        if local_socket:
+            self.settings["server.local_socket"] = os.path.join(self.dir, "kvstash.sock")
         self.settings.update(settings or {})
         self.start_timeout_s = start_timeout_s
         self.proc: Optional[subprocess.Popen] = None
@@ -114,6 +118,11 @@ class Daemon(_Child):
     @property
     def ucx_uri(self) -> str:
         return "ucx://" + self.addresses["ucx"]
+
+    @property
+    def local_uri(self) -> str:
+        """``unix://`` URI of the ``server.local_socket`` listener (KeyError when not served)."""
+        return "unix://" + self.addresses["local"]
 
     @property
     def metrics_address(self) -> str:

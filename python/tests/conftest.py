@@ -20,7 +20,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def daemon() -> Iterator[Daemon]:
-    with Daemon() as d:
+    with Daemon(local_socket=True) as d:
         yield d
 
 

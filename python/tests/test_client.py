@@ -32,6 +32,19 @@ def test_put_lookup_get_exists_delete(client, ns):
     assert client.get_into(ns, keys[:1], out[:1]) == [None]
 
 
+def test_local_socket_reads_what_another_transport_stored(client, ns, daemon):
+    keys = ns.prefix_keys(range(16 * 2))
+    data = payloads(2, 1 << 20, seed=7)
+    assert client.put(ns, keys, data, tokens=16) == [True] * 2
+    with kvstash.Client(daemon.local_uri, deadline_ms=20000) as local:
+        same = local.namespace(model=ns.model, num_layers=2, kv_heads=2, head_dim=64,
+                               dtype="bf16", chunk_tokens=16)
+        out = [np.zeros(1 << 20, np.uint8) for _ in range(2)]
+        assert local.get_into(same, keys, out) == [1 << 20] * 2
+        for a, b in zip(data, out):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_every_buffer_kind(client, ns):
     keys = ns.prefix_keys(range(16 * 4))
     raw = os.urandom(1000)

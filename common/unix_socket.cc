@@ -1,0 +1,124 @@
+#include "common/unix_socket.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvstash {
+namespace {
+
+// True when a process accepts connections on the socket at `path`.
+bool Accepting(const std::string& path) {
+  const int fd = ConnectUnix(path);
+  if (fd >= 0) close(fd);
+  return fd >= 0 || errno == EAGAIN;  // a full backlog: someone is listening
+}
+
+std::string Directory(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+int ConnectUnix(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+std::string ConnectUnixError(int err) {
+  switch (err) {
+    case ENOENT:
+      return "no socket there (is server.local_socket set to it, and its directory mounted "
+             "here?)";
+    case ECONNREFUSED:
+      return "nothing listens there (connection refused; a stale socket?)";
+    default:
+      return absl::StrCat("cannot connect: ", strerror(err));
+  }
+}
+
+absl::Status CheckSocketPath(absl::string_view path) {
+  if (path.empty() || path.front() != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not an absolute path"));
+  }
+  if (path.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError("a socket path must not hold a NUL byte");
+  }
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is ", path.size(),
+                                                   " bytes; a Unix socket path holds at most ",
+                                                   sizeof(sockaddr_un::sun_path) - 1));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClaimSocketPath(const std::string& path) {
+  if (absl::Status s = CheckSocketPath(path); !s.ok()) return s;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return absl::UnavailableError(absl::StrCat("cannot inspect ", path, ": ", strerror(errno)));
+    }
+    const std::string dir = Directory(path);
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::UnavailableError(
+          absl::StrCat("directory ", dir, " of ", path, " does not exist"));
+    }
+    return absl::OkStatus();
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " exists and is not a socket"));
+  }
+  if (Accepting(path)) {
+    return absl::UnavailableError(
+        absl::StrCat("another process serves ", path, " (a second kvstashd on the same socket?)"));
+  }
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot remove the stale socket ", path, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SocketFile> AdoptSocketPath(const std::string& path, mode_t mode) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    return absl::UnavailableError(absl::StrCat("socket ", path, " is gone after binding"));
+  }
+  if (chmod(path.c_str(), mode) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot set the mode of ", path, ": ", strerror(errno)));
+  }
+  return SocketFile{st.st_dev, st.st_ino};
+}
+
+void RemoveSocketPath(const std::string& path, const SocketFile& ours) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == ours.dev &&
+      st.st_ino == ours.ino) {
+    unlink(path.c_str());
+  }
+}
+
+}  // namespace kvstash

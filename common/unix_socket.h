@@ -1,0 +1,50 @@
+// Unix socket paths as the daemon's server.local_socket and the client's unix:// URIs name
+// them, and the daemon's claim on one: a listener must not take over a path another live
+// daemon serves (gRPC removes whatever socket is there before it binds).
+//
+// Thread-safety: functions of their arguments (and of the file system).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace kvstash {
+
+// INVALID_ARGUMENT saying why `path` cannot name a Unix socket: not absolute, longer than
+// a socket address holds (107 bytes), or holding a NUL.
+absl::Status CheckSocketPath(absl::string_view path);
+
+// A close-on-exec stream socket connected to `path` (CheckSocketPath holds), or -1 with
+// errno set. Connecting to a Unix socket does not wait on the peer.
+int ConnectUnix(const std::string& path);
+
+// What a failed ConnectUnix's `err` (errno) means, as a sentence fragment: "no socket
+// there ..." for ENOENT, "nothing listens there ..." for ECONNREFUSED, else the error.
+std::string ConnectUnixError(int err);
+
+// Which file a socket path names, so that it is removed only while it is still ours.
+struct SocketFile {
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+// Before binding `path`: OK when nothing is there or a socket nobody accepts on (a dead
+// daemon's, removed here). UNAVAILABLE when the directory is missing or another process
+// accepts connections there; INVALID_ARGUMENT when a file other than a socket is there.
+absl::Status ClaimSocketPath(const std::string& path);
+
+// After binding: sets the socket's mode (connecting takes write permission on it) and
+// returns its identity. UNAVAILABLE when it is gone or the mode cannot be set.
+absl::StatusOr<SocketFile> AdoptSocketPath(const std::string& path, mode_t mode);
+
+// Removes `path` when it is still the socket `ours`, so a stopping daemon leaves no stale
+// file. Call it while still accepting there: ClaimSocketPath then refuses any successor,
+// and the inode number of a removed socket may come back for another.
+void RemoveSocketPath(const std::string& path, const SocketFile& ours);
+
+}  // namespace kvstash

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The Python package against the C++ client: 4 MiB put and get, 1 and 4 threads, over gRPC
-and UCX shared memory, on one kvstashd in one run (target: Python >= 0.9x of C++).
+and UCX shared memory, on one kvstashd in one run (target: Python >= 0.95x of C++).
 
     python bench/python_client_bench.py --kvstashd build-bench/server/kvstashd \\
         --loop build-bench/bench/kvstash_client_loop [--rounds 5] [--seconds 1.5] [--out DIR]

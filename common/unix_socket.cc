@@ -13,11 +13,21 @@
 namespace kvstash {
 namespace {
 
-// True when a process accepts connections on the socket at `path`.
-bool Accepting(const std::string& path) {
+// OK when nobody accepts on the socket at `path` (connection refused): a dead daemon's.
+// UNAVAILABLE when a process accepts there (a full backlog included) or the connect
+// failed otherwise (no permission, a security module): removing it could take a live
+// socket away.
+absl::Status CheckStale(const std::string& path) {
   const int fd = ConnectUnix(path);
+  const int err = errno;
   if (fd >= 0) close(fd);
-  return fd >= 0 || errno == EAGAIN;  // a full backlog: someone is listening
+  if (fd < 0 && (err == ECONNREFUSED || err == ENOENT)) return absl::OkStatus();
+  if (fd >= 0 || err == EAGAIN) {
+    return absl::UnavailableError(
+        absl::StrCat("another process serves ", path, " (a second kvstashd on the same socket?)"));
+  }
+  return absl::UnavailableError(
+      absl::StrCat("cannot tell whether a process serves ", path, ": ", strerror(err)));
 }
 
 std::string Directory(const std::string& path) {
@@ -33,7 +43,7 @@ int ConnectUnix(const std::string& path) {
     errno = ENAMETOOLONG;
     return -1;
   }
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.data(), path.size());
@@ -90,10 +100,7 @@ absl::Status ClaimSocketPath(const std::string& path) {
   if (!S_ISSOCK(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(path, " exists and is not a socket"));
   }
-  if (Accepting(path)) {
-    return absl::UnavailableError(
-        absl::StrCat("another process serves ", path, " (a second kvstashd on the same socket?)"));
-  }
+  if (absl::Status s = CheckStale(path); !s.ok()) return s;
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
     return absl::UnavailableError(
         absl::StrCat("cannot remove the stale socket ", path, ": ", strerror(errno)));

@@ -19,8 +19,9 @@ namespace kvstash {
 // a socket address holds (107 bytes), or holding a NUL.
 absl::Status CheckSocketPath(absl::string_view path);
 
-// A close-on-exec stream socket connected to `path` (CheckSocketPath holds), or -1 with
-// errno set. Connecting to a Unix socket does not wait on the peer.
+// A close-on-exec, non-blocking stream socket connected to `path` (CheckSocketPath
+// holds), or -1 with errno set: EAGAIN when the listener's backlog is full, so that a
+// stalled listener cannot block the caller.
 int ConnectUnix(const std::string& path);
 
 // What a failed ConnectUnix's `err` (errno) means, as a sentence fragment: "no socket
@@ -33,9 +34,10 @@ struct SocketFile {
   ino_t ino = 0;
 };
 
-// Before binding `path`: OK when nothing is there or a socket nobody accepts on (a dead
-// daemon's, removed here). UNAVAILABLE when the directory is missing or another process
-// accepts connections there; INVALID_ARGUMENT when a file other than a socket is there.
+// Before binding `path`: OK when nothing is there or a socket that refuses connections (a
+// dead daemon's, removed here). UNAVAILABLE when the directory is missing, another process
+// accepts connections there, or connecting fails otherwise (the socket is left alone);
+// INVALID_ARGUMENT when a file other than a socket is there.
 absl::Status ClaimSocketPath(const std::string& path);
 
 // After binding: sets the socket's mode (connecting takes write permission on it) and

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "testing/temp_dir.h"
@@ -66,6 +67,27 @@ TEST(UnixSocketTest, RefusesAPathAnotherProcessServes) {
   EXPECT_NE(s.message().find("another process serves"), absl::string_view::npos) << s;
   struct stat st {};
   EXPECT_EQ(lstat(path.c_str(), &st), 0) << "a live socket must stay";
+}
+
+TEST(UnixSocketTest, AFullBacklogCountsAsServed) {
+  std::unique_ptr<TempDir> dir = NewDir();
+  const std::string path = dir->Sub("k.sock");
+  BoundSocket live(path, /*listen_too=*/false);
+  ASSERT_TRUE(live.bound);
+  ASSERT_EQ(listen(live.fd, 0), 0);
+  std::vector<int> waiting;  // connections nobody accepts, until connecting says EAGAIN
+  for (int i = 0; i < 8; ++i) {
+    const int fd = ConnectUnix(path);
+    if (fd < 0) {
+      EXPECT_EQ(errno, EAGAIN);
+      break;
+    }
+    waiting.push_back(fd);
+  }
+  absl::Status s = ClaimSocketPath(path);
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("another process serves"), absl::string_view::npos) << s;
+  for (int fd : waiting) close(fd);
 }
 
 TEST(UnixSocketTest, RemovesAStaleSocket) {

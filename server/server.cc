@@ -268,21 +268,25 @@ std::string Server::metrics_address() const {
 
 void Server::LogStartup() const {
   const DramConfig& d = config_.storage.dram;
-  log_->Info("kvstashd serving", {{"version", KVSTASH_VERSION},
-                                  {"grpc", connect_address()},
-                                  {"metrics", metrics_address()},
-                                  {"ucx", ucx_address()},
-                                  {"listen", config_.server.grpc_listen},
-                                  {"local_socket", config_.server.local_socket},
-                                  {"tls", TlsMode(config_.server.tls)},
-                                  {"metrics_token", !config_.metrics.bearer_token_file.empty()},
-                                  {"dram_capacity", FormatByteSize(d.capacity_bytes)},
-                                  {"page", FormatByteSize(d.page_bytes)},
-                                  {"max_chunk", FormatByteSize(config_.storage.max_chunk_bytes)},
-                                  {"max_frame", FormatByteSize(config_.server.max_frame_bytes)},
-                                  {"huge_pages", HugePagesName(d.huge_pages)},
-                                  {"huge_page_use", HugePageUsage()},
-                                  {"eviction", d.eviction}});
+  log_->Info("kvstashd serving",
+             {{"version", KVSTASH_VERSION},
+              {"grpc", connect_address()},
+              {"metrics", metrics_address()},
+              {"ucx", ucx_address()},
+              {"listen", config_.server.grpc_listen},
+              {"local_socket", config_.server.local_socket},
+              {"local_send_buffer", local_listener_ == nullptr
+                                        ? std::string()
+                                        : FormatByteSize(local_listener_->send_buffer_bytes())},
+              {"tls", TlsMode(config_.server.tls)},
+              {"metrics_token", !config_.metrics.bearer_token_file.empty()},
+              {"dram_capacity", FormatByteSize(d.capacity_bytes)},
+              {"page", FormatByteSize(d.page_bytes)},
+              {"max_chunk", FormatByteSize(config_.storage.max_chunk_bytes)},
+              {"max_frame", FormatByteSize(config_.server.max_frame_bytes)},
+              {"huge_pages", HugePagesName(d.huge_pages)},
+              {"huge_page_use", HugePageUsage()},
+              {"eviction", d.eviction}});
   LogNvmeStartup();
   LogExposure();
   LogAuthStartup();
@@ -296,6 +300,12 @@ void Server::LogExposure() const {
         "gRPC serves plaintext on a non-loopback address; set server.tls.* "
         "(docs/security.md)",
         {{"listen", listen}});
+  }
+  if (!config_.server.local_socket.empty() && !config_.auth.required) {
+    log_->Warn(
+        "server.local_socket is served without auth.required: whoever reaches its directory "
+        "reads and writes every tenant's chunks (docs/security.md)",
+        {{"local_socket", config_.server.local_socket}});
   }
   const MetricsConfig& m = config_.metrics;
   if (m.enabled && m.bearer_token_file.empty() && !IsLoopbackHostPort(m.listen)) {

@@ -30,8 +30,10 @@ const TransportInfo& InfoOf(Transport transport) {
 }  // namespace
 
 std::vector<Transport> AllTransports() {
-  std::vector<Transport> all = AllTransportsAndLocalSocket();
-  all.pop_back();
+  std::vector<Transport> all;
+  for (Transport t : AllTransportsAndLocalSocket()) {
+    if (t != Transport::kGrpcLocal) all.push_back(t);
+  }
   return all;
 }
 

@@ -27,7 +27,8 @@ namespace kvstash::server {
 class LocalListener {
  public:
   struct Options {
-    // SO_SNDBUF of each accepted connection; the kernel caps it at net.core.wmem_max.
+    // SO_SNDBUF of each accepted connection; the kernel caps it at net.core.wmem_max
+    // (208 KiB unless the host raised it).
     int send_buffer_bytes = 4 << 20;
     // Permissions of the socket file (connecting takes write permission on it).
     uint32_t mode = 0666;
@@ -41,11 +42,15 @@ class LocalListener {
                                                               const Options& options);
   LocalListener(const LocalListener&) = delete;
   LocalListener& operator=(const LocalListener&) = delete;
-  ~LocalListener() { Stop(); }
+  ~LocalListener();
 
-  // Removes the socket file while still ours, stops accepting and closes the listening
-  // socket. Idempotent.
+  // Removes the socket file while still ours and stops accepting (the listening socket is
+  // closed by the destructor). Idempotent.
   void Stop();
+
+  // The send buffer each connection gets: Options::send_buffer_bytes, or less where
+  // net.core.wmem_max caps it.
+  int send_buffer_bytes() const { return send_buffer_bytes_; }
 
  private:
   LocalListener(std::string path, grpc::Server* server, const Options& options)
@@ -55,7 +60,8 @@ class LocalListener {
   const std::string path_;
   grpc::Server* const server_;
   const Options options_;
-  SocketFile file_;
+  SocketFile file_;  // zero once removed (or never bound)
+  int send_buffer_bytes_ = 0;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd that ends the accept loop
   std::thread thread_;

@@ -91,7 +91,8 @@ def main() -> None:
     redis = subprocess.Popen([args.redis_server, "--port", str(redis_port), "--bind", "127.0.0.1",
                               "--save", "", "--appendonly", "no", "--protected-mode", "no"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    dram = Daemon({"storage.dram.capacity_bytes": "4GiB"}, kvstashd=args.kvstashd)
+    dram = Daemon({"storage.dram.capacity_bytes": "4GiB"}, kvstashd=args.kvstashd,
+                  local_socket=True)
     # Puts wait for demotion rather than drop evicted chunks, so every chunk reaches NVMe.
     nvme = Daemon({"storage.dram.capacity_bytes": "256MiB", "storage.nvme.enabled": "true",
                    "storage.nvme.capacity_bytes": "16GiB", "storage.nvme.demotion_wait_ms": "5000"},
@@ -104,6 +105,8 @@ def main() -> None:
         adapters = {
             "kvstash-dram-ucx": plugin(dram.ucx_uri),
             "kvstash-dram-grpc": plugin(dram.grpc_uri),
+            # unix:// to the local socket: loads from the mapped arena, stores over gRPC.
+            "kvstash-dram-local": plugin(dram.local_uri),
             "kvstash-dram+nvme-ucx": plugin(nvme.ucx_uri),
             "resp-redis": {"type": "resp", "host": "127.0.0.1", "port": redis_port,
                            "num_workers": 4},

@@ -137,8 +137,9 @@ absl::Status Apply(const std::string& flag, const std::string& value, BenchOptio
   if (flag == "transport") {
     o.transports = absl::StrSplit(value, ',', absl::SkipWhitespace());
     for (const std::string& t : o.transports) {
-      if (t != "ucx-tcp" && t != "ucx-shm") {
-        return absl::InvalidArgumentError("--transport: expected ucx-tcp and/or ucx-shm, got " + t);
+      if (t != "ucx-tcp" && t != "ucx-shm" && t != "local") {
+        return absl::InvalidArgumentError(
+            "--transport: expected ucx-tcp, ucx-shm and/or local, got " + t);
       }
     }
   }
@@ -228,7 +229,9 @@ std::string UsageText() {
   --ucx               instead of the sweep: kvstash over UCX next to ucx_perftest -t tag_bw
                       (same UCX_TLS and size: the limit) and memcached, interleaved, with
                       ratios and target checks; sizes default 64KiB,4MiB,32MiB, clients 1,4
-  --transport LIST    with --ucx: ucx-tcp (UCX_TLS=tcp) and/or ucx-shm (sm,self); default both
+  --transport LIST    with --ucx: ucx-tcp (UCX_TLS=tcp), ucx-shm (sm,self) and/or local
+                      (unix:// to server.local_socket: gets from the mapped arena, puts over
+                      gRPC); default ucx-tcp,ucx-shm
   --security          instead of the sweep: get/put cells with transport security on and
                       off, interleaved, one daemon per configuration: gRPC plaintext vs
                       TLS (certificates made by openssl in the scratch directory), UCX over

@@ -135,13 +135,16 @@ def main() -> None:
     batch = args.pages * PAGE * LAYERS * HEADS * HEAD_DIM * 2 * 2  # K and V, bf16
     capacity = 4 * batch + (256 << 20)  # every batch of the run stays in DRAM
     rows = []
-    with Daemon({"storage.dram.capacity_bytes": str(capacity)}, kvstashd=args.kvstashd) as d:
+    with Daemon({"storage.dram.capacity_bytes": str(capacity)}, kvstashd=args.kvstashd,
+                local_socket=True) as d:
         for layout in args.layouts.split(","):
             pool = host_pool(layout, args.pages)
             g = torch.Generator().manual_seed(1)
             raw = pool.kv_buffer.view(torch.uint8)
             raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8, generator=g))
-            for transport, uri in (("ucx", d.ucx_uri), ("grpc", d.grpc_uri)):
+            # local: unix:// to the local socket, gets from the mapped arena.
+            for transport, uri in (("ucx", d.ucx_uri), ("grpc", d.grpc_uri),
+                                   ("local", d.local_uri)):
                 r = measure(pool, uri, args.pages, args.reps, f"{layout}-{transport}")
                 row = {"layout": layout, "transport": transport, "pages": args.pages,
                        "page_tokens": PAGE, "ratio": r["load_gbps"] / r["memcpy_gbps"], **r}

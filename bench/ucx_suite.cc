@@ -27,6 +27,9 @@ constexpr char kPerftest[] = "ucx_perftest";
 // rendezvous data moves as active-message fragments, copied once more by the receiver.
 constexpr char kPerftestPeer[] = "ucx_perftest-e";
 
+// The transport label of unix:// clients of server.local_socket (no ucx_perftest limit).
+constexpr char kLocal[] = "local";
+
 std::string TlsOf(const std::string& transport) {
   return transport == "ucx-shm" ? "sm,self" : "tcp";
 }
@@ -105,7 +108,8 @@ absl::StatusOr<Systems> StartSystems(const RunConfig& config,
     // A --kvstash_set storage.nvme.enabled=true turns it back on.
     o.extra_sets = {"storage.nvme.enabled=false"};
     o.extra_sets.insert(o.extra_sets.end(), config.kvstash_sets.begin(), config.kvstash_sets.end());
-    o.ucx_tls = TlsOf(t);
+    o.local_socket = t == kLocal;
+    if (!o.local_socket) o.ucx_tls = TlsOf(t);
     o.transport_label = t;
     auto k = KvstashSystem::Start(o);
     if (!k.ok()) return k.status();
@@ -164,6 +168,7 @@ absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
       }
       if (sys->perftest.empty()) continue;
       for (const std::string& t : transports) {
+        if (t == kLocal) continue;
         for (const bool peer_errors : {false, true}) {
           const char* name = peer_errors ? kPerftestPeer : kPerftest;
           const std::string limit = absl::StrCat(name, " ", t);
@@ -228,6 +233,18 @@ void PrintTargetLines(std::ostream& out, const std::vector<Row>& rows) {
     out << absl::StrFormat(
         "  get  4MiB ucx-shm 4 clients: %.2fx memcached GET (target >= 1.5x)  %s\n", r,
         r >= 1.5 ? "MET" : "MISSED");
+  }
+  // The local arena reads as UCX direct access does: one copy out of the mapped arena.
+  for (size_t size : {size_t{4} << 20, size_t{32} << 20}) {
+    for (int clients : {1, 4}) {
+      const Row* l = Find(rows, "kvstash", kLocal, Op::kGet, size, clients);
+      const Row* u = Find(rows, "kvstash", "ucx-shm", Op::kGet, size, clients);
+      if (l == nullptr || u == nullptr || u->gbps <= 0) continue;
+      const double r = l->gbps / u->gbps;
+      out << absl::StrFormat(
+          "  get  %s local %d client%s: %.2fx ucx-shm get (target >= 0.9x)  %s\n",
+          FormatBytes(size), clients, clients == 1 ? "" : "s", r, r >= 0.9 ? "MET" : "MISSED");
+    }
   }
   if (const Row* l = Find(rows, "kvstash", "ucx-shm", Op::kGet, 64 << 10, 1); l != nullptr) {
     out << absl::StrFormat("  get  64KiB ucx-shm 1 client: p50 %.1f us (target < 100 us)  %s\n",

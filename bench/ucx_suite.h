@@ -3,6 +3,8 @@
 // ucx-shm: UCX_TLS=sm,self) one kvstashd serves ucx:// clients; per round, size and
 // client count the cells run interleaved (transports rotated per round):
 //   kvstash get/put over UCX         system "kvstash",      transport ucx-tcp | ucx-shm
+//   kvstash over server.local_socket (gets from the arena the local arena socket hands
+//   over, puts over gRPC)            system "kvstash",      transport local
 //   memcached GET/SET (its TCP text protocol)  system "memcached", transport "tcp"
 //   ucx_perftest -t tag_bw, one pair, same UCX_TLS and message size (the limit; the same
 //   number is recorded for get and put)       system "ucx_perftest", transport ucx-*
@@ -31,7 +33,7 @@ struct UcxSuiteOutput {
 
 // Uses config.sizes, clients, rounds, limits, budget_bytes (capped at 2 GiB per daemon),
 // working_set_bytes, kvstashd_path, kvstash_sets, memcached_path and keep_scratch.
-// `transports`: any of "ucx-tcp", "ucx-shm".
+// `transports`: any of "ucx-tcp", "ucx-shm", "local".
 absl::StatusOr<UcxSuiteOutput> RunUcxSuite(const RunConfig& config,
                                            const std::vector<std::string>& transports,
                                            std::ostream& progress);

@@ -192,6 +192,7 @@ def run_config(name: str, base: Dict[str, Any], kvstashd: str, scratch: str,
 
 CANONICAL_LOAD = "kvstash ucx, engine-neutral format"
 CANONICAL_GETS = "kvstash ucx, engine-neutral format, gets into staging only"
+CANONICAL_LOCAL = "kvstash local, engine-neutral format"
 
 
 def cpu_page_codec(dtype: Any) -> Any:
@@ -208,7 +209,8 @@ def cpu_page_codec(dtype: Any) -> Any:
 
 def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[str, Any]]:
     """The connector's bytes alone: ``tokens`` of KV read into vLLM-shaped page tensors: as
-    (block, layer) page objects from kvstash (gRPC, UCX) and from page-cached files, and as
+    (block, layer) page objects from kvstash (gRPC, UCX, the local socket's mapped arena)
+    and from page-cached files, and as
     the connector reads them now, (chunk, layer) objects of the engine-neutral
     format over UCX into staging, decoded into the pages."""
     import torch
@@ -233,9 +235,12 @@ def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[st
                     f.readinto(pages[layer][c].view(torch.uint8).numpy())
 
         timings = {"page-cached files": read_files}
-        with Daemon({"storage.dram.capacity_bytes": "1GiB"}, kvstashd=kvstashd) as daemon:
+        with Daemon({"storage.dram.capacity_bytes": "1GiB"}, kvstashd=kvstashd,
+                    local_socket=True) as daemon:
             clients = {}
-            for scheme, uri in (("grpc", daemon.grpc_uri), ("ucx", daemon.ucx_uri)):
+            # local: unix:// to server.local_socket, gets from the mapped arena.
+            for scheme, uri in (("grpc", daemon.grpc_uri), ("ucx", daemon.ucx_uri),
+                                ("local", daemon.local_uri)):
                 client = kvstash.Client(uri)
                 ns = client.namespace(model="load-path", num_layers=LAYERS, kv_heads=KV_HEADS,
                                       head_dim=HEAD_DIM, dtype=dtype, chunk_tokens=BLOCK)
@@ -248,6 +253,7 @@ def load_path(kvstashd: str, reps: int, tokens: int, dtype: str) -> List[Dict[st
             load = canonical_load(clients["ucx"], pages, src, dtype)
             timings[CANONICAL_LOAD] = load
             timings[CANONICAL_GETS] = lambda: load(decode=False)
+            timings[CANONICAL_LOCAL] = canonical_load(clients["local"], pages, src, dtype)
             for _ in range(reps):
                 for what, fn in timings.items():
                     for p in pages:
@@ -349,6 +355,11 @@ def summarize(runs: List[Dict[str, Any]], loads: List[Dict[str, Any]]) -> str:
             lines.append(f"| {w} | {xs[0]['bytes'] / 2**20:.0f} | {med_ms[w]:.1f} | "
                          f"{xs[0]['bytes'] / med_ms[w] / 1e6:.2f} | {med_ms[w] / file_ms:.2f}x "
                          f"| {equal} |")
+        for w, target in (("kvstash ucx", 0.6), ("kvstash local", 0.6), ("kvstash grpc", 2.0)):
+            if w in med_ms and file_ms:
+                r = med_ms[w] / file_ms
+                lines.append(f"\n{w} / page-cached files: {r:.2f}x (target <= {target}x): "
+                             f"{'met' if r <= target else 'missed'}")
         if CANONICAL_LOAD in med_ms and "kvstash ucx" in med_ms:
             lines.append(f"\nEngine-neutral format / page objects over UCX: "
                          f"{med_ms[CANONICAL_LOAD] / med_ms['kvstash ucx']:.2f}x (target <= 1.2x)")

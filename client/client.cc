@@ -15,6 +15,7 @@
 #include "client/listener_probe.h"
 #include "client/ucx_transport.h"
 #include "client/uri.h"
+#include "common/unix_socket.h"
 
 namespace kvstash {
 namespace {
@@ -97,8 +98,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(absl::string_view uri,
                                     : client_internal::LocalSocketSecurity(options);
     if (!security.ok()) return security.status();
     target.tls = security->tls;
-    transport =
-        std::make_unique<client_internal::GrpcTransport>(parsed->GrpcTarget(), options, *security);
+    const std::string arena_socket = parsed->socket_path.empty() || !options.local_direct
+                                         ? std::string()
+                                         : ArenaSocketPath(parsed->socket_path);
+    transport = std::make_unique<client_internal::GrpcTransport>(parsed->GrpcTarget(), options,
+                                                                 *security, arena_socket);
   }
   if (absl::Status s = CheckServing(transport.get(), target, uri, options, start); !s.ok()) {
     return s;

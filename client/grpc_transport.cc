@@ -55,7 +55,7 @@ grpc::ChannelArguments MakeChannelArguments(const ClientOptions& options, int in
 }
 
 GrpcTransport::GrpcTransport(const std::string& target, const ClientOptions& options,
-                             const ChannelSecurity& security)
+                             const ChannelSecurity& security, const std::string& arena_socket)
     : target_(target),
       frame_bytes_(options.frame_bytes),
       authorization_(security.tls ? "" : BearerMetadata(options.EffectiveToken())) {
@@ -70,6 +70,10 @@ GrpcTransport::GrpcTransport(const std::string& target, const ClientOptions& opt
     if (!security.server_name.empty()) args.SetSslTargetNameOverride(security.server_name);
     c.channel = grpc::CreateCustomChannel(target, credentials, args);
     c.stub = std::make_unique<grpc::GenericStub>(c.channel);
+  }
+  if (!arena_socket.empty()) {
+    local_arena_ = std::make_unique<LocalArena>(arena_socket, options.EffectiveToken(),
+                                                options.ucx_copy_threads);
   }
 }
 
@@ -116,7 +120,22 @@ absl::Status GrpcTransport::Put(const CallContext& ctx, const Key128& ns, absl::
 
 absl::Status GrpcTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                                 uint64_t lease_id) {
-  return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, items, lease_id);
+  if (local_arena_ == nullptr) {
+    return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, items, lease_id);
+  }
+  std::vector<size_t> rest;
+  local_arena_->Get(ctx.deadline, ns, items, lease_id, &rest);
+  if (rest.size() == items.size()) {
+    return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, items, lease_id);
+  }
+  if (rest.empty()) return absl::OkStatus();
+  std::vector<GetItem> others;
+  others.reserve(rest.size());
+  for (size_t i : rest) others.push_back(items[i]);
+  absl::Status s =
+      RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, absl::MakeSpan(others), lease_id);
+  for (size_t k = 0; k < rest.size(); ++k) items[rest[k]] = std::move(others[k]);
+  return s;
 }
 
 }  // namespace kvstash::client_internal

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/grpc_tls.h"
+#include "client/local_arena.h"
 #include "client/message_transport.h"
 #include "kvstash/client.h"
 
@@ -37,8 +38,10 @@ class GrpcTransport final : public MessageTransport {
  public:
   // target: "host:port"; security: plaintext or TLS (MakeChannelSecurity). REQUIRES:
   // options.Validate().ok(). Does not wait for the connections; see WaitConnected.
+  // `arena_socket`: the daemon's local arena socket, where Gets read what they can
+  // straight from its arena (LocalArena); "" for none.
   GrpcTransport(const std::string& target, const ClientOptions& options,
-                const ChannelSecurity& security);
+                const ChannelSecurity& security, const std::string& arena_socket = "");
 
   absl::Status WaitConnected(absl::Time deadline) override;
   absl::Status Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
@@ -65,6 +68,7 @@ class GrpcTransport final : public MessageTransport {
   const std::string authorization_;      // "Bearer <token>"; "" without a token (or over TLS)
   std::vector<Connection> connections_;  // fixed after construction
   std::atomic<uint64_t> next_{0};
+  std::unique_ptr<LocalArena> local_arena_;  // null: every Get goes through gRPC
 };
 
 }  // namespace kvstash::client_internal

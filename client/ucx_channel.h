@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "client/arena_view.h"
 #include "client/parallel_copy.h"
 #include "kvstash/client.h"
 #include "proto/ucx_wire.h"
@@ -91,12 +92,6 @@ class UcxChannel {
   // The arena bytes `body` (ArenaRun records) names for a chunk of `size` bytes, or an
   // empty vector (channel broken) when they do not add up or leave the arena.
   std::vector<absl::Span<uint8_t>> ArenaSpans(absl::string_view body, uint64_t size);
-  // Maps the 4 KiB pages of our arena view under `span` for reading and writing, each once:
-  // a mapped page stays mapped (the daemon gives memory back only from free arena pages,
-  // and a copy there would simply fault). Only pages of the chunk's own arena pages are
-  // mapped: populating a free one would allocate it again in the daemon's shared memory.
-  void MapForCopy(absl::Span<uint8_t> span);
-  static constexpr uint64_t kMapPage = 4096;
   // Direct Put item `index` was reserved at `runs`: copies it there and commits it.
   void WriteDirect(const wire::ucx::ReplyHeader& h, absl::string_view runs);
   // Sends item `index` of the Put in progress again, as a plain Put with its payload.
@@ -144,9 +139,7 @@ class UcxChannel {
   std::unique_ptr<Call> call_;
   // The daemon's arena, mapped (direct access), or null.
   ucp_rkey_h arena_rkey_ = nullptr;
-  uint8_t* arena_ = nullptr;
-  uint64_t arena_size_ = 0;
-  std::vector<bool> mapped_;  // by kMapPage of the arena
+  std::unique_ptr<ArenaView> arena_;
 };
 
 }  // namespace kvstash::client_internal

@@ -1,7 +1,5 @@
 // UcxChannel's direct access to the daemon's DRAM arena: mapping it, and Put/Get copies
 // straight into and out of it (ClientOptions::ucx_direct).
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -14,21 +12,6 @@ namespace {
 
 using wire::ucx::ReplyHeader;
 using WireOp = wire::ucx::Op;
-
-// Maps [data, data + size) of our view of the arena in one call. The view starts empty,
-// and a copy into it would otherwise take one page fault per 4 KiB: writes to shared
-// memory get no fault-around. Populating for reading does (16 pages per fault by default),
-// and since shared memory needs no write notification those pages are mapped writable:
-// ~70 us per MiB on the build hosts against ~250 for MADV_POPULATE_WRITE and ~330 for the
-// faults of the copy itself. Copies out of the arena fault too (one per 16 pages), at a
-// cost above the copy's own. Best effort: kernels before 5.14 fault as usual.
-void Populate(uint8_t* data, uint64_t size) {
-  constexpr int kMadvPopulateRead = 22;
-  const uintptr_t page = 4096;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
-  (void)madvise(reinterpret_cast<void*>(start), end - start, kMadvPopulateRead);
-}
 
 }  // namespace
 
@@ -45,24 +28,12 @@ void UcxChannel::MapArena(absl::string_view body) {
     return;
   }
   arena_rkey_ = rkey;
-  arena_ = static_cast<uint8_t*>(local);
-  arena_size_ = info.size;
-  mapped_.assign((info.size + kMapPage - 1) / kMapPage, false);
+  arena_ = std::make_unique<ArenaView>(static_cast<uint8_t*>(local), info.size);
 }
 
 std::vector<absl::Span<uint8_t>> UcxChannel::ArenaSpans(absl::string_view body, uint64_t size) {
-  std::vector<absl::Span<uint8_t>> spans;
-  uint64_t total = 0;
-  bool ok = !body.empty() && body.size() % sizeof(wire::ucx::ArenaRun) == 0;
-  for (size_t at = 0; ok && at < body.size(); at += sizeof(wire::ucx::ArenaRun)) {
-    wire::ucx::ArenaRun r;
-    std::memcpy(&r, body.data() + at, sizeof(r));
-    ok = r.length > 0 && r.offset <= arena_size_ && r.length <= arena_size_ - r.offset &&
-         r.length <= size - total;
-    if (ok) spans.emplace_back(arena_ + r.offset, r.length);
-    total += r.length;
-  }
-  if (ok && total == size) return spans;
+  std::vector<absl::Span<uint8_t>> spans = arena_->Spans(body, size);
+  if (!spans.empty()) return spans;
   broken_ = true;
   broken_reason_ =
       "kvstashd named arena bytes that do not match the chunk or lie outside the arena";
@@ -76,7 +47,7 @@ void UcxChannel::WriteDirect(const ReplyHeader& h, absl::string_view runs) {
   if (spans.empty()) return;  // broken: the call ends UNAVAILABLE
   const auto* src = static_cast<const uint8_t*>(item.data);
   for (absl::Span<uint8_t> span : spans) {
-    MapForCopy(span);
+    arena_->MapForCopy(span);
     copier_->Copy(span.data(), src, span.size(), /*streaming=*/true);
     src += span.size();
   }
@@ -90,21 +61,6 @@ void UcxChannel::WriteDirect(const ReplyHeader& h, absl::string_view runs) {
   std::memcpy(hdr, &rh, sizeof(rh));
   std::memcpy(hdr + sizeof(rh), &f, sizeof(f));
   (void)SendRequest(hdr, kCommitHeaderBytes, nullptr, 0, nullptr);  // failure: channel broken
-}
-
-void UcxChannel::MapForCopy(absl::Span<uint8_t> span) {
-  const uint64_t begin = static_cast<uint64_t>(span.data() - arena_);
-  const uint64_t last = (begin + span.size() + kMapPage - 1) / kMapPage;
-  for (uint64_t page = begin / kMapPage; page < last;) {
-    if (mapped_[page]) {
-      ++page;
-      continue;
-    }
-    const uint64_t first = page;
-    while (page < last && !mapped_[page]) mapped_[page++] = true;
-    const uint64_t offset = first * kMapPage;
-    Populate(arena_ + offset, std::min((page - first) * kMapPage, arena_size_ - offset));
-  }
 }
 
 void UcxChannel::ResendPlain(uint32_t index) {
@@ -132,7 +88,7 @@ void UcxChannel::ReadDirect(const ReplyHeader& h, absl::string_view runs) {
   // them, 6.1-6.5 GB/s without.
   auto* dst = static_cast<uint8_t*>(item.data);
   for (absl::Span<uint8_t> span : spans) {
-    MapForCopy(span);
+    arena_->MapForCopy(span);
     copier_->Copy(dst, span.data(), span.size(), /*streaming=*/false);
     dst += span.size();
   }

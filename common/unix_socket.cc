@@ -68,6 +68,57 @@ std::string ConnectUnixError(int err) {
   }
 }
 
+std::string ArenaSocketPath(absl::string_view local_socket) {
+  return absl::StrCat(local_socket, ".arena");
+}
+
+absl::Status SendWithFd(int sock, absl::string_view bytes, int fd) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    iovec iov{const_cast<char*>(bytes.data() + sent), bytes.size() - sent};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (sent == 0 && fd >= 0) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    const ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return absl::UnavailableError(absl::StrCat("send: ", strerror(errno)));
+    sent += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+long RecvWithFd(int sock, void* data, size_t n, int* fd) {
+  *fd = -1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{data, n};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t got;
+  do {
+    got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); got >= 0 && c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      std::memcpy(fd, CMSG_DATA(c), sizeof(int));
+    }
+  }
+  return got;
+}
+
 absl::Status CheckSocketPath(absl::string_view path) {
   if (path.empty() || path.front() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not an absolute path"));

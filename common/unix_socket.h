@@ -28,6 +28,19 @@ int ConnectUnix(const std::string& path);
 // there ..." for ENOENT, "nothing listens there ..." for ECONNREFUSED, else the error.
 std::string ConnectUnixError(int err);
 
+// The socket beside `local_socket` where same-host clients ask for the daemon's arena
+// (docs/protocol.md, "Local arena"): the same path with ".arena" appended.
+std::string ArenaSocketPath(absl::string_view local_socket);
+
+// Writes all of `bytes` to the blocking stream socket `sock`, passing a duplicate of `fd`
+// (SCM_RIGHTS) with the first byte when fd >= 0. UNAVAILABLE with the error otherwise.
+absl::Status SendWithFd(int sock, absl::string_view bytes, int fd);
+
+// Reads up to `n` bytes from the blocking stream socket `sock` (one recvmsg); a descriptor
+// passed with them is stored, close-on-exec, in `*fd` (else -1). Returns recvmsg's count
+// (0: end of stream) or -1 with errno set.
+long RecvWithFd(int sock, void* data, size_t n, int* fd);
+
 // Which file a socket path names, so that it is removed only while it is still ours.
 struct SocketFile {
   dev_t dev = 0;

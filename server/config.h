@@ -45,7 +45,7 @@ struct TlsConfig {
 // The `server:` section: the gRPC listener and its limits.
 struct GrpcConfig {
   std::string grpc_listen = "127.0.0.1:7070";
-  // A Unix socket served besides grpc_listen, plaintext (server/grpc/local_listener.h); ""
+  // A Unix socket served besides grpc_listen, plaintext (server/local_listener.h); ""
   // for none.
   std::string local_socket;
   // gRPC's receive limit is this plus 64 KiB, so one oversized message cannot make the

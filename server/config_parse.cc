@@ -178,7 +178,10 @@ absl::Status CheckCrossFields(const ServerConfig& c) {
     if (!l.ok()) return l;
   }
   if (!s.local_socket.empty()) {
-    if (absl::Status p = CheckSocketPath(s.local_socket); !p.ok()) {
+    absl::Status p = CheckSocketPath(s.local_socket);
+    // The local arena socket lies beside it, under a longer name.
+    if (p.ok()) p = CheckSocketPath(ArenaSocketPath(s.local_socket));
+    if (!p.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("server.local_socket: ", p.message()));
     }
     if (s.grpc_listen == absl::StrCat("unix:", s.local_socket)) {

@@ -193,6 +193,13 @@ TEST(ConfigTest, CrossFieldChecks) {
   EXPECT_THAT(ErrorOf("server: {max_frame_bytes: 64KiB, send_frame_bytes: 64KiB}"),
               HasSubstr("server.max_keys_per_request"));
   MustParse("server: {grpc_listen: \"unix:/tmp/kvstash.sock\"}");
+  EXPECT_THAT(ErrorOf("server: {local_socket: run/kvstash.sock}"),
+              HasSubstr("server.local_socket: \"run/kvstash.sock\" is not an absolute path"));
+  // The local arena socket beside it needs 6 more bytes of the 107 a socket path holds.
+  const std::string near_limit = "/" + std::string(102, 'k');
+  EXPECT_THAT(ErrorOf("server: {local_socket: " + near_limit + "}"),
+              HasSubstr("server.local_socket: \"" + near_limit + ".arena\" is 109 bytes"));
+  MustParse("server: {local_socket: /" + std::string(100, 'k') + "}");
 }
 
 TEST(ConfigTest, SyntaxErrorsSayWhere) {

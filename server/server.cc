@@ -1,8 +1,10 @@
 #include "server/server.h"
 
+#include <fcntl.h>
 #include <grpc/grpc.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+#include <grpcpp/server_posix.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -11,15 +13,18 @@
 #include <system_error>
 #include <thread>
 
+#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/byte_size.h"
 #include "common/host_port.h"
+#include "common/mapped_file.h"
 #include "common/ready_file.h"
-#include "server/grpc/local_listener.h"
+#include "common/unix_socket.h"
 #include "server/grpc/tls_credentials.h"
+#include "server/local_listener.h"
 #include "server/store_metrics.h"
 #include "storage/nvme/rocksdb_crc32c.h"
 
@@ -67,13 +72,15 @@ const char* TlsMode(const TlsConfig& tls) {
   return tls.client_ca_file.empty() ? "tls" : "mutual";
 }
 
-ucx::UcxServerOptions UcxOptionsOf(const UcxConfig& c) {
+ucx::UcxServerOptions UcxOptionsOf(const ServerConfig& config) {
+  const UcxConfig& c = config.ucx;
   ucx::UcxServerOptions options;
   options.listen = c.listen;
   options.tls = c.tls;
   options.rndv_thresh_bytes = c.rndv_thresh_bytes;
   options.tcp_segment_bytes = c.tcp_segment_bytes;
   options.worker_threads = c.worker_threads;
+  options.arena_as_file = !config.server.local_socket.empty();
   return options;
 }
 
@@ -101,7 +108,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerConfig& confi
   const ucx::SharedRegion* shared_arena = nullptr;
   if (config.ucx.enabled) {
     absl::StatusOr<std::shared_ptr<ucx::UcxContext>> c =
-        ucx::UcxContext::Create(UcxOptionsOf(config.ucx), log);
+        ucx::UcxContext::Create(UcxOptionsOf(config), log);
     if (!c.ok())
       return absl::Status(c.status().code(), absl::StrCat("ucx: ", c.status().message()));
     ucx_context = *std::move(c);
@@ -167,8 +174,10 @@ absl::Status Server::Start() {
   }
   if (!c.local_socket.empty()) {
     // Mode 0666: who reaches the directory may connect; the directory's mode and auth decide.
-    absl::StatusOr<std::unique_ptr<LocalListener>> local =
-        LocalListener::Start(c.local_socket, grpc_server_.get(), LocalListener::Options{});
+    absl::StatusOr<std::unique_ptr<LocalListener>> local = LocalListener::Start(
+        c.local_socket,
+        [server = grpc_server_.get()](int fd) { grpc::AddInsecureChannelFromFd(server, fd); },
+        LocalListener::Options{});
     if (!local.ok()) {
       return absl::Status(local.status().code(),
                           absl::StrCat("server.local_socket: ", local.status().message()));
@@ -177,6 +186,7 @@ absl::Status Server::Start() {
   }
   env_.start_time = absl::Now();
   if (absl::Status s = StartUcx(); !s.ok()) return s;
+  if (absl::Status s = StartLocalArena(); !s.ok()) return s;
   serving_.store(true);
   if (absl::Status s = StartMetrics(); !s.ok()) return s;
   LogStartup();
@@ -196,12 +206,40 @@ absl::Status Server::StartCluster() {
   return absl::OkStatus();
 }
 
+absl::Status Server::StartLocalArena() {
+  if (config_.server.local_socket.empty()) return absl::OkStatus();
+  if (shared_arena_ == nullptr) {
+    log_->Info(
+        "local arena not served: the DRAM arena is not shared memory (it is with "
+        "ucx.enabled and ucx.direct_access); local clients read through gRPC");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<MappedFile> file = ReopenMappedFile(shared_arena_->data(), O_RDONLY);
+  if (!file.ok()) {
+    log_->Info("local arena not served; local clients read through gRPC",
+               {{"reason", file.status().message()}});
+    return absl::OkStatus();
+  }
+  const ArenaServer::Arena arena{shared_arena_->data(), shared_arena_->size(), file->fd,
+                                 file->offset, absl::Uniform<uint64_t>(absl::BitGen())};
+  const std::string path = ArenaSocketPath(config_.server.local_socket);
+  absl::StatusOr<std::unique_ptr<ArenaServer>> server =
+      ArenaServer::Start(path, &env_, &local_metrics_, arena, ArenaServer::Options{});
+  if (!server.ok()) {
+    return absl::Status(server.status().code(),
+                        absl::StrCat("server.local_socket: ", server.status().message()));
+  }
+  arena_server_ = *std::move(server);
+  log_->Info("local arena served", {{"socket", path}, {"bytes", FormatByteSize(arena.size)}});
+  return absl::OkStatus();
+}
+
 absl::Status Server::StartUcx() {
   if (ucx_context_ == nullptr) return absl::OkStatus();
   ucx::UcxServiceEnv env{&env_, KVSTASH_VERSION, &ucx_metrics_, shared_arena_,
                          ucx_context_->tcp_segment_bytes()};
   absl::StatusOr<std::unique_ptr<ucx::UcxServer>> ucx =
-      ucx::UcxServer::Start(UcxOptionsOf(config_.ucx), ucx_context_, env);
+      ucx::UcxServer::Start(UcxOptionsOf(config_), ucx_context_, env);
   if (!ucx.ok()) {
     return absl::Status(ucx.status().code(), absl::StrCat("ucx: ", ucx.status().message()));
   }
@@ -232,6 +270,17 @@ absl::Status Server::StartMetrics() {
   });
   if (ucx_ != nullptr) {
     metrics_.Add([this](std::vector<metrics::Family>* out) { ucx_metrics_.Collect(out); });
+  }
+  if (arena_server_ != nullptr) {
+    metrics_.Add([this](std::vector<metrics::Family>* out) {
+      local_metrics_.Collect(out);
+      out->push_back(
+          {"kvstash_arena_held_bytes",
+           "Payload bytes of chunks same-host clients hold in the arena while they "
+           "copy them.",
+           metrics::MetricType::kGauge,
+           {{{{"transport", "local"}}, static_cast<double>(arena_server_->held_bytes()), {}}}});
+    });
   }
   metrics_.Add([this](std::vector<metrics::Family>* out) {
     CollectClusterMetrics(cluster_view_.load(), out);
@@ -384,6 +433,7 @@ void Server::Shutdown(absl::Duration grace) {
   if (cluster_ != nullptr) cluster_->Stop();
   const absl::Time begin = absl::Now();
   if (local_listener_ != nullptr) local_listener_->Stop();
+  if (arena_server_ != nullptr) arena_server_->StopAccepting();
   // A Unix socket delivers what was written even if the daemon closes it: nothing to hold.
   const bool unix_socket = absl::StartsWith(config_.server.grpc_listen, "unix:");
   // Held calls are released a little before gRPC's own deadline cancels what is left.
@@ -401,6 +451,7 @@ void Server::Shutdown(absl::Duration grace) {
     ucx_->Drain(begin + grace);
     ucx_.reset();  // force-closes the remaining connections
   }
+  if (arena_server_ != nullptr) arena_server_->Stop();
   serving_.store(false);
   const storage::StoreStats stats = store_->Stats();
   log_->Info("kvstashd stopped", {{"drain_ms", absl::ToInt64Milliseconds(absl::Now() - begin)},

@@ -24,7 +24,8 @@
 #include "server/config.h"
 #include "server/grpc/delivery_gate.h"
 #include "server/grpc/grpc_service.h"
-#include "server/grpc/local_listener.h"
+#include "server/local/arena_server.h"
+#include "server/local_listener.h"
 #include "server/log.h"
 #include "server/metrics/http_server.h"
 #include "server/metrics/registry.h"
@@ -89,6 +90,9 @@ class Server {
   absl::Status StartUcx();
   // Registers the daemon in its cluster when cluster.enabled (the ports are bound).
   absl::Status StartCluster();
+  // Serves the local arena socket when server.local_socket is set and the arena is shared
+  // memory a descriptor can reach; logs why not otherwise.
+  absl::Status StartLocalArena();
   // While Shutdown waits for gRPC, disconnects the connections once no call has been in
   // flight for a moment: gRPC otherwise waits for every idle client to acknowledge its
   // GOAWAY, and an idle gRPC C++ client reads its connection only from a backup poller
@@ -121,6 +125,11 @@ class Server {
   std::unique_ptr<grpc::Server> grpc_server_;
   // Serves server.local_socket into grpc_server_; null when none. Stopped first.
   std::unique_ptr<LocalListener> local_listener_;
+  // The local arena socket beside it (ArenaServer) and its request metrics; null unless
+  // a local socket is served and the arena is shared memory. Stopped after the other
+  // transports drained, so no chunk a client still copies is freed while they write.
+  TransportMetrics local_metrics_{"local"};
+  std::unique_ptr<ArenaServer> arena_server_;
   // The UCX transport's request metrics, and its server; declared after the store so it
   // is destroyed first (its sends hold stored chunks).
   TransportMetrics ucx_metrics_{"ucx"};

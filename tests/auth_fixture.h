@@ -152,6 +152,17 @@ class AuthTest : public TransportFixture {
     return s.ok() ? item.status : s;
   }
 
+  // Puts a fresh 1 MiB pattern chunk through `client` into `ns` and reads it back intact.
+  void ExpectRoundTrip(Client& client, NamespaceHandle ns) {
+    const Key128 key = RandomKey(rng_);
+    ASSERT_TRUE(PutOne(client, ns, key, 1 << 20).ok());
+    std::vector<uint8_t> buf;
+    GetItem item;
+    ASSERT_TRUE(GetOne(client, ns, key, 1 << 20, &buf, &item).ok());
+    ASSERT_TRUE(item.status.ok()) << item.status;
+    EXPECT_EQ(FirstPatternMismatch(key, buf.data(), buf.size()), -1);
+  }
+
   // The daemon still serves a good client: ops reads what it stored.
   void ExpectStillServing() {
     std::unique_ptr<Client> ops = MustConnect(kOpsToken);
@@ -164,13 +175,8 @@ class AuthTest : public TransportFixture {
 
   // The value of the exposition line starting with `series` (labels included), or -1.
   double Metric(const std::string& series) {
-    absl::StatusOr<std::string> address = MetricsAddress(*daemon_);
-    EXPECT_TRUE(address.ok()) << address.status();
-    absl::StatusOr<std::string> text = Scrape(address.ok() ? *address : "");
-    EXPECT_TRUE(text.ok()) << text.status();
-    const std::string line = series + " ";
-    const size_t at = text.ok() ? text->find(line) : std::string::npos;
-    return at == std::string::npos ? -1 : std::stod(text->substr(at + line.size()));
+    absl::StatusOr<double> v = MetricValue(*daemon_, series);
+    return v.ok() ? *v : -1;
   }
 
   std::string TransportLabel() const { return IsGrpc(transport()) ? "grpc" : "ucx"; }

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/byte_size.h"
 #include "gtest/gtest.h"
 #include "server/config.h"
 #include "server/config_file.h"
@@ -246,12 +247,16 @@ std::string HostPathMountedAt(const YAML::Node& pod_spec, const std::string& mou
 
 TEST(DeployFilesTest, EnginePodReachesTheDaemonsLocalSocket) {
   std::string socket, daemon_host_path;
+  uint64_t arena_bytes = 0;
   for (const YAML::Node& doc : YAML::LoadAll(ReadFile(kDeploy + "k8s/kvstash.yaml"))) {
     const std::string kind = doc["kind"].as<std::string>();
     if (kind == "ConfigMap") {
       auto c = server::ParseConfig(doc["data"]["kvstashd.yaml"].as<std::string>(), {});
       ASSERT_TRUE(c.ok()) << c.status();
       socket = c->server.local_socket;
+      // The local arena socket needs the arena in shared memory.
+      EXPECT_TRUE(c->ucx.enabled && c->ucx.direct_access);
+      arena_bytes = c->storage.dram.capacity_bytes;
     }
   }
   ASSERT_FALSE(socket.empty()) << "the DaemonSet serves no server.local_socket";
@@ -262,6 +267,22 @@ TEST(DeployFilesTest, EnginePodReachesTheDaemonsLocalSocket) {
     daemon_host_path = HostPathMountedAt(spec, dir);
     // The init container hands the directory to the daemon's uid.
     EXPECT_EQ(spec["initContainers"][0]["volumeMounts"][0]["mountPath"].as<std::string>(""), dir);
+    // /dev/shm holds the arena's file: memory-backed and at least as large.
+    bool shm = false;
+    for (const YAML::Node& m : spec["containers"][0]["volumeMounts"]) {
+      if (m["mountPath"].as<std::string>() != "/dev/shm") continue;
+      for (const YAML::Node& v : spec["volumes"]) {
+        if (v["name"].as<std::string>() != m["name"].as<std::string>()) continue;
+        EXPECT_EQ(v["emptyDir"]["medium"].as<std::string>(""), "Memory");
+        // A Kubernetes quantity ("33Gi") is a byte size without its B.
+        absl::StatusOr<uint64_t> limit =
+            ParseByteSize(v["emptyDir"]["sizeLimit"].as<std::string>("") + "B");
+        ASSERT_TRUE(limit.ok()) << limit.status();
+        EXPECT_GE(*limit, arena_bytes);
+        shm = true;
+      }
+    }
+    EXPECT_TRUE(shm) << "no memory-backed /dev/shm for the arena";
   }
   ASSERT_FALSE(daemon_host_path.empty()) << "the daemon's " << dir << " is not a hostPath";
   bool pod = false;

@@ -2,7 +2,8 @@
 // store as the TCP listener, a path no second daemon can take over, a stale socket of a
 // killed daemon replaced, the socket gone after shutdown, clear errors for a missing
 // socket or TLS options, and (the point of it, as engine pods use it through a hostPath)
-// a client in another network namespace that reaches the daemon only through the socket.
+// a client in another network namespace that reaches the daemon only through the socket,
+// and its arena through the local arena socket beside it.
 // Round trips and authentication over it run in roundtrip_test.cc and auth_test.cc.
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,9 +16,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/unix_socket.h"
 #include "gtest/gtest.h"
 #include "kvstash/client.h"
 #include "tests/daemon_process.h"
+#include "tests/metrics_test_util.h"
 #include "tests/subprocess.h"
 #include "tests/test_util.h"
 
@@ -111,11 +114,13 @@ TEST(LocalSocketTest, ShutdownRemovesTheSocket) {
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   const std::string path = (*daemon)->ready().local;
   ASSERT_TRUE(Exists(path));
+  ASSERT_TRUE(Exists(ArenaSocketPath(path))) << "the local arena socket lies beside it";
   ASSERT_TRUE((*daemon)->Signal(SIGTERM).ok());
   absl::StatusOr<ExitInfo> exit = (*daemon)->WaitExit(absl::Seconds(30));
   ASSERT_TRUE(exit.ok()) << exit.status();
   EXPECT_TRUE(exit->exited && exit->code == 0) << exit->ToString();
   EXPECT_FALSE(Exists(path));
+  EXPECT_FALSE(Exists(ArenaSocketPath(path)));
 }
 
 TEST(LocalSocketTest, ConnectNamesAMissingSocket) {
@@ -183,6 +188,11 @@ TEST(LocalSocketTest, ReachesTheDaemonFromAnotherNetworkNamespace) {
             {"get", "--key", "00112233445566778899aabbccddeeff", "--out", out});
   ASSERT_TRUE(get.exit.exited && get.exit.code == 0) << get.exit.ToString() << get.output;
   EXPECT_EQ(ReadFileOrEmpty(out).size(), kMiB);
+  // The arena's descriptor crossed too: the get read the daemon's arena itself.
+  absl::StatusOr<double> direct = MetricValue(
+      **daemon, "kvstash_transport_direct_bytes_total{transport=\"local\",direction=\"out\"}");
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  EXPECT_EQ(*direct, kMiB);
   // The CLI in this namespace reads the bytes the one in the other namespace wrote.
   const CommandResult here =
       RunCommand({KVSTASH_CLI_PATH, "--server", (*daemon)->uri(), "get", "--key",

@@ -30,6 +30,17 @@ absl::StatusOr<std::string> Scrape(const std::string& address) {
   return r->body;
 }
 
+absl::StatusOr<double> MetricValue(const DaemonProcess& daemon, const std::string& series) {
+  absl::StatusOr<std::string> address = MetricsAddress(daemon);
+  if (!address.ok()) return address.status();
+  absl::StatusOr<std::string> text = Scrape(*address);
+  if (!text.ok()) return text.status();
+  const std::string line = "\n" + series + " ";
+  const size_t at = ("\n" + *text).find(line);
+  if (at == std::string::npos) return absl::NotFoundError(absl::StrCat("no sample ", series));
+  return std::stod(text->substr(at + line.size() - 1));
+}
+
 std::set<std::string> ExportedNames(const std::string& exposition) {
   std::set<std::string> names;
   for (absl::string_view line : absl::StrSplit(exposition, '\n')) {

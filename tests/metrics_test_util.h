@@ -19,6 +19,10 @@ absl::StatusOr<std::string> MetricsAddress(const DaemonProcess& daemon);
 // GET http://`address`/metrics; the body, or an error for a non-200 answer.
 absl::StatusOr<std::string> Scrape(const std::string& address);
 
+// The value of the sample `series` (name and labels, as the exposition writes them) in a
+// scrape of `daemon`; NOT_FOUND when the scrape has no such line.
+absl::StatusOr<double> MetricValue(const DaemonProcess& daemon, const std::string& series);
+
 // Sample names a scrape can contain: each `# TYPE` family, and for histograms its
 // _bucket, _sum and _count series.
 std::set<std::string> ExportedNames(const std::string& exposition);

@@ -61,15 +61,11 @@ class UcxTest : public TransportFixture {
 
   // kvstash_transport_direct_bytes_total{transport="ucx",direction=`direction`}.
   double DirectBytes(const std::string& direction) {
-    auto address = MetricsAddress(*daemon_);
-    EXPECT_TRUE(address.ok()) << address.status();
-    auto text = Scrape(address.ok() ? *address : "");
-    EXPECT_TRUE(text.ok()) << text.status();
-    const std::string series =
-        "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"" + direction + "\"} ";
-    const size_t at = text.ok() ? text->find(series) : std::string::npos;
-    EXPECT_NE(at, std::string::npos) << series;
-    return at == std::string::npos ? -1 : std::stod(text->substr(at + series.size()));
+    absl::StatusOr<double> v = MetricValue(
+        *daemon_,
+        "kvstash_transport_direct_bytes_total{transport=\"ucx\",direction=\"" + direction + "\"}");
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? *v : -1;
   }
   bool shm() const { return transport() == Transport::kUcxShm; }
 

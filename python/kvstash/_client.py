@@ -72,7 +72,8 @@ class Client:
     ``frame_bytes``, ``connections``, ``async_threads``, ``verify_checksums``,
     ``checksum_puts``, ``tls_ca_file``, ``tls_cert_file``, ``tls_key_file``,
     ``tls_server_name``, ``ucx_tls``, ``ucx_direct``, ``ucx_copy_threads``,
-    ``ucx_idle_progress_ms``, ``ucx_tcp_segment_bytes``, ``token``); :func:`default_options`
+    ``local_direct``, ``ucx_idle_progress_ms``, ``ucx_tcp_segment_bytes``, ``token``);
+    :func:`default_options`
     lists their defaults. ``token`` (str) is the bearer token every call presents; empty:
     the ``KVSTASH_TOKEN`` environment variable, else none. It is never read from the URI.
     Raises :class:`Unavailable` when the daemon does not answer within

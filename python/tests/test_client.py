@@ -4,6 +4,7 @@ import asyncio
 import os
 import select
 import threading
+import urllib.request
 
 import numpy as np
 import pytest
@@ -43,6 +44,12 @@ def test_local_socket_reads_what_another_transport_stored(client, ns, daemon):
         assert local.get_into(same, keys, out) == [1 << 20] * 2
         for a, b in zip(data, out):
             np.testing.assert_array_equal(a, b)
+    # Those gets read the daemon's arena through the local arena socket.
+    url = f"http://{daemon.metrics_address}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    series = 'kvstash_transport_direct_bytes_total{transport="local",direction="out"} '
+    assert float(text.split(series, 1)[1].split()[0]) >= 2 << 20
 
 
 def test_every_buffer_kind(client, ns):

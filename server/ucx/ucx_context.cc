@@ -28,6 +28,15 @@ absl::StatusOr<uint64_t> Configure(const UcxServerOptions& options, Logger* log,
       return UcsError("ucx.rndv_thresh_bytes", s);
     }
   }
+  if (options.arena_as_file && getenv("UCX_ALLOC_PRIO") == nullptr) {
+    // UCX's own order with `posix` (a /dev/shm file) first; where it cannot allocate,
+    // `sysv` still can, and the arena is then only shared through UCX.
+    if (ucs_status_t m =
+            ucp_config_modify(config, "ALLOC_PRIO", "md:posix,md:sysv,huge,thp,md:*,mmap,heap");
+        m != UCS_OK) {
+      log->Warn("ucx: cannot set ALLOC_PRIO", {{"error", ucs_status_string(m)}});
+    }
+  }
   // Dead clients are noticed within a few seconds on every transport (UCX's default
   // keepalive takes 20 s on shared memory). An operator's UCX_KEEPALIVE_INTERVAL wins.
   if (getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {

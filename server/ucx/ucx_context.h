@@ -37,10 +37,6 @@ class SharedRegion final : public storage::ArenaMemory {
   uint64_t size() const override { return size_; }
   // ucp_rkey_pack's output: what a client needs to map the region.
   const std::string& packed_rkey() const { return rkey_; }
-  bool contains(const void* p, uint64_t n) const {
-    auto* b = static_cast<const uint8_t*>(p);
-    return b >= data_ && n <= size_ && b - data_ <= static_cast<int64_t>(size_ - n);
-  }
 
  private:
   friend class UcxContext;

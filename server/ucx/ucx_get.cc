@@ -31,7 +31,7 @@ ReplyHeader ChunkReply(const Request& req, uint32_t index, const storage::ChunkR
 bool SendDirect(const Request& req, uint32_t index, const storage::ChunkRef& chunk) {
   const uint64_t size = chunk->meta().size_bytes;
   if (!req.direct() || !DirectRoom(req, size)) return false;
-  std::string runs = ArenaRuns(*req.env().arena, chunk->segments());
+  std::string runs = ArenaRuns(req.env().arena->data(), req.env().arena->size(), chunk->segments());
   if (runs.empty()) return false;  // not in the arena (read from NVMe)
   Connection& conn = *req.conn;
   auto [held, first] = conn.holds.try_emplace(req.header.request_id);

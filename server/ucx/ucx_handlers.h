@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "proto/ucx_wire.h"
+#include "server/arena_runs.h"
 #include "server/requests.h"
 #include "server/ucx/ucx_worker.h"
 
@@ -70,30 +71,9 @@ ucs_status_t WithBody(const Request& req, void* data, size_t length,
 // all are, the call ends and releases its admission (Connection::put_calls).
 void PutAnswered(const Request& req);
 
-// Most bytes one connection may have reserved or held in the arena at once; beyond it,
-// chunks go through UCX (copied by the daemon) instead, so one client cannot pin the tier.
-inline uint64_t DirectBudget(const SharedRegion& arena) { return arena.size() / 8; }
 // Room for `bytes` more in the connection's direct budget (and it is still open, and
 // its caller may map the arena: a principal that may not is answered with copies).
 bool DirectRoom(const Request& req, uint64_t bytes);
-
-// The ArenaRun records of a chunk's segments (adjacent ones merged), or "" when one lies
-// outside the arena.
-template <typename Segment>
-std::string ArenaRuns(const SharedRegion& arena, absl::Span<const Segment> segs) {
-  std::vector<wire::ucx::ArenaRun> runs;
-  for (const Segment& seg : segs) {
-    if (!arena.contains(seg.data, seg.size)) return {};
-    const uint64_t offset = static_cast<uint64_t>(seg.data - arena.data());
-    if (!runs.empty() && runs.back().offset + runs.back().length == offset) {
-      runs.back().length += seg.size;
-    } else {
-      runs.push_back({offset, seg.size});
-    }
-  }
-  return std::string(reinterpret_cast<const char*>(runs.data()),
-                     runs.size() * sizeof(wire::ucx::ArenaRun));
-}
 
 // The op handlers. Each answers every problem with an error reply.
 ucs_status_t HandlePut(const Request& req, const void* header, void* data, size_t length,

@@ -24,6 +24,11 @@ struct UcxServerOptions {
   uint64_t tcp_segment_bytes = ucx_setup::kDefaultTcpSegmentBytes;
   // Worker threads, 1..64.
   int worker_threads = 1;
+  // Allocate shared memory (the DRAM arena) with UCX's `posix` method before `sysv`, so that
+  // it is a file the local arena socket can hand to same-host clients as a descriptor
+  // (set when server.local_socket is); false keeps UCX's order. An operator's
+  // UCX_ALLOC_PRIO wins.
+  bool arena_as_file = false;
 
   absl::Status Validate() const;
 };

@@ -100,7 +100,7 @@ void ReserveDirect(const Request& req, const PutFields& f, PutChunk chunk) {
   ReplyHeader reply = req.Reply(f.index);
   std::string runs;
   if (DirectRoom(req, f.size_bytes))
-    runs = ArenaRuns(*req.env().arena, chunk.pending()->segments());
+    runs = ArenaRuns(req.env().arena->data(), req.env().arena->size(), chunk.pending()->segments());
   if (runs.empty()) {
     reply.flags = wire::ucx::kFlagSendPayload;
     req.worker->Send(req.conn, reply, nullptr, 0, {}, nullptr);

@@ -44,7 +44,7 @@ void PutAnswered(const Request& req) {
 bool DirectRoom(const Request& req, uint64_t bytes) {
   const SharedRegion* arena = req.env().arena;
   return arena != nullptr && !req.conn->closed && Requests::MayMapArena(req.caller) &&
-         req.conn->direct_bytes + bytes <= DirectBudget(*arena);
+         req.conn->direct_bytes + bytes <= DirectBudget(arena->size());
 }
 
 namespace {

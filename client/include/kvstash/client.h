@@ -83,6 +83,7 @@ struct ClientOptions {
   std::string ucx_tls;
   bool ucx_direct = true;
   int ucx_copy_threads = 1;
+  bool local_direct = true;
   // Well under UCX's keepalive interval (20 s), which sets how fast an idle queue fills.
   int64_t ucx_idle_progress_ms = 1000;
   int64_t ucx_tcp_segment_bytes = 256 << 10;  // the daemon's default

@@ -154,8 +154,12 @@ void VisitClientOptions(ClientOptions& o, V& v) {
          "process can map it, read and write chunks of 256 KiB and more in it directly (one "
          "copy, by this process)");
   v.Int("ucx_copy_threads", &o.ucx_copy_threads, {0, 16},
-        "`ucx://` with `ucx_direct`: helper threads that share each direct copy of 1 MiB or "
-        "more with the calling thread; 0: the caller copies alone");
+        "`ucx://` with `ucx_direct`, `unix://` with `local_direct`: helper threads that share "
+        "each direct copy of 1 MiB or more with the calling thread; 0: the caller copies alone");
+  v.Bool("local_direct", &o.local_direct,
+         "`unix://` only: when the daemon serves its local arena socket and this client's "
+         "principal is trusted, read hits straight from the daemon's DRAM arena (one copy, by "
+         "this process; docs/protocol.md, \"Local arena\")");
   v.Int("ucx_idle_progress_ms", &o.ucx_idle_progress_ms, {0, 10000},
         "`ucx://` only: how often a background thread handles what the daemon sent idle "
         "connections (UCX keepalives), so their receive queues never fill; 0: no thread");

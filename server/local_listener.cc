@@ -1,6 +1,5 @@
-#include "server/grpc/local_listener.h"
+#include "server/local_listener.h"
 
-#include <grpcpp/server_posix.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -32,10 +31,10 @@ int EffectiveSendBuffer(int requested) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LocalListener>> LocalListener::Start(const std::string& path,
-                                                                    grpc::Server* server,
+                                                                    Handler handler,
                                                                     const Options& options) {
   if (absl::Status s = ClaimSocketPath(path); !s.ok()) return s;
-  std::unique_ptr<LocalListener> l(new LocalListener(path, server, options));
+  std::unique_ptr<LocalListener> l(new LocalListener(path, std::move(handler), options));
   const auto failed = [&path](const char* call) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", path, ": ", call, ": ", strerror(errno)));
@@ -54,7 +53,9 @@ absl::StatusOr<std::unique_ptr<LocalListener>> LocalListener::Start(const std::s
   if (!file.ok()) return file.status();
   l->file_ = *file;
   if (listen(l->listen_fd_, SOMAXCONN) != 0) return failed("listen");
-  l->send_buffer_bytes_ = EffectiveSendBuffer(options.send_buffer_bytes);
+  if (options.send_buffer_bytes > 0) {
+    l->send_buffer_bytes_ = EffectiveSendBuffer(options.send_buffer_bytes);
+  }
   l->thread_ = std::thread(&LocalListener::AcceptLoop, l.get());
   return l;
 }
@@ -91,8 +92,8 @@ void LocalListener::AcceptLoop() {
         break;
       }
       const int bytes = options_.send_buffer_bytes;
-      (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
-      grpc::AddInsecureChannelFromFd(server_, fd);  // gRPC owns the fd from here
+      if (bytes > 0) (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+      handler_(fd);
     }
   }
 }

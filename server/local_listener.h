@@ -1,20 +1,21 @@
-// LocalListener: serves server.local_socket. It accepts connections on the Unix socket
-// itself and hands each to the gRPC server (grpc::AddInsecureChannelFromFd) with a larger
-// send buffer: a Unix socket holds at most its sender's SO_SNDBUF in flight (208 KiB by
-// default), where loopback TCP grows its window to MiBs, and MiB-sized gets would
-// otherwise stall on it.
+// LocalListener: a Unix socket the daemon accepts on itself, handing each connection to a
+// handler: server.local_socket's connections go to the gRPC server
+// (grpc::AddInsecureChannelFromFd) with a larger send buffer, since a Unix socket holds at
+// most its sender's SO_SNDBUF in flight (208 KiB by default), where loopback TCP grows its
+// window to MiBs, and MiB-sized gets would otherwise stall on it; the local arena
+// socket's go to the ArenaServer.
 //
-//   auto listener = LocalListener::Start("/run/kvstash/kvstash.sock", server, {});
+//   auto listener = LocalListener::Start("/run/kvstash/kvstash.sock",
+//       [server](int fd) { grpc::AddInsecureChannelFromFd(server, fd); }, {});
 //   ...
-//   (*listener)->Stop();  // the path is removed; accepted connections stay with gRPC
+//   (*listener)->Stop();  // the path is removed; accepted connections stay with the handler
 //
 // Thread-safety: Start and Stop are called by one controlling thread; the accept loop runs
 // on a thread of its own.
 #pragma once
 
-#include <grpcpp/server.h>
-
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,17 +29,20 @@ class LocalListener {
  public:
   struct Options {
     // SO_SNDBUF of each accepted connection; the kernel caps it at net.core.wmem_max
-    // (208 KiB unless the host raised it).
+    // (208 KiB unless the host raised it). 0: the kernel's default.
     int send_buffer_bytes = 4 << 20;
     // Permissions of the socket file (connecting takes write permission on it).
     uint32_t mode = 0666;
   };
 
+  // Takes each accepted connection (a non-blocking, close-on-exec descriptor) and owns it.
+  // Runs on the accept thread: it must not block.
+  using Handler = std::function<void(int fd)>;
+
   // Claims `path` (ClaimSocketPath), binds and listens there, and starts accepting for
-  // `server`, which must be started and outlive the listener. ClaimSocketPath's errors;
-  // UNAVAILABLE when the socket cannot be bound.
+  // `handler`. ClaimSocketPath's errors; UNAVAILABLE when the socket cannot be bound.
   static absl::StatusOr<std::unique_ptr<LocalListener>> Start(const std::string& path,
-                                                              grpc::Server* server,
+                                                              Handler handler,
                                                               const Options& options);
   LocalListener(const LocalListener&) = delete;
   LocalListener& operator=(const LocalListener&) = delete;
@@ -53,12 +57,12 @@ class LocalListener {
   int send_buffer_bytes() const { return send_buffer_bytes_; }
 
  private:
-  LocalListener(std::string path, grpc::Server* server, const Options& options)
-      : path_(std::move(path)), server_(server), options_(options) {}
+  LocalListener(std::string path, Handler handler, const Options& options)
+      : path_(std::move(path)), handler_(std::move(handler)), options_(options) {}
   void AcceptLoop();
 
   const std::string path_;
-  grpc::Server* const server_;
+  const Handler handler_;
   const Options options_;
   SocketFile file_;  // zero once removed (or never bound)
   int send_buffer_bytes_ = 0;

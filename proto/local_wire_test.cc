@@ -1,0 +1,104 @@
+#include "proto/local_wire.h"
+
+#include <cstring>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace kvstash::wire::local {
+namespace {
+
+FrameHeader HeaderOf(const std::string& frame) {
+  FrameHeader h;
+  std::memcpy(&h, frame.data(), sizeof(h));
+  return h;
+}
+
+TEST(LocalWireTest, FramesCarryTheirOpIdAndBody) {
+  const std::string frame = EncodeFrame(Op::kHello, 7, "token");
+  const FrameHeader h = HeaderOf(frame);
+  EXPECT_TRUE(CheckFrameHeader(h).ok());
+  EXPECT_EQ(h.op, static_cast<uint8_t>(Op::kHello));
+  EXPECT_EQ(h.request_id, 7u);
+  EXPECT_EQ(frame.substr(sizeof(h)), "token");
+}
+
+TEST(LocalWireTest, RefusesForeignOrOversizedHeaders) {
+  FrameHeader h = HeaderOf(EncodeFrame(Op::kGet, 1, ""));
+  FrameHeader bad = h;
+  bad.magic = 0x20495250;  // "PRI " of an HTTP/2 preface
+  EXPECT_EQ(CheckFrameHeader(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = h;
+  bad.version = 9;
+  EXPECT_EQ(CheckFrameHeader(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = h;
+  bad.op = 0;
+  EXPECT_EQ(CheckFrameHeader(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad.op = 4;
+  EXPECT_EQ(CheckFrameHeader(bad).code(), absl::StatusCode::kInvalidArgument);
+  bad = h;
+  bad.body_bytes = kMaxBodyBytes + 1;
+  EXPECT_EQ(CheckFrameHeader(bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LocalWireTest, GetRoundTripsAndRaggedBodiesAreRefused) {
+  std::vector<ucx::GetItemRecord> items(3);
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::memset(items[i].key, static_cast<int>(i + 1), sizeof(items[i].key));
+    items[i].capacity = 100 * i;
+  }
+  GetFields f{};
+  f.lease_id = 42;
+  const std::string body = EncodeGet(f, items);
+  GetFields got{};
+  absl::string_view records;
+  ASSERT_TRUE(ParseGet(body, &got, &records).ok());
+  EXPECT_EQ(got.count, 3u);
+  EXPECT_EQ(got.lease_id, 42u);
+  EXPECT_EQ(records.size(), 3 * sizeof(ucx::GetItemRecord));
+  EXPECT_EQ(ParseGet(body.substr(0, body.size() - 1), &got, &records).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseGet("short", &got, &records).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LocalWireTest, GetRepliesListRunsPerItem) {
+  std::string body(sizeof(GetReply), '\0');
+  GetReply head{0, 2, 0, 0};
+  std::memcpy(body.data(), &head, sizeof(head));
+  const ucx::ArenaRun runs[2] = {{0, 10}, {4096, 6}};
+  AppendItem(ItemReply{0, 2, 16, 99, 3, 1},
+             absl::string_view(reinterpret_cast<const char*>(runs), sizeof(runs)), &body);
+  AppendItem(ItemReply{kNotMapped, 0, 0, 0, 0, 0}, "", &body);
+  std::vector<int32_t> codes;
+  std::vector<size_t> run_bytes;
+  ASSERT_TRUE(ParseGetReply(body, 2, [&](uint32_t, const ItemReply& r, absl::string_view rs) {
+                codes.push_back(r.code);
+                run_bytes.push_back(rs.size());
+              }).ok());
+  EXPECT_EQ(codes, (std::vector<int32_t>{0, kNotMapped}));
+  EXPECT_EQ(run_bytes, (std::vector<size_t>{sizeof(runs), 0}));
+  const auto ignore = [](uint32_t, const ItemReply&, absl::string_view) {};
+  EXPECT_EQ(ParseGetReply(body, 3, ignore).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(ParseGetReply(body.substr(0, body.size() - 1), 2, ignore).code(),
+            absl::StatusCode::kInternal);
+  const absl::Status denied =
+      ParseGetReply(EncodeGetError(absl::PermissionDeniedError("no")), 2, ignore);
+  EXPECT_EQ(denied, absl::PermissionDeniedError("no"));
+}
+
+TEST(LocalWireTest, HelloRepliesCarryTheArenaOrTheRefusal) {
+  HelloReply fields{0, 0, 1 << 20, 4096, 5};
+  HelloReply got{};
+  ASSERT_TRUE(ParseHelloReply(EncodeHelloReply(absl::OkStatus(), fields), &got).ok());
+  EXPECT_EQ(got.arena_bytes, 1u << 20);
+  EXPECT_EQ(got.file_offset, 4096u);
+  EXPECT_EQ(got.arena_id, 5u);
+  EXPECT_EQ(
+      ParseHelloReply(EncodeHelloReply(absl::PermissionDeniedError("untrusted"), fields), &got),
+      absl::PermissionDeniedError("untrusted"));
+  EXPECT_EQ(got.arena_bytes, 0u);
+  EXPECT_EQ(ParseHelloReply("x", &got).code(), absl::StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace kvstash::wire::local

@@ -1,0 +1,277 @@
+#include "server/local/arena_server.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "common/unix_socket.h"
+#include "proto/local_wire.h"
+#include "server/arena_runs.h"
+
+namespace kvstash::server {
+namespace {
+
+using wire::local::FrameHeader;
+using wire::local::ItemReply;
+using LocalOp = wire::local::Op;
+
+// Reads exactly `n` bytes; false at the end of the stream or on an error (a timeout too).
+bool ReadExact(int fd, void* data, size_t n) {
+  auto* p = static_cast<uint8_t*>(data);
+  while (n > 0) {
+    const ssize_t got = recv(fd, p, n, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+void SetReceiveTimeout(int fd, int ms) {
+  timeval tv{ms / 1000, (ms % 1000) * 1000};
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+}  // namespace
+
+struct ArenaServer::Connection {
+  explicit Connection(int fd) : fd(fd) {}
+  ~Connection() {
+    if (thread.joinable()) thread.join();
+    close(fd);
+  }
+  const int fd;
+  std::thread thread;
+  std::atomic<bool> done{false};
+  // The rest belongs to the connection's thread.
+  bool greeted = false;
+  std::string token;
+  absl::flat_hash_map<uint64_t, std::vector<storage::ChunkRef>> holds;
+  uint64_t held = 0;
+};
+
+absl::StatusOr<std::unique_ptr<ArenaServer>> ArenaServer::Start(const std::string& path,
+                                                                const ServiceEnv* env,
+                                                                TransportMetrics* metrics,
+                                                                const Arena& arena,
+                                                                const Options& options) {
+  std::unique_ptr<ArenaServer> server(new ArenaServer(env, metrics, arena, options));
+  LocalListener::Options listen;
+  listen.send_buffer_bytes = 0;  // small messages: the kernel's default serves them
+  absl::StatusOr<std::unique_ptr<LocalListener>> listener = LocalListener::Start(
+      path, [s = server.get()](int fd) { s->Accept(fd); }, listen);
+  if (!listener.ok()) return listener.status();
+  server->listener_ = *std::move(listener);
+  return server;
+}
+
+ArenaServer::ArenaServer(const ServiceEnv* env, TransportMetrics* metrics, const Arena& arena,
+                         const Options& options)
+    : requests_(env, metrics, ""), arena_(arena), options_(options) {}
+
+ArenaServer::~ArenaServer() {
+  Stop();
+  close(arena_.fd);
+}
+
+void ArenaServer::StopAccepting() {
+  if (listener_ != nullptr) listener_->Stop();  // no Accept runs after this
+}
+
+void ArenaServer::Stop() {
+  StopAccepting();
+  std::list<std::unique_ptr<Connection>> connections;
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_ = true;
+    connections.swap(connections_);
+  }
+  for (const auto& c : connections) shutdown(c->fd, SHUT_RDWR);  // wakes a blocked read
+  connections.clear();                                           // joins each thread
+}
+
+void ArenaServer::Accept(int fd) {
+  std::list<std::unique_ptr<Connection>> finished;
+  absl::MutexLock lock(&mu_);
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    auto next = std::next(it);
+    if ((*it)->done.load()) finished.splice(finished.end(), connections_, it);
+    it = next;
+  }
+  if (stopped_ || connections_.size() >= static_cast<size_t>(options_.max_connections)) {
+    close(fd);
+    return;
+  }
+  // The connection's thread reads blocking, with a deadline for the Hello.
+  (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  connections_.push_back(std::make_unique<Connection>(fd));
+  Connection* conn = connections_.back().get();
+  conn->thread = std::thread(&ArenaServer::Serve, this, conn);
+}
+
+void ArenaServer::Serve(Connection* conn) {
+  SetReceiveTimeout(conn->fd, options_.hello_timeout_ms);
+  for (;;) {
+    FrameHeader h;
+    if (!ReadExact(conn->fd, &h, sizeof(h))) break;
+    absl::Status s = wire::local::CheckFrameHeader(h);
+    // Before Hello nobody is known: no more than a token is read.
+    if (s.ok() && !conn->greeted && h.body_bytes > wire::ucx::kMaxTokenBytes) {
+      s = absl::InvalidArgumentError("a message before Hello larger than a token");
+    }
+    if (!s.ok()) {
+      requests_.LogRefused(Op::kGet, s, "local arena");
+      break;
+    }
+    std::string body(h.body_bytes, '\0');
+    if (!ReadExact(conn->fd, body.data(), body.size())) break;
+    if (!Dispatch(conn, h.op, h.request_id, body)) break;
+  }
+  for (const auto& [id, chunks] : conn->holds) {
+    for (const storage::ChunkRef& c : chunks) held_bytes_ -= c->meta().size_bytes;
+  }
+  conn->holds.clear();
+  shutdown(conn->fd, SHUT_RDWR);
+  conn->done.store(true);
+}
+
+bool ArenaServer::Dispatch(Connection* conn, uint8_t op, uint64_t request_id,
+                           absl::string_view body) {
+  switch (static_cast<LocalOp>(op)) {
+    case LocalOp::kHello:
+      return Hello(conn, body);
+    case LocalOp::kGet:
+      return Get(conn, request_id, body);
+    case LocalOp::kRelease:
+      Release(conn, request_id);
+      return true;
+  }
+  return false;
+}
+
+bool ArenaServer::Hello(Connection* conn, absl::string_view token) {
+  absl::Status s;
+  absl::StatusOr<auth::PrincipalPtr> principal = requests_.Principal(token);
+  if (conn->greeted) {
+    s = absl::FailedPreconditionError("a second Hello on one local arena connection");
+  } else if (!principal.ok()) {
+    s = principal.status();
+  } else if (!Requests::MayMapArena(CallAuth{*principal, nullptr})) {
+    s = absl::PermissionDeniedError(
+        absl::StrCat("principal \"", (*principal)->name,
+                     "\" may not map the daemon's arena (`trusted: true` in the token file, "
+                     "docs/security.md); read through gRPC instead"));
+  }
+  const wire::local::HelloReply fields{0, 0, arena_.size, arena_.file_offset, arena_.id};
+  const std::string reply =
+      wire::local::EncodeFrame(LocalOp::kHello, 0, wire::local::EncodeHelloReply(s, fields));
+  if (!SendWithFd(conn->fd, reply, s.ok() ? arena_.fd : -1).ok() || !s.ok()) return false;
+  conn->greeted = true;
+  conn->token = std::string(token);
+  SetReceiveTimeout(conn->fd, 0);  // an idle client may wait as long as it likes
+  return true;
+}
+
+bool ArenaServer::Get(Connection* conn, uint64_t request_id, absl::string_view body) {
+  const TransportMetrics::Clock::time_point start = TransportMetrics::Clock::now();
+  requests_.metrics().AddReceivedBytes(sizeof(FrameHeader) + body.size());
+  wire::local::GetFields fields{};
+  absl::string_view records;
+  absl::Status s =
+      conn->greeted ? requests_.Admit() : absl::FailedPreconditionError("Get before Hello");
+  if (s.ok()) s = wire::local::ParseGet(body, &fields, &records);
+  absl::StatusOr<CallAuth> caller = absl::UnknownError("");
+  if (s.ok()) {
+    caller = requests_.Authenticate(Op::kGet, conn->token);
+    s = caller.status();
+  }
+  absl::StatusOr<std::shared_ptr<ActiveGet>> call = absl::UnknownError("");
+  if (s.ok()) {
+    const absl::string_view ns(reinterpret_cast<const char*>(fields.namespace_id),
+                               sizeof(fields.namespace_id));
+    call = requests_.BeginGet(*caller, ns, fields.count, fields.lease_id, start);
+    s = call.status();
+  }
+  std::string reply;
+  if (s.ok()) {
+    reply = ServeGet(conn, request_id, **call, records);
+  } else {
+    requests_.LogRefused(Op::kGet, s, "local arena");
+    requests_.RecordCall(Op::kGet, s.code(), start);
+    reply = wire::local::EncodeGetError(s);
+  }
+  requests_.metrics().AddSentBytes(sizeof(FrameHeader) + reply.size());
+  return SendWithFd(conn->fd, wire::local::EncodeFrame(LocalOp::kGet, request_id, reply), -1)
+             .ok() &&
+         conn->greeted;
+}
+
+std::string ArenaServer::ServeGet(Connection* conn, uint64_t request_id, ActiveGet& call,
+                                  absl::string_view records) {
+  const size_t count = records.size() / sizeof(wire::ucx::GetItemRecord);
+  std::vector<wire::ucx::GetItemRecord> items(count);
+  std::memcpy(items.data(), records.data(), records.size());
+  std::vector<absl::StatusOr<storage::ChunkRef>> fetched(count, absl::UnknownError(""));
+  absl::BlockingCounter left(static_cast<int>(count));
+  for (size_t i = 0; i < count; ++i) {
+    Key128 key;
+    std::memcpy(key.data(), items[i].key, key.size());
+    call.Fetch(key, [&fetched, &left, i](absl::StatusOr<storage::ChunkRef> ref) {
+      fetched[i] = std::move(ref);
+      left.DecrementCount();
+    });
+  }
+  left.Wait();
+  std::string body(sizeof(wire::local::GetReply), '\0');
+  const wire::local::GetReply head{0, static_cast<uint32_t>(count), 0, 0};
+  std::memcpy(body.data(), &head, sizeof(head));
+  const uint64_t budget = DirectBudget(arena_.size);
+  for (size_t i = 0; i < count; ++i) {
+    const absl::StatusOr<storage::ChunkRef> ref = call.Serve(std::move(fetched[i]));
+    ItemReply r{};
+    std::string runs;
+    if (!ref.ok()) {
+      r.code = static_cast<int32_t>(ref.status().code());
+    } else {
+      const storage::ChunkMeta& meta = (*ref)->meta();
+      r = ItemReply{0, 0, meta.size_bytes, (*ref)->checksum(), meta.tokens, meta.format};
+      if (meta.size_bytes > items[i].capacity) {
+        r.code = wire::local::kTooLarge;
+      } else if (conn->held + meta.size_bytes > budget ||
+                 (runs = ArenaRuns(arena_.data, arena_.size, (*ref)->segments())).empty()) {
+        r.code = wire::local::kNotMapped;
+      } else {
+        r.run_count = static_cast<uint32_t>(runs.size() / sizeof(wire::ucx::ArenaRun));
+        conn->holds[request_id].push_back(*ref);
+        conn->held += meta.size_bytes;
+        held_bytes_ += meta.size_bytes;
+        requests_.metrics().AddDirectBytes(false, meta.size_bytes);
+      }
+    }
+    wire::local::AppendItem(r, runs, &body);
+  }
+  call.End(absl::StatusCode::kOk);
+  return body;
+}
+
+void ArenaServer::Release(Connection* conn, uint64_t request_id) {
+  auto it = conn->holds.find(request_id);
+  if (it == conn->holds.end()) return;  // released already, or nothing held: no reply either way
+  for (const storage::ChunkRef& c : it->second) {
+    conn->held -= c->meta().size_bytes;
+    held_bytes_ -= c->meta().size_bytes;
+  }
+  conn->holds.erase(it);
+}
+
+}  // namespace kvstash::server

@@ -28,7 +28,18 @@ void Populate(uint8_t* data, uint64_t size) {
 }  // namespace
 
 ArenaView::ArenaView(uint8_t* data, uint64_t size)
-    : data_(data), size_(size), mapped_(new std::atomic<bool>[(size + kPage - 1) / kPage]()) {}
+    : data_(data),
+      size_(size),
+      mapped_(new std::atomic<uint64_t>[((size + kPage - 1) / kPage + 63) / 64]()) {}
+
+bool ArenaView::Mapped(uint64_t page) const {
+  return (mapped_[page / 64].load(std::memory_order_relaxed) >> (page % 64)) & 1;
+}
+
+bool ArenaView::Claim(uint64_t page) {
+  const uint64_t bit = uint64_t{1} << (page % 64);
+  return (mapped_[page / 64].fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
+}
 
 std::vector<absl::Span<uint8_t>> ArenaView::Spans(absl::string_view runs, uint64_t size) const {
   std::vector<absl::Span<uint8_t>> spans;
@@ -50,14 +61,13 @@ void ArenaView::MapForCopy(absl::Span<uint8_t> span) {
   const uint64_t begin = static_cast<uint64_t>(span.data() - data_);
   const uint64_t last = (begin + span.size() + kPage - 1) / kPage;
   for (uint64_t page = begin / kPage; page < last;) {
-    if (mapped_[page].load(std::memory_order_relaxed)) {
+    if (Mapped(page)) {
       ++page;
       continue;
     }
     const uint64_t first = page;
-    while (page < last && !mapped_[page].load(std::memory_order_relaxed)) {
-      mapped_[page++].store(true, std::memory_order_relaxed);
-    }
+    while (page < last && Claim(page)) ++page;
+    if (page == first) continue;  // another copy claimed it just now
     const uint64_t offset = first * kPage;
     Populate(data_ + offset, std::min((page - first) * kPage, size_ - offset));
   }

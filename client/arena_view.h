@@ -2,8 +2,8 @@
 // reads and writes chunks in it (UCX direct access, the local arena socket): checking the
 // runs the daemon names, and mapping the pages a copy touches ahead of it.
 //
-// Thread-safety: thread-safe; pages are marked mapped with atomics, so concurrent copies
-// may map the same page twice, which is harmless.
+// Thread-safety: thread-safe; pages are marked mapped with atomic bits, so concurrent
+// copies may map the same stretch twice, which is harmless.
 #pragma once
 
 #include <atomic>
@@ -38,9 +38,13 @@ class ArenaView {
 
  private:
   static constexpr uint64_t kPage = 4096;
+  // Marks `page` mapped; true when it was not.
+  bool Claim(uint64_t page);
+  bool Mapped(uint64_t page) const;
+
   uint8_t* const data_;
   const uint64_t size_;
-  const std::unique_ptr<std::atomic<bool>[]> mapped_;  // by kPage of the arena
+  const std::unique_ptr<std::atomic<uint64_t>[]> mapped_;  // a bit per kPage of the arena
 };
 
 }  // namespace kvstash::client_internal

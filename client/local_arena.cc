@@ -24,232 +24,300 @@ using LocalOp = wire::local::Op;
 
 constexpr absl::Duration kRetryAfterFailure = absl::Seconds(1);
 constexpr absl::Duration kRetryAfterRefusal = absl::Minutes(1);
+// How often idle connections are checked for the daemon's hang-up.
+constexpr absl::Duration kWatchInterval = absl::Seconds(1);
 
-// Reads exactly `n` bytes by `deadline`; a descriptor passed with them goes to `*passed`
-// (the first one; later ones are closed).
-absl::Status RecvExact(int fd, void* data, size_t n, absl::Time deadline, int* passed) {
-  auto* p = static_cast<uint8_t*>(data);
-  while (n > 0) {
-    const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
-    if (left_ms <= 0) return absl::DeadlineExceededError("the local arena socket did not answer");
-    pollfd pfd{fd, POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left_ms, 1 << 30)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;  // the deadline check above ends it
-    int got_fd = -1;
-    const long got = RecvWithFd(fd, p, n, &got_fd);
-    if (got_fd >= 0) {
-      if (passed != nullptr && *passed < 0) {
-        *passed = got_fd;
-      } else {
-        close(got_fd);
-      }
-    }
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) return absl::UnavailableError("kvstashd closed the local arena socket");
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return absl::OkStatus();
-}
-
-// One reply frame of `op`: its body.
-absl::StatusOr<std::string> RecvReply(int fd, LocalOp op, absl::Time deadline, int* passed) {
+// The reply to request `id` of `op`: its body.
+absl::StatusOr<std::string> RecvReply(int fd, LocalOp op, uint64_t id, absl::Time deadline,
+                                      int* passed) {
   FrameHeader h;
-  if (absl::Status s = RecvExact(fd, &h, sizeof(h), deadline, passed); !s.ok()) return s;
-  if (absl::Status s = wire::local::CheckFrameHeader(h); !s.ok()) {
+  absl::Status s = RecvAll(fd, &h, sizeof(h), deadline, wire::local::kSpinMicros, passed);
+  if (!s.ok()) return s;
+  if (s = wire::local::CheckFrameHeader(h); !s.ok()) {
     return absl::UnavailableError(absl::StrCat("local arena socket: ", s.message()));
   }
-  if (h.op != static_cast<uint8_t>(op)) {
+  if (h.op != static_cast<uint8_t>(op) || h.request_id != id) {
     return absl::UnavailableError("local arena socket: a reply to another request");
   }
   std::string body(h.body_bytes, '\0');
-  if (absl::Status s = RecvExact(fd, body.data(), body.size(), deadline, passed); !s.ok()) {
-    return s;
-  }
+  s = RecvAll(fd, body.data(), body.size(), deadline, wire::local::kSpinMicros, passed);
+  if (!s.ok()) return s;
   return body;
 }
 
 }  // namespace
 
-struct LocalArena::Session {
-  ~Session() {
+struct LocalArena::Mapping {
+  ~Mapping() {
     view.reset();
-    if (map != nullptr) munmap(map, map_bytes);
+    munmap(map, bytes);
+  }
+  void* map = nullptr;
+  size_t bytes = 0;
+  uint64_t id = 0;  // the daemon's arena_id
+  std::unique_ptr<ArenaView> view;
+};
+
+struct LocalArena::Connection {
+  ~Connection() {
     if (fd >= 0) close(fd);
   }
   int fd = -1;
-  void* map = nullptr;
-  size_t map_bytes = 0;
-  std::unique_ptr<ArenaView> view;
-  absl::Mutex io;  // one request and its reply at a time
-
-  // Connects, presents `token` and maps the arena the daemon hands over.
-  absl::Status Open(const std::string& path, const std::string& token, absl::Time deadline);
+  std::shared_ptr<Mapping> mapping;  // the arena its Hello handed over
 };
 
 LocalArena::LocalArena(std::string path, std::string token, int copy_threads)
     : path_(std::move(path)),
       token_(std::move(token)),
-      copier_(ParallelCopier::Options{copy_threads}) {}
+      copier_(ParallelCopier::Options{copy_threads}),
+      watcher_(&LocalArena::Watch, this) {}
 
-LocalArena::~LocalArena() = default;
+LocalArena::~LocalArena() {
+  stop_.Notify();
+  watcher_.join();
+}
 
 absl::Status LocalArena::last_error() const {
   absl::MutexLock lock(&mu_);
   return last_error_;
 }
 
-std::shared_ptr<LocalArena::Session> LocalArena::Current(absl::Time deadline) {
+std::unique_ptr<LocalArena::Connection> LocalArena::Take(absl::Time deadline) {
+  std::unique_ptr<Connection> conn;
+  bool open = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return !idle_.empty() || open_ + opening_ < kMaxConnections;
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) return nullptr;
+    if (!idle_.empty()) {
+      conn = std::move(idle_.back());
+      idle_.pop_back();
+      return conn;
+    }
+    open = absl::Now() >= retry_after_;
+    if (open) ++opening_;
+  }
+  if (!open) return nullptr;
+  absl::StatusOr<std::unique_ptr<Connection>> opened = Open(deadline);
   absl::MutexLock lock(&mu_);
-  if (session_ != nullptr || absl::Now() < retry_after_) return session_;
-  auto session = std::make_shared<Session>();
-  absl::Status s = session->Open(path_, token_, deadline);
-  last_error_ = s;
-  if (!s.ok()) {
+  --opening_;
+  if (!opened.ok()) {
+    const absl::Status& s = opened.status();
     const bool refused =
         absl::IsPermissionDenied(s) || absl::IsUnauthenticated(s) || absl::IsFailedPrecondition(s);
     retry_after_ = absl::Now() + (refused ? kRetryAfterRefusal : kRetryAfterFailure);
+    last_error_ = s;
     return nullptr;
   }
-  session_ = std::move(session);
-  return session_;
+  ++open_;
+  return *std::move(opened);
 }
 
-void LocalArena::Drop(const std::shared_ptr<Session>& session, absl::Status why) {
+void LocalArena::Give(std::unique_ptr<Connection> conn) {
   absl::MutexLock lock(&mu_);
-  if (session_ != session) return;
-  session_.reset();
+  idle_.push_back(std::move(conn));
+}
+
+void LocalArena::Discard(std::unique_ptr<Connection> conn) {
+  absl::MutexLock lock(&mu_);
+  --open_;
+  conn.reset();
+}
+
+void LocalArena::Broke(std::unique_ptr<Connection> conn, absl::Status why) {
+  std::vector<std::unique_ptr<Connection>> stale;
+  absl::MutexLock lock(&mu_);
+  stale.swap(idle_);
+  open_ -= 1 + static_cast<int>(stale.size());
+  // A new connection maps anew; connections in use keep their own until they finish.
+  mapping_.reset();
   last_error_ = std::move(why);
   retry_after_ = absl::Now() + kRetryAfterFailure;
+  conn.reset();
+}
+
+void LocalArena::Watch() {
+  while (!stop_.WaitForNotificationWithTimeout(kWatchInterval)) {
+    std::vector<std::unique_ptr<Connection>> idle;
+    absl::MutexLock lock(&mu_);
+    bool gone = false;
+    for (const std::unique_ptr<Connection>& c : idle_) {
+      pollfd p{c->fd, POLLIN | POLLRDHUP, 0};
+      // An idle connection has nothing to read: anything there is the daemon's hang-up.
+      gone = gone || poll(&p, 1, 0) != 0;
+    }
+    if (!gone) continue;
+    idle.swap(idle_);
+    open_ -= static_cast<int>(idle.size());
+    mapping_.reset();  // the old arena's memory goes with the last mapping of it
+    last_error_ = absl::UnavailableError("kvstashd closed the local arena connections");
+  }
 }
 
 void LocalArena::Get(absl::Time deadline, const Key128& ns, absl::Span<GetItem> items,
                      uint64_t lease_id, std::vector<size_t>* rest) {
-  const auto all_rest = [&] {
-    for (size_t i = 0; i < items.size(); ++i) rest->push_back(i);
-  };
-  std::shared_ptr<Session> session = Current(deadline);
-  if (session == nullptr) return all_rest();
-  std::vector<wire::ucx::GetItemRecord> records(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    std::memcpy(records[i].key, items[i].key.data(), sizeof(records[i].key));
-    records[i].capacity = items[i].capacity;
+  std::vector<size_t> pending(items.size());
+  for (size_t i = 0; i < items.size(); ++i) pending[i] = i;
+  // The daemon answers NOT_MAPPED past what one connection may hold; once the first part
+  // of a large batch is released, the next round maps more of it.
+  while (!pending.empty()) {
+    std::vector<size_t> unmapped;
+    const absl::StatusOr<bool> mapped_any =
+        Round(deadline, ns, items, pending, lease_id, &unmapped);
+    if (!mapped_any.ok()) {
+      rest->insert(rest->end(), pending.begin(), pending.end());
+      return;
+    }
+    if (!*mapped_any) {
+      rest->insert(rest->end(), unmapped.begin(), unmapped.end());
+      return;
+    }
+    pending = std::move(unmapped);
+    lease_id = 0;  // released for every key of the first round
+  }
+}
+
+absl::StatusOr<bool> LocalArena::Round(absl::Time deadline, const Key128& ns,
+                                       absl::Span<GetItem> items, const std::vector<size_t>& which,
+                                       uint64_t lease_id, std::vector<size_t>* unmapped) {
+  std::vector<wire::ucx::GetItemRecord> records(which.size());
+  for (size_t k = 0; k < which.size(); ++k) {
+    std::memcpy(records[k].key, items[which[k]].key.data(), sizeof(records[k].key));
+    records[k].capacity = items[which[k]].capacity;
   }
   wire::local::GetFields fields{};
   std::memcpy(fields.namespace_id, ns.data(), sizeof(fields.namespace_id));
   fields.lease_id = lease_id;
+  const std::string body = wire::local::EncodeGet(fields, records);
+  if (body.size() > wire::local::kMaxBodyBytes) {
+    return absl::InvalidArgumentError("a batch too large for one local arena request");
+  }
+  std::unique_ptr<Connection> conn = Take(deadline);
+  if (conn == nullptr) return absl::UnavailableError("no local arena connection");
   const uint64_t id = next_request_id_.fetch_add(1);
-  const std::string request =
-      wire::local::EncodeFrame(LocalOp::kGet, id, wire::local::EncodeGet(fields, records));
-  absl::StatusOr<std::string> reply;
-  {
-    absl::MutexLock lock(&session->io);
-    absl::Status sent = SendWithFd(session->fd, request, -1);
-    reply = sent.ok() ? RecvReply(session->fd, LocalOp::kGet, deadline, nullptr) : sent;
-  }
+  absl::Status s = SendWithFd(conn->fd, wire::local::EncodeFrame(LocalOp::kGet, id, body), -1);
+  absl::StatusOr<std::string> reply =
+      s.ok() ? RecvReply(conn->fd, LocalOp::kGet, id, deadline, nullptr) : s;
   if (!reply.ok()) {
-    Drop(session, reply.status());
-    return all_rest();
-  }
-  const size_t first_rest = rest->size();
-  bool held = false;
-  const bool ok = Apply(*session, *reply, items, rest, &held);
-  if (held) {
-    absl::MutexLock lock(&session->io);
-    if (absl::Status s =
-            SendWithFd(session->fd, wire::local::EncodeFrame(LocalOp::kRelease, id, ""), -1);
-        !s.ok()) {
-      Drop(session, s);
+    // A late reply may still come: this connection is out of step, the others are fine.
+    if (absl::IsDeadlineExceeded(reply.status())) {
+      Discard(std::move(conn));
+    } else {
+      Broke(std::move(conn), reply.status());
     }
+    return reply.status();
   }
-  if (!ok) {
-    Drop(session, absl::UnavailableError("kvstashd sent a malformed local arena reply"));
-    rest->resize(first_rest);
-    ResetGetResults(items);
-    all_rest();
+  bool held = false;
+  absl::Status call;
+  s = Apply(*conn->mapping, *reply, items, which, unmapped, &held, &call);
+  // Closing the connection releases what it holds, so a malformed reply needs no Release.
+  if (held && s.ok()) {
+    s = SendWithFd(conn->fd, wire::local::EncodeFrame(LocalOp::kRelease, id, ""), -1);
   }
+  if (!s.ok()) {
+    Broke(std::move(conn), s);
+    for (size_t i : which) items[i].status = absl::UnavailableError("not answered");
+    return s;
+  }
+  Give(std::move(conn));
+  // A call refused as a whole (a right, a limit, draining): gRPC gets the same answer.
+  if (!call.ok()) return call;
+  return held;
 }
 
-bool LocalArena::Apply(Session& session, absl::string_view reply, absl::Span<GetItem> items,
-                       std::vector<size_t>* rest, bool* held) {
+absl::Status LocalArena::Apply(const Mapping& mapping, absl::string_view reply,
+                               absl::Span<GetItem> items, const std::vector<size_t>& which,
+                               std::vector<size_t>* unmapped, bool* held, absl::Status* call) {
   bool runs_ok = true;
   absl::Status s = wire::local::ParseGetReply(
-      reply, static_cast<uint32_t>(items.size()),
-      [&](uint32_t i, const wire::local::ItemReply& r, absl::string_view runs) {
-        GetItem& item = items[i];
+      reply, static_cast<uint32_t>(which.size()),
+      [&](uint32_t k, const wire::local::ItemReply& r, absl::string_view runs) {
+        GetItem& item = items[which[k]];
         if (r.code == wire::local::kNotMapped) {
-          rest->push_back(i);
-          return;
-        }
-        if (r.code > 0) {
+          unmapped->push_back(which[k]);
+        } else if (wire::local::IsErrorCode(r.code)) {
           item.status = GetChunkError(item.key, r.code, "");
-          return;
-        }
-        if (r.code != 0 && r.code != wire::local::kTooLarge) {
+        } else if (r.code == wire::local::kTooLarge) {
+          AcceptGetChunk(ChunkMeta{r.size_bytes, r.tokens, r.format, r.checksum}, &item);
+        } else if (r.code != 0) {
           runs_ok = false;
-          return;
+        } else {
+          *held = true;
+          runs_ok = runs_ok && CopyOut(mapping, r, runs, &item);
         }
-        *held = *held || r.code == 0;
-        if (!AcceptGetChunk(ChunkMeta{r.size_bytes, r.tokens, r.format, r.checksum}, &item) ||
-            r.code != 0 || !runs_ok) {
-          return;
-        }
-        std::vector<absl::Span<uint8_t>> spans = session.view->Spans(runs, r.size_bytes);
-        if (spans.empty() && r.size_bytes > 0) {
-          runs_ok = false;
-          return;
-        }
-        auto* dst = static_cast<uint8_t*>(item.data);
-        for (absl::Span<uint8_t> span : spans) {
-          session.view->MapForCopy(span);
-          copier_.Copy(dst, span.data(), span.size(), /*streaming=*/false);
-          dst += span.size();
-        }
-        item.status = absl::OkStatus();
-      });
-  if (!s.ok() && !absl::IsInternal(s)) {
-    // The whole call was refused (a right, a limit, draining): gRPC gets the same answer.
-    for (size_t i = 0; i < items.size(); ++i) rest->push_back(i);
-    return true;
+      },
+      call);
+  if (s.ok() && !runs_ok) {
+    s = absl::InternalError("kvstashd named arena bytes that do not match the chunk");
   }
-  return s.ok() && runs_ok;
+  return s;
 }
 
-absl::Status LocalArena::Session::Open(const std::string& path, const std::string& token,
-                                       absl::Time deadline) {
-  Session* s = this;
-  s->fd = ConnectUnix(path);
-  if (s->fd < 0) {
-    return absl::UnavailableError(absl::StrCat(path, ": ", ConnectUnixError(errno)));
+bool LocalArena::CopyOut(const Mapping& mapping, const wire::local::ItemReply& r,
+                         absl::string_view runs, GetItem* item) {
+  if (!AcceptGetChunk(ChunkMeta{r.size_bytes, r.tokens, r.format, r.checksum}, item)) {
+    return true;  // larger than its buffer: the item says so, the bytes stay
   }
-  (void)fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK);
+  std::vector<absl::Span<uint8_t>> spans = mapping.view->Spans(runs, r.size_bytes);
+  if (spans.empty()) return false;
+  auto* dst = static_cast<uint8_t*>(item->data);
+  for (absl::Span<uint8_t> span : spans) {
+    mapping.view->MapForCopy(span);
+    copier_.Copy(dst, span.data(), span.size(), /*streaming=*/false);
+    dst += span.size();
+  }
+  item->status = absl::OkStatus();
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<LocalArena::Connection>> LocalArena::Open(absl::Time deadline) {
+  auto conn = std::make_unique<Connection>();
+  conn->fd = ConnectUnix(path_);
+  if (conn->fd < 0) {
+    return absl::UnavailableError(absl::StrCat(path_, ": ", ConnectUnixError(errno)));
+  }
+  (void)fcntl(conn->fd, F_SETFL, fcntl(conn->fd, F_GETFL) & ~O_NONBLOCK);
   if (absl::Status sent =
-          SendWithFd(s->fd, wire::local::EncodeFrame(LocalOp::kHello, 0, token), -1);
+          SendWithFd(conn->fd, wire::local::EncodeFrame(LocalOp::kHello, 0, token_), -1);
       !sent.ok()) {
     return sent;
   }
   int passed = -1;
-  absl::StatusOr<std::string> body = RecvReply(s->fd, LocalOp::kHello, deadline, &passed);
+  absl::StatusOr<std::string> body = RecvReply(conn->fd, LocalOp::kHello, 0, deadline, &passed);
   wire::local::HelloReply hello{};
   absl::Status status = body.ok() ? wire::local::ParseHelloReply(*body, &hello) : body.status();
   if (status.ok() && passed < 0) {
     status = absl::UnavailableError("kvstashd's Hello reply came without the arena");
   }
   if (status.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (mapping_ != nullptr && mapping_->id == hello.arena_id &&
+        mapping_->bytes == hello.arena_bytes) {
+      conn->mapping = mapping_;
+    }
+  }
+  if (status.ok() && conn->mapping == nullptr) {
     void* map = mmap(nullptr, hello.arena_bytes, PROT_READ, MAP_SHARED, passed,
                      static_cast<off_t>(hello.file_offset));
     if (map == MAP_FAILED) {
       status = absl::UnavailableError(absl::StrCat(
           "cannot map kvstashd's arena (", hello.arena_bytes, " bytes): ", strerror(errno)));
     } else {
-      s->map = map;
-      s->map_bytes = hello.arena_bytes;
-      s->view = std::make_unique<ArenaView>(static_cast<uint8_t*>(map), hello.arena_bytes);
+      auto mapping = std::make_shared<Mapping>();
+      mapping->map = map;
+      mapping->bytes = hello.arena_bytes;
+      mapping->id = hello.arena_id;
+      mapping->view = std::make_unique<ArenaView>(static_cast<uint8_t*>(map), hello.arena_bytes);
+      conn->mapping = mapping;
+      absl::MutexLock lock(&mu_);
+      mapping_ = std::move(mapping);
     }
   }
   if (passed >= 0) close(passed);  // the mapping keeps the file
-  return status;
+  if (!status.ok()) return status;
+  return conn;
 }
 
 }  // namespace kvstash::client_internal

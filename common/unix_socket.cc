@@ -1,14 +1,18 @@
 #include "common/unix_socket.h"
 
+#include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace kvstash {
 namespace {
@@ -117,6 +121,47 @@ long RecvWithFd(int sock, void* data, size_t n, int* fd) {
     }
   }
   return got;
+}
+
+absl::Status RecvAll(int fd, void* data, size_t n, absl::Time deadline, int spin_us, int* passed) {
+  auto* p = static_cast<uint8_t*>(data);
+  while (n > 0) {
+    int timeout_ms = -1;
+    if (deadline != absl::InfiniteFuture()) {
+      const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+      if (left_ms <= 0) return absl::DeadlineExceededError("no answer in time");
+      timeout_ms = static_cast<int>(std::min<int64_t>(left_ms, 1 << 30));
+    }
+    const int ready = WaitReadable(fd, spin_us, timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+      return absl::UnavailableError(absl::StrCat("poll: ", strerror(errno)));
+    }
+    if (ready <= 0) continue;  // interrupted or timed out: the deadline check decides
+    int got_fd = -1;
+    const long got = RecvWithFd(fd, p, n, &got_fd);
+    if (got_fd >= 0 && passed != nullptr && *passed < 0) {
+      *passed = got_fd;
+    } else if (got_fd >= 0) {
+      close(got_fd);
+    }
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got == 0) return absl::UnavailableError("the peer closed the connection");
+    if (got < 0) return absl::UnavailableError(absl::StrCat("recv: ", strerror(errno)));
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return absl::OkStatus();
+}
+
+int WaitReadable(int fd, int spin_us, int timeout_ms) {
+  pollfd pfd{fd, POLLIN, 0};
+  const absl::Time spin_until = absl::Now() + absl::Microseconds(spin_us);
+  do {
+    const int ready = poll(&pfd, 1, 0);
+    if (ready != 0) return ready;
+    sched_yield();  // a thread with work on this core goes first
+  } while (absl::Now() < spin_until);
+  return poll(&pfd, 1, timeout_ms);
 }
 
 absl::Status CheckSocketPath(absl::string_view path) {

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace kvstash {
 
@@ -40,6 +41,18 @@ absl::Status SendWithFd(int sock, absl::string_view bytes, int fd);
 // passed with them is stored, close-on-exec, in `*fd` (else -1). Returns recvmsg's count
 // (0: end of stream) or -1 with errno set.
 long RecvWithFd(int sock, void* data, size_t n, int* fd);
+
+// Reads exactly `n` bytes from the stream socket `fd` by `deadline`, each wait polling
+// `spin_us` before it sleeps (WaitReadable); a descriptor passed with them goes to
+// `*passed` (the first one; later ones, or all when `passed` is null, are closed).
+// DEADLINE_EXCEEDED, or UNAVAILABLE when the peer closed the connection or it failed.
+absl::Status RecvAll(int fd, void* data, size_t n, absl::Time deadline, int spin_us, int* passed);
+
+// Waits until `fd` is readable (or hung up): first polls without sleeping for up to
+// `spin_us`, so that an answer due within microseconds costs no wake-up of the thread, then
+// sleeps up to `timeout_ms` (-1: no limit). poll(2)'s result: > 0 readable, 0 timed out,
+// < 0 an error (EINTR included).
+int WaitReadable(int fd, int spin_us, int timeout_ms);
 
 // Which file a socket path names, so that it is removed only while it is still ours.
 struct SocketFile {

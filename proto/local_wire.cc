@@ -91,15 +91,18 @@ void AppendItem(const ItemReply& item, absl::string_view runs, std::string* body
 
 absl::Status ParseGetReply(
     absl::string_view body, uint32_t expected,
-    const std::function<void(uint32_t, const ItemReply&, absl::string_view)>& item) {
+    const std::function<void(uint32_t, const ItemReply&, absl::string_view)>& item,
+    absl::Status* call_status) {
+  *call_status = absl::OkStatus();
   if (body.size() < sizeof(GetReply)) return Malformed("Get");
   const GetReply head = Read<GetReply>(body, 0);
   if (head.code != 0) {
-    if (body.size() - sizeof(head) != head.message_bytes || head.code < 0 || head.code > 16) {
+    if (body.size() - sizeof(head) != head.message_bytes || !IsErrorCode(head.code)) {
       return Malformed("Get");
     }
-    return absl::Status(static_cast<absl::StatusCode>(head.code),
-                        body.substr(sizeof(head), head.message_bytes));
+    *call_status = absl::Status(static_cast<absl::StatusCode>(head.code),
+                                body.substr(sizeof(head), head.message_bytes));
+    return absl::OkStatus();
   }
   if (head.items != expected) return Malformed("Get");
   size_t at = sizeof(head);
@@ -128,8 +131,8 @@ std::string EncodeHelloReply(const absl::Status& status, const HelloReply& ok_fi
 absl::Status ParseHelloReply(absl::string_view body, HelloReply* reply) {
   if (body.size() < sizeof(HelloReply)) return Malformed("Hello");
   *reply = Read<HelloReply>(body, 0);
-  if (body.size() - sizeof(HelloReply) != reply->message_bytes || reply->code < 0 ||
-      reply->code > 16) {
+  if (body.size() - sizeof(HelloReply) != reply->message_bytes ||
+      (reply->code != 0 && !IsErrorCode(reply->code))) {
     return Malformed("Hello");
   }
   if (reply->code == 0) return absl::OkStatus();

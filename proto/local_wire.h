@@ -27,6 +27,10 @@ namespace kvstash::wire::local {
 
 inline constexpr uint32_t kMagic = 0x414C564B;  // "KVLA" read as little-endian bytes
 inline constexpr uint8_t kVersion = 1;
+// How long either side polls for the next message before its thread sleeps: replies,
+// Releases and next Gets follow within tens of microseconds, about what waking a sleeping
+// thread costs.
+inline constexpr int kSpinMicros = 50;
 // The largest body either side accepts: a Get of 100,000 keys fits, and so does its reply.
 inline constexpr uint32_t kMaxBodyBytes = 16 << 20;
 
@@ -92,7 +96,8 @@ static_assert(sizeof(GetFields) == 32);
 static_assert(sizeof(GetReply) == 16);
 static_assert(sizeof(ItemReply) == 32);
 
-// A whole message: the header for `op` and `request_id`, then `body`.
+// A whole message: the header for `op` and `request_id`, then `body`. REQUIRES:
+// body.size() <= kMaxBodyBytes.
 std::string EncodeFrame(Op op, uint64_t request_id, absl::string_view body);
 // Checks a received header: INVALID_ARGUMENT for a bad magic, version or op, or a body
 // larger than kMaxBodyBytes (the connection cannot be read further).
@@ -110,11 +115,14 @@ std::string EncodeGetError(const absl::Status& status);
 void AppendItem(const ItemReply& item, absl::string_view runs, std::string* body);
 
 // Reads a Get reply body of `expected` items, calling `item(index, reply, runs)` for each;
-// `runs` points into `body`. The whole call's error as a status; INTERNAL for a body that
-// does not parse or answers another number of items.
+// `runs` points into `body`. A reply failing the whole call sets `*call_status` (else OK).
+// INTERNAL only for a body that does not parse or answers another number of items.
 absl::Status ParseGetReply(
     absl::string_view body, uint32_t expected,
-    const std::function<void(uint32_t, const ItemReply&, absl::string_view)>& item);
+    const std::function<void(uint32_t, const ItemReply&, absl::string_view)>& item,
+    absl::Status* call_status);
+// True for the canonical status codes a reply may carry (1..16).
+inline bool IsErrorCode(int32_t code) { return code > 0 && code <= 16; }
 
 // The Hello reply body, with `status`'s code and message when it is not OK.
 std::string EncodeHelloReply(const absl::Status& status, const HelloReply& ok_fields);

@@ -71,19 +71,31 @@ TEST(LocalWireTest, GetRepliesListRunsPerItem) {
   AppendItem(ItemReply{kNotMapped, 0, 0, 0, 0, 0}, "", &body);
   std::vector<int32_t> codes;
   std::vector<size_t> run_bytes;
-  ASSERT_TRUE(ParseGetReply(body, 2, [&](uint32_t, const ItemReply& r, absl::string_view rs) {
-                codes.push_back(r.code);
-                run_bytes.push_back(rs.size());
-              }).ok());
+  absl::Status call;
+  ASSERT_TRUE(ParseGetReply(
+                  body, 2,
+                  [&](uint32_t, const ItemReply& r, absl::string_view rs) {
+                    codes.push_back(r.code);
+                    run_bytes.push_back(rs.size());
+                  },
+                  &call)
+                  .ok());
+  EXPECT_TRUE(call.ok());
   EXPECT_EQ(codes, (std::vector<int32_t>{0, kNotMapped}));
   EXPECT_EQ(run_bytes, (std::vector<size_t>{sizeof(runs), 0}));
   const auto ignore = [](uint32_t, const ItemReply&, absl::string_view) {};
-  EXPECT_EQ(ParseGetReply(body, 3, ignore).code(), absl::StatusCode::kInternal);
-  EXPECT_EQ(ParseGetReply(body.substr(0, body.size() - 1), 2, ignore).code(),
+  EXPECT_EQ(ParseGetReply(body, 3, ignore, &call).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(ParseGetReply(body.substr(0, body.size() - 1), 2, ignore, &call).code(),
             absl::StatusCode::kInternal);
-  const absl::Status denied =
-      ParseGetReply(EncodeGetError(absl::PermissionDeniedError("no")), 2, ignore);
-  EXPECT_EQ(denied, absl::PermissionDeniedError("no"));
+  // The whole call's error, even INTERNAL, is not a malformed reply.
+  for (const absl::Status& e : {absl::PermissionDeniedError("no"), absl::InternalError("store")}) {
+    EXPECT_TRUE(ParseGetReply(EncodeGetError(e), 2, ignore, &call).ok());
+    EXPECT_EQ(call, e);
+  }
+  std::string bad = EncodeGetError(absl::InternalError("x"));
+  const int32_t unknown = 99;
+  std::memcpy(bad.data(), &unknown, sizeof(unknown));
+  EXPECT_EQ(ParseGetReply(bad, 2, ignore, &call).code(), absl::StatusCode::kInternal);
 }
 
 TEST(LocalWireTest, HelloRepliesCarryTheArenaOrTheRefusal) {

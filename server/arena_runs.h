@@ -15,8 +15,9 @@
 namespace kvstash::server {
 
 // Most bytes one connection may have reserved or held in an arena of `arena_bytes` at
-// once; beyond it, chunks are copied by the daemon instead, so one client cannot pin the
-// tier.
+// once; beyond it, chunks move another way (UCX: copied by the daemon; the local arena:
+// left for a later request or gRPC), so one connection cannot pin the tier (the local
+// arena also caps all its connections together).
 inline uint64_t DirectBudget(uint64_t arena_bytes) { return arena_bytes / 8; }
 
 // The ArenaRun records of a chunk's segments (adjacent ones merged) in the arena of

@@ -10,11 +10,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -45,10 +49,29 @@ absl::StatusOr<std::unique_ptr<DaemonProcess>> StartDaemon(const std::string& so
   return DaemonProcess::Start(options);
 }
 
-// Reads a Get reply whose items do not matter.
-absl::Status GetReplyStatus(const std::string& reply) {
-  return wire::local::ParseGetReply(
-      reply, 1, [](uint32_t, const wire::local::ItemReply&, absl::string_view) {});
+// Parses a Get reply of one item, shown to `item` when given: the whole call's status, or
+// INTERNAL when the reply does not parse.
+absl::Status ParseOne(
+    const std::string& reply,
+    const std::function<void(const wire::local::ItemReply&, absl::string_view)>& item = {}) {
+  absl::Status call;
+  const absl::Status parsed = wire::local::ParseGetReply(
+      reply, 1,
+      [&](uint32_t, const wire::local::ItemReply& r, absl::string_view runs) {
+        if (item) item(r, runs);
+      },
+      &call);
+  return parsed.ok() ? call : parsed;
+}
+
+// Mappings of UCX's POSIX shared memory in this process (the daemons' arenas).
+int ArenaMappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) {
+    n += line.find("ucx_shm_posix") != std::string::npos;
+  }
+  return n;
 }
 
 double Metric(const DaemonProcess& daemon, const std::string& series) {
@@ -227,6 +250,22 @@ TEST_F(LocalArenaTest, ReadsHitsStraightFromTheArena) {
   EXPECT_EQ(item.size, kMiB);
 }
 
+// One connection may hold an eighth of the arena (8 of 64 MiB here): a larger batch is read in
+// rounds, every chunk still from the arena.
+TEST_F(LocalArenaTest, ABatchLargerThanAConnectionMayHoldIsReadInRounds) {
+  const std::vector<size_t> sizes(6, 2 * kMiB);
+  const std::vector<Key128> keys = PutPatterns(sizes);
+  LocalClient c = ConnectLocal();
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> items;
+  ASSERT_TRUE(GetMany(*c.client, c.ns, keys, 2 * kMiB, &bufs, &items).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(items[i].status.ok()) << i << ": " << items[i].status;
+    EXPECT_EQ(FirstPatternMismatch(keys[i], bufs[i].data(), 2 * kMiB), -1) << i;
+  }
+  EXPECT_EQ(Metric(*daemon_, kDirectOut), 12 * kMiB) << "some chunks went through gRPC";
+}
+
 TEST_F(LocalArenaTest, LocalDirectOffReadsThroughGrpc) {
   std::vector<Key128> keys = PutPatterns({kMiB});
   ClientOptions options;
@@ -234,6 +273,36 @@ TEST_F(LocalArenaTest, LocalDirectOffReadsThroughGrpc) {
   LocalClient c = ConnectLocal(options);
   ExpectPattern(c, keys[0], kMiB);
   EXPECT_EQ(Metric(*daemon_, kDirectOut), 0);
+}
+
+// Gets from many threads of one client: each on a connection of its own (up to the
+// client's limit), all reading through one mapping, every byte right.
+TEST_F(LocalArenaTest, ConcurrentGetsOfOneClient) {
+  constexpr int kThreads = 12;  // more than LocalArena::kMaxConnections
+  constexpr int kRounds = 10;
+  const std::vector<size_t> sizes(kThreads, 512 << 10);
+  const std::vector<Key128> keys = PutPatterns(sizes);
+  LocalClient c = ConnectLocal();
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        const Key128& key = keys[(t + r) % kThreads];
+        std::vector<uint8_t> buf;
+        GetItem item;
+        const absl::Status s = GetOne(*c.client, c.ns, key, 512 << 10, &buf, &item);
+        if (!s.ok() || !item.status.ok() ||
+            FirstPatternMismatch(key, buf.data(), 512 << 10) != -1) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(Metric(*daemon_, kDirectOut), double{kThreads} * kRounds * (512 << 10));
+  EXPECT_TRUE(MetricReaches(*daemon_, kHeld, 0));
 }
 
 TEST_F(LocalArenaTest, AVanishedClientsChunksAreReleased) {
@@ -253,18 +322,15 @@ TEST_F(LocalArenaTest, AVanishedClientsChunksAreReleased) {
   close(arena_fd);
   ASSERT_NE(map, MAP_FAILED);
   std::vector<uint8_t> copy;
-  ASSERT_TRUE(wire::local::ParseGetReply(
-                  *reply, 1,
-                  [&](uint32_t, const wire::local::ItemReply& r, absl::string_view runs) {
-                    EXPECT_EQ(r.code, 0);
-                    for (size_t at = 0; at < runs.size(); at += sizeof(wire::ucx::ArenaRun)) {
-                      wire::ucx::ArenaRun run;
-                      std::memcpy(&run, runs.data() + at, sizeof(run));
-                      const auto* p = static_cast<const uint8_t*>(map) + run.offset;
-                      copy.insert(copy.end(), p, p + run.length);
-                    }
-                  })
-                  .ok());
+  ASSERT_TRUE(ParseOne(*reply, [&](const wire::local::ItemReply& r, absl::string_view runs) {
+                EXPECT_EQ(r.code, 0);
+                for (size_t at = 0; at < runs.size(); at += sizeof(wire::ucx::ArenaRun)) {
+                  wire::ucx::ArenaRun run;
+                  std::memcpy(&run, runs.data() + at, sizeof(run));
+                  const auto* p = static_cast<const uint8_t*>(map) + run.offset;
+                  copy.insert(copy.end(), p, p + run.length);
+                }
+              }).ok());
   munmap(map, hello.arena_bytes);
   ASSERT_EQ(copy.size(), 2 * kMiB);
   EXPECT_EQ(FirstPatternMismatch(keys[0], copy.data(), copy.size()), -1);
@@ -287,7 +353,7 @@ TEST_F(LocalArenaTest, MalformedMessagesEndOnlyTheirConnection) {
     RawArena raw(*daemon_);
     std::optional<std::string> reply = raw.Get(1, *ns, keys, kMiB);
     ASSERT_TRUE(reply.has_value());
-    EXPECT_TRUE(absl::IsFailedPrecondition(GetReplyStatus(*reply)));
+    EXPECT_TRUE(absl::IsFailedPrecondition(ParseOne(*reply)));
     EXPECT_FALSE(raw.Reply().has_value());
   }
   {  // A frame longer than any the protocol allows.
@@ -296,6 +362,11 @@ TEST_F(LocalArenaTest, MalformedMessagesEndOnlyTheirConnection) {
     const uint32_t huge = wire::local::kMaxBodyBytes + 1;
     std::memcpy(frame.data() + offsetof(wire::local::FrameHeader, body_bytes), &huge, 4);
     ASSERT_TRUE(raw.Send(frame));
+    EXPECT_FALSE(raw.Reply().has_value());
+  }
+  {  // Nothing but Hello comes first.
+    RawArena raw(*daemon_);
+    ASSERT_TRUE(raw.Send(Op::kRelease, 1, ""));
     EXPECT_FALSE(raw.Reply().has_value());
   }
   {  // Before Hello, no message larger than a token is read.
@@ -313,17 +384,16 @@ TEST_F(LocalArenaTest, MalformedMessagesEndOnlyTheirConnection) {
     ASSERT_TRUE(raw.Send(Op::kGet, 2, "ragged"));
     std::optional<std::string> reply = raw.Reply();
     ASSERT_TRUE(reply.has_value());
-    EXPECT_TRUE(absl::IsInvalidArgument(GetReplyStatus(*reply)));
+    EXPECT_TRUE(absl::IsInvalidArgument(ParseOne(*reply)));
     reply = raw.Get(3, std::string(16, 'x'), keys, kMiB);
     ASSERT_TRUE(reply.has_value());
-    EXPECT_FALSE(GetReplyStatus(*reply).ok());
+    EXPECT_FALSE(ParseOne(*reply).ok());
     reply = raw.Get(4, *ns, keys, kMiB);
     ASSERT_TRUE(reply.has_value());
     int code = -99;
-    EXPECT_TRUE(wire::local::ParseGetReply(*reply, 1,
-                                           [&](uint32_t, const wire::local::ItemReply& r,
-                                               absl::string_view) { code = r.code; })
-                    .ok());
+    EXPECT_TRUE(ParseOne(*reply, [&](const wire::local::ItemReply& r, absl::string_view) {
+                  code = r.code;
+                }).ok());
     EXPECT_EQ(code, 0);
   }
   LocalClient c = ConnectLocal();
@@ -336,7 +406,12 @@ TEST_F(LocalArenaTest, AClientMapsTheNextDaemonsArena) {
   ExpectPattern(c, keys[0], kMiB);
   ASSERT_EQ(Metric(*daemon_, kDirectOut), kMiB);
   const std::string socket = daemon_->ready().local;
+  ASSERT_GT(ArenaMappings(), 0) << "the arena is not mapped here";
   daemon_->Kill();
+  // An idle client lets the dead daemon's arena go (its memory with it) within seconds.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (ArenaMappings() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(ArenaMappings(), 0) << "the killed daemon's arena is still mapped";
   absl::StatusOr<std::unique_ptr<DaemonProcess>> next = StartDaemon(socket);
   ASSERT_TRUE(next.ok()) << next.status();
   // The killed daemon's object keeps its directory, where the socket lies.
@@ -349,11 +424,31 @@ TEST_F(LocalArenaTest, AClientMapsTheNextDaemonsArena) {
   p.key = keys[0];
   p.bytes = RandomBytes(rng_, kMiB);
   ASSERT_TRUE(PutAll(*tcp, *tns, {p}).ok());
+  // The client dropped the dead connections while idle: its next gets map the new arena.
   for (int round = 0; round < 2; ++round) {
     EXPECT_EQ(GetBytes(c, keys[0], kMiB), p.bytes) << "round " << round << " read other bytes";
-    absl::SleepFor(absl::Milliseconds(1100));  // a new session opens a second later
   }
-  EXPECT_EQ(Metric(*daemon_, kDirectOut), kMiB) << "the client never mapped the new arena";
+  EXPECT_EQ(Metric(*daemon_, kDirectOut), 2 * kMiB) << "the new arena was not read";
+}
+
+// A client busy when its daemon dies finds out on its next get: that one reads through
+// gRPC (from the next daemon), and a second later the next daemon's arena is mapped.
+TEST_F(LocalArenaTest, AClientBusyAcrossARestartFallsBackThenMapsAgain) {
+  std::vector<Key128> keys = PutPatterns({kMiB});
+  LocalClient c = ConnectLocal();
+  ExpectPattern(c, keys[0], kMiB);
+  const std::string socket = daemon_->ready().local;
+  daemon_->Kill();
+  absl::StatusOr<std::unique_ptr<DaemonProcess>> next = StartDaemon(socket);
+  ASSERT_TRUE(next.ok()) << next.status();
+  const std::unique_ptr<DaemonProcess> killed = std::exchange(daemon_, *std::move(next));
+  keys = PutPatterns({kMiB});
+  // Within the watcher's second the idle connection may still be there: the get fails on
+  // it, and gRPC answers.
+  ExpectPattern(c, keys[0], kMiB);
+  absl::SleepFor(absl::Milliseconds(1100));
+  ExpectPattern(c, keys[0], kMiB);
+  EXPECT_GE(Metric(*daemon_, kDirectOut), kMiB) << "the new arena was not read";
 }
 
 }  // namespace

@@ -2,11 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -21,26 +21,12 @@ namespace kvstash::server {
 namespace {
 
 using wire::local::FrameHeader;
-using wire::local::ItemReply;
 using LocalOp = wire::local::Op;
+using wire::local::ItemReply;
 
-// Reads exactly `n` bytes; false at the end of the stream or on an error (a timeout too).
-bool ReadExact(int fd, void* data, size_t n) {
-  auto* p = static_cast<uint8_t*>(data);
-  while (n > 0) {
-    const ssize_t got = recv(fd, p, n, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
-void SetReceiveTimeout(int fd, int ms) {
-  timeval tv{ms / 1000, (ms % 1000) * 1000};
-  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-}
+// All connections together hold at most 1/kArenaShareHeld of the arena (each at most
+// DirectBudget): the rest stays free for puts and eviction.
+constexpr uint64_t kArenaShareHeld = 2;
 
 }  // namespace
 
@@ -112,18 +98,26 @@ void ArenaServer::Accept(int fd) {
     close(fd);
     return;
   }
-  // The connection's thread reads blocking, with a deadline for the Hello.
+  // The connection's thread waits in poll, then reads what arrived.
   (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  connections_.push_back(std::make_unique<Connection>(fd));
-  Connection* conn = connections_.back().get();
-  conn->thread = std::thread(&ArenaServer::Serve, this, conn);
+  auto conn = std::make_unique<Connection>(fd);
+  try {
+    conn->thread = std::thread(&ArenaServer::Serve, this, conn.get());
+  } catch (const std::system_error&) {
+    return;  // out of threads: the connection is closed, the daemon goes on
+  }
+  connections_.push_back(std::move(conn));
 }
 
 void ArenaServer::Serve(Connection* conn) {
-  SetReceiveTimeout(conn->fd, options_.hello_timeout_ms);
+  const absl::Time hello_by = absl::Now() + absl::Milliseconds(options_.hello_timeout_ms);
   for (;;) {
+    // A client may wait as long as it likes between requests, once it said Hello.
+    const absl::Time deadline = conn->greeted ? absl::InfiniteFuture() : hello_by;
     FrameHeader h;
-    if (!ReadExact(conn->fd, &h, sizeof(h))) break;
+    if (!RecvAll(conn->fd, &h, sizeof(h), deadline, wire::local::kSpinMicros, nullptr).ok()) {
+      break;
+    }
     absl::Status s = wire::local::CheckFrameHeader(h);
     // Before Hello nobody is known: no more than a token is read.
     if (s.ok() && !conn->greeted && h.body_bytes > wire::ucx::kMaxTokenBytes) {
@@ -134,7 +128,10 @@ void ArenaServer::Serve(Connection* conn) {
       break;
     }
     std::string body(h.body_bytes, '\0');
-    if (!ReadExact(conn->fd, body.data(), body.size())) break;
+    if (!RecvAll(conn->fd, body.data(), body.size(), deadline, wire::local::kSpinMicros, nullptr)
+             .ok()) {
+      break;
+    }
     if (!Dispatch(conn, h.op, h.request_id, body)) break;
   }
   for (const auto& [id, chunks] : conn->holds) {
@@ -149,17 +146,17 @@ bool ArenaServer::Dispatch(Connection* conn, uint8_t op, uint64_t request_id,
                            absl::string_view body) {
   switch (static_cast<LocalOp>(op)) {
     case LocalOp::kHello:
-      return Hello(conn, body);
+      return Hello(conn, request_id, body);
     case LocalOp::kGet:
       return Get(conn, request_id, body);
     case LocalOp::kRelease:
       Release(conn, request_id);
-      return true;
+      return conn->greeted;  // nothing else before Hello
   }
   return false;
 }
 
-bool ArenaServer::Hello(Connection* conn, absl::string_view token) {
+bool ArenaServer::Hello(Connection* conn, uint64_t request_id, absl::string_view token) {
   absl::Status s;
   absl::StatusOr<auth::PrincipalPtr> principal = requests_.Principal(token);
   if (conn->greeted) {
@@ -173,12 +170,11 @@ bool ArenaServer::Hello(Connection* conn, absl::string_view token) {
                      "docs/security.md); read through gRPC instead"));
   }
   const wire::local::HelloReply fields{0, 0, arena_.size, arena_.file_offset, arena_.id};
-  const std::string reply =
-      wire::local::EncodeFrame(LocalOp::kHello, 0, wire::local::EncodeHelloReply(s, fields));
+  const std::string reply = wire::local::EncodeFrame(LocalOp::kHello, request_id,
+                                                     wire::local::EncodeHelloReply(s, fields));
   if (!SendWithFd(conn->fd, reply, s.ok() ? arena_.fd : -1).ok() || !s.ok()) return false;
   conn->greeted = true;
   conn->token = std::string(token);
-  SetReceiveTimeout(conn->fd, 0);  // an idle client may wait as long as it likes
   return true;
 }
 
@@ -235,33 +231,49 @@ std::string ArenaServer::ServeGet(Connection* conn, uint64_t request_id, ActiveG
   std::string body(sizeof(wire::local::GetReply), '\0');
   const wire::local::GetReply head{0, static_cast<uint32_t>(count), 0, 0};
   std::memcpy(body.data(), &head, sizeof(head));
-  const uint64_t budget = DirectBudget(arena_.size);
   for (size_t i = 0; i < count; ++i) {
-    const absl::StatusOr<storage::ChunkRef> ref = call.Serve(std::move(fetched[i]));
-    ItemReply r{};
+    // What the items after this one need at least, so the reply stays within the limit.
+    const size_t later = (count - i - 1) * sizeof(ItemReply);
     std::string runs;
-    if (!ref.ok()) {
-      r.code = static_cast<int32_t>(ref.status().code());
-    } else {
-      const storage::ChunkMeta& meta = (*ref)->meta();
-      r = ItemReply{0, 0, meta.size_bytes, (*ref)->checksum(), meta.tokens, meta.format};
-      if (meta.size_bytes > items[i].capacity) {
-        r.code = wire::local::kTooLarge;
-      } else if (conn->held + meta.size_bytes > budget ||
-                 (runs = ArenaRuns(arena_.data, arena_.size, (*ref)->segments())).empty()) {
-        r.code = wire::local::kNotMapped;
-      } else {
-        r.run_count = static_cast<uint32_t>(runs.size() / sizeof(wire::ucx::ArenaRun));
-        conn->holds[request_id].push_back(*ref);
-        conn->held += meta.size_bytes;
-        held_bytes_ += meta.size_bytes;
-        requests_.metrics().AddDirectBytes(false, meta.size_bytes);
-      }
-    }
+    const ItemReply r = Answer(conn, request_id, call, items[i].capacity, std::move(fetched[i]),
+                               wire::local::kMaxBodyBytes - body.size() - later, &runs);
     wire::local::AppendItem(r, runs, &body);
   }
   call.End(absl::StatusCode::kOk);
   return body;
+}
+
+ItemReply ArenaServer::Answer(Connection* conn, uint64_t request_id, const ActiveGet& call,
+                              uint64_t capacity, absl::StatusOr<storage::ChunkRef> fetched,
+                              size_t room, std::string* runs) {
+  if (!fetched.ok()) return ItemReply{static_cast<int32_t>(fetched.status().code())};
+  const storage::ChunkRef& ref = *fetched;
+  const storage::ChunkMeta& meta = ref->meta();
+  ItemReply r{0, 0, meta.size_bytes, ref->checksum(), meta.tokens, meta.format};
+  if (meta.size_bytes > capacity) {
+    r.code = wire::local::kTooLarge;
+    return r;
+  }
+  *runs = ArenaRuns(arena_.data, arena_.size, ref->segments());
+  // Not in the arena (NVMe), or more than this connection or all of them may hold, or a
+  // reply too long: read it otherwise. Only chunks served here are charged to the caller.
+  if (runs->empty() || runs->size() + sizeof(ItemReply) > room ||
+      conn->held + meta.size_bytes > DirectBudget(arena_.size) ||
+      held_bytes_.load() + meta.size_bytes > arena_.size / kArenaShareHeld) {
+    runs->clear();
+    r.code = wire::local::kNotMapped;
+    return r;
+  }
+  if (absl::StatusOr<storage::ChunkRef> charged = call.Serve(ref); !charged.ok()) {
+    runs->clear();
+    return ItemReply{static_cast<int32_t>(charged.status().code())};
+  }
+  r.run_count = static_cast<uint32_t>(runs->size() / sizeof(wire::ucx::ArenaRun));
+  conn->holds[request_id].push_back(ref);
+  conn->held += meta.size_bytes;
+  held_bytes_ += meta.size_bytes;
+  requests_.metrics().AddDirectBytes(false, meta.size_bytes);
+  return r;
 }
 
 void ArenaServer::Release(Connection* conn, uint64_t request_id) {

@@ -1,4 +1,4 @@
-// ArenaServer: serves the local arena socket (wire/local_wire.h, docs/protocol.md "Local
+// ArenaServer: serves the local arena socket (proto/local_wire.h, docs/protocol.md "Local
 // arena"). A client on the daemon's host that presents a trusted principal's token is
 // handed the DRAM arena as a read-only file descriptor; its Gets are answered with where
 // each chunk lies in the arena, and the chunks are held (not evicted, freed or reused)
@@ -24,6 +24,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "proto/local_wire.h"
 #include "server/local_listener.h"
 #include "server/requests.h"
 
@@ -42,7 +43,7 @@ class ArenaServer {
   struct Options {
     // Connections served at once (a thread each); more are closed at once.
     int max_connections = 256;
-    // How long a new connection may take to send its Hello.
+    // How long a new connection may take to send its Hello; then it is closed.
     int hello_timeout_ms = 10000;
   };
 
@@ -74,11 +75,17 @@ class ArenaServer {
   void Serve(Connection* conn);
   // Handles one message; false ends the connection.
   bool Dispatch(Connection* conn, uint8_t op, uint64_t request_id, absl::string_view body);
-  bool Hello(Connection* conn, absl::string_view token);
+  bool Hello(Connection* conn, uint64_t request_id, absl::string_view token);
   bool Get(Connection* conn, uint64_t request_id, absl::string_view body);
   // The Get reply body for an admitted call (its chunks held under `request_id`).
   std::string ServeGet(Connection* conn, uint64_t request_id, ActiveGet& call,
                        absl::string_view records);
+  // Item i's answer: where the fetched chunk lies (its runs in `*runs`, the chunk held
+  // under `request_id` and charged to the caller), or why it is not read here. `room`:
+  // reply bytes left for this item.
+  wire::local::ItemReply Answer(Connection* conn, uint64_t request_id, const ActiveGet& call,
+                                uint64_t capacity, absl::StatusOr<storage::ChunkRef> fetched,
+                                size_t room, std::string* runs);
   void Release(Connection* conn, uint64_t request_id);
 
   const Requests requests_;

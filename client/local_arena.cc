@@ -121,26 +121,29 @@ void LocalArena::Give(std::unique_ptr<Connection> conn) {
 }
 
 void LocalArena::Discard(std::unique_ptr<Connection> conn) {
+  std::unique_ptr<Connection> closed = std::move(conn);  // closed (maybe unmapped) unlocked
   absl::MutexLock lock(&mu_);
   --open_;
-  conn.reset();
 }
 
 void LocalArena::Broke(std::unique_ptr<Connection> conn, absl::Status why) {
+  // Closed, and the old mapping unmapped, after the lock is released.
+  std::unique_ptr<Connection> closed = std::move(conn);
   std::vector<std::unique_ptr<Connection>> stale;
+  std::shared_ptr<Mapping> old;
   absl::MutexLock lock(&mu_);
   stale.swap(idle_);
   open_ -= 1 + static_cast<int>(stale.size());
   // A new connection maps anew; connections in use keep their own until they finish.
-  mapping_.reset();
+  old.swap(mapping_);
   last_error_ = std::move(why);
   retry_after_ = absl::Now() + kRetryAfterFailure;
-  conn.reset();
 }
 
 void LocalArena::Watch() {
   while (!stop_.WaitForNotificationWithTimeout(kWatchInterval)) {
     std::vector<std::unique_ptr<Connection>> idle;
+    std::shared_ptr<Mapping> old;  // both released after the lock
     absl::MutexLock lock(&mu_);
     bool gone = false;
     for (const std::unique_ptr<Connection>& c : idle_) {
@@ -151,7 +154,7 @@ void LocalArena::Watch() {
     if (!gone) continue;
     idle.swap(idle_);
     open_ -= static_cast<int>(idle.size());
-    mapping_.reset();  // the old arena's memory goes with the last mapping of it
+    old.swap(mapping_);  // the old arena's memory goes with the last mapping of it
     last_error_ = absl::UnavailableError("kvstashd closed the local arena connections");
   }
 }
@@ -163,25 +166,30 @@ void LocalArena::Get(absl::Time deadline, const Key128& ns, absl::Span<GetItem> 
   // The daemon answers NOT_MAPPED past what one connection may hold; once the first part
   // of a large batch is released, the next round maps more of it.
   while (!pending.empty()) {
-    std::vector<size_t> unmapped;
+    std::vector<size_t> over;
     const absl::StatusOr<bool> mapped_any =
-        Round(deadline, ns, items, pending, lease_id, &unmapped);
+        Round(deadline, ns, items, pending, lease_id, &over, rest);
     if (!mapped_any.ok()) {
       rest->insert(rest->end(), pending.begin(), pending.end());
       return;
     }
     if (!*mapped_any) {
-      rest->insert(rest->end(), unmapped.begin(), unmapped.end());
+      rest->insert(rest->end(), over.begin(), over.end());
       return;
     }
-    pending = std::move(unmapped);
+    pending = std::move(over);
     lease_id = 0;  // released for every key of the first round
   }
 }
 
 absl::StatusOr<bool> LocalArena::Round(absl::Time deadline, const Key128& ns,
                                        absl::Span<GetItem> items, const std::vector<size_t>& which,
-                                       uint64_t lease_id, std::vector<size_t>* unmapped) {
+                                       uint64_t lease_id, std::vector<size_t>* over,
+                                       std::vector<size_t>* rest) {
+  if (which.size() > wire::local::kMaxGetItems) {
+    return absl::InvalidArgumentError("a batch too large for one local arena request");
+  }
+  if (absl::Now() >= deadline) return absl::DeadlineExceededError("no time left");
   std::vector<wire::ucx::GetItemRecord> records(which.size());
   for (size_t k = 0; k < which.size(); ++k) {
     std::memcpy(records[k].key, items[which[k]].key.data(), sizeof(records[k].key));
@@ -191,9 +199,6 @@ absl::StatusOr<bool> LocalArena::Round(absl::Time deadline, const Key128& ns,
   std::memcpy(fields.namespace_id, ns.data(), sizeof(fields.namespace_id));
   fields.lease_id = lease_id;
   const std::string body = wire::local::EncodeGet(fields, records);
-  if (body.size() > wire::local::kMaxBodyBytes) {
-    return absl::InvalidArgumentError("a batch too large for one local arena request");
-  }
   std::unique_ptr<Connection> conn = Take(deadline);
   if (conn == nullptr) return absl::UnavailableError("no local arena connection");
   const uint64_t id = next_request_id_.fetch_add(1);
@@ -211,32 +216,41 @@ absl::StatusOr<bool> LocalArena::Round(absl::Time deadline, const Key128& ns,
   }
   bool held = false;
   absl::Status call;
-  s = Apply(*conn->mapping, *reply, items, which, unmapped, &held, &call);
+  const size_t first_rest = rest->size();
+  s = Apply(*conn->mapping, *reply, items, which, over, rest, &held, &call);
   // Closing the connection releases what it holds, so a malformed reply needs no Release.
   if (held && s.ok()) {
     s = SendWithFd(conn->fd, wire::local::EncodeFrame(LocalOp::kRelease, id, ""), -1);
   }
   if (!s.ok()) {
     Broke(std::move(conn), s);
+    over->clear();
+    rest->resize(first_rest);  // the caller sends all of `which` through gRPC
     for (size_t i : which) items[i].status = absl::UnavailableError("not answered");
     return s;
   }
   Give(std::move(conn));
   // A call refused as a whole (a right, a limit, draining): gRPC gets the same answer.
-  if (!call.ok()) return call;
+  if (!call.ok()) {
+    rest->resize(first_rest);
+    return call;
+  }
   return held;
 }
 
 absl::Status LocalArena::Apply(const Mapping& mapping, absl::string_view reply,
                                absl::Span<GetItem> items, const std::vector<size_t>& which,
-                               std::vector<size_t>* unmapped, bool* held, absl::Status* call) {
+                               std::vector<size_t>* over, std::vector<size_t>* rest, bool* held,
+                               absl::Status* call) {
   bool runs_ok = true;
   absl::Status s = wire::local::ParseGetReply(
       reply, static_cast<uint32_t>(which.size()),
       [&](uint32_t k, const wire::local::ItemReply& r, absl::string_view runs) {
         GetItem& item = items[which[k]];
         if (r.code == wire::local::kNotMapped) {
-          unmapped->push_back(which[k]);
+          rest->push_back(which[k]);
+        } else if (r.code == wire::local::kOverBudget) {
+          over->push_back(which[k]);
         } else if (wire::local::IsErrorCode(r.code)) {
           item.status = GetChunkError(item.key, r.code, "");
         } else if (r.code == wire::local::kTooLarge) {
@@ -298,6 +312,7 @@ absl::StatusOr<std::unique_ptr<LocalArena::Connection>> LocalArena::Open(absl::T
       conn->mapping = mapping_;
     }
   }
+  std::shared_ptr<Mapping> unused;
   if (status.ok() && conn->mapping == nullptr) {
     void* map = mmap(nullptr, hello.arena_bytes, PROT_READ, MAP_SHARED, passed,
                      static_cast<off_t>(hello.file_offset));
@@ -310,9 +325,14 @@ absl::StatusOr<std::unique_ptr<LocalArena::Connection>> LocalArena::Open(absl::T
       mapping->bytes = hello.arena_bytes;
       mapping->id = hello.arena_id;
       mapping->view = std::make_unique<ArenaView>(static_cast<uint8_t*>(map), hello.arena_bytes);
-      conn->mapping = mapping;
       absl::MutexLock lock(&mu_);
-      mapping_ = std::move(mapping);
+      // Another connection opened at the same time may have mapped this arena first.
+      if (mapping_ == nullptr || mapping_->id != hello.arena_id ||
+          mapping_->bytes != hello.arena_bytes) {
+        mapping_ = mapping;
+      }
+      conn->mapping = mapping_;
+      unused.swap(mapping);  // unmapped (when not kept) after the lock
     }
   }
   if (passed >= 0) close(passed);  // the mapping keeps the file

@@ -73,17 +73,18 @@ class LocalArena {
   // Every kWatchInterval: drops the idle connections once the daemon hung up on one, and
   // the mapping with them, so a restarted daemon's old arena is not kept alive here.
   void Watch();
-  // One request for items[which]: copies what it maps, appends to `*unmapped` what it
-  // does not. Whether anything was mapped (a next round may map more), the call's refusal,
-  // or why the connection failed.
+  // One request for items[which]: copies what it maps, appends to `*over` what was over
+  // the budget (a next round may map it) and to `*rest` what is not in the arena. Whether
+  // anything was mapped, the call's refusal, or why the connection failed (then neither
+  // list gains anything: all of `which` is the caller's to send elsewhere).
   absl::StatusOr<bool> Round(absl::Time deadline, const Key128& ns, absl::Span<GetItem> items,
                              const std::vector<size_t>& which, uint64_t lease_id,
-                             std::vector<size_t>* unmapped);
+                             std::vector<size_t>* over, std::vector<size_t>* rest);
   // Applies a Get reply to items[which]; `*held` when chunks are held for a Release,
   // `*call` the call's refusal. INTERNAL for a malformed reply or runs outside the arena.
   absl::Status Apply(const Mapping& mapping, absl::string_view reply, absl::Span<GetItem> items,
-                     const std::vector<size_t>& which, std::vector<size_t>* unmapped, bool* held,
-                     absl::Status* call);
+                     const std::vector<size_t>& which, std::vector<size_t>* over,
+                     std::vector<size_t>* rest, bool* held, absl::Status* call);
   // Copies one chunk answered with its runs into `item`; false when they do not fit the
   // chunk or the arena.
   bool CopyOut(const Mapping& mapping, const wire::local::ItemReply& r, absl::string_view runs,

@@ -66,6 +66,10 @@ absl::Status ParseGet(absl::string_view body, GetFields* fields, absl::string_vi
     return absl::InvalidArgumentError("a local arena Get shorter than its fields");
   }
   *fields = Read<GetFields>(body, 0);
+  if (fields->count > kMaxGetItems) {
+    return absl::InvalidArgumentError(absl::StrCat("a local arena Get of ", fields->count,
+                                                   " items (at most ", kMaxGetItems, ")"));
+  }
   const uint64_t record_bytes = uint64_t{fields->count} * sizeof(ucx::GetItemRecord);
   if (body.size() - sizeof(GetFields) != record_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("a local arena Get of ", fields->count,

@@ -41,8 +41,9 @@ enum class Op : uint8_t {
 };
 
 // ItemReply.code values besides 0 (the runs follow) and canonical status codes (> 0).
-inline constexpr int32_t kNotMapped = -1;  // not in the arena (e.g. on NVMe): read it otherwise
-inline constexpr int32_t kTooLarge = -2;   // larger than the capacity sent; size_bytes says
+inline constexpr int32_t kNotMapped = -1;   // not in the arena (e.g. on NVMe): read it otherwise
+inline constexpr int32_t kTooLarge = -2;    // larger than the capacity sent; size_bytes says
+inline constexpr int32_t kOverBudget = -3;  // more than may be held now: ask after a Release
 
 #pragma pack(push, 1)
 // Starts every message. 24 bytes.
@@ -103,9 +104,13 @@ std::string EncodeFrame(Op op, uint64_t request_id, absl::string_view body);
 // larger than kMaxBodyBytes (the connection cannot be read further).
 absl::Status CheckFrameHeader(const FrameHeader& h);
 
+// The most items one Get may name: their reply must fit kMaxBodyBytes.
+inline constexpr uint32_t kMaxGetItems = (kMaxBodyBytes - sizeof(GetReply)) / sizeof(ItemReply);
+
 // A Get body for `fields` (its count is set from `items`) and `items`.
 std::string EncodeGet(GetFields fields, absl::Span<const ucx::GetItemRecord> items);
-// Splits a Get body: INVALID_ARGUMENT when it is not GetFields and `count` records.
+// Splits a Get body: INVALID_ARGUMENT when it is not GetFields and `count` records, or
+// `count` exceeds kMaxGetItems.
 // `*items` points into `body`.
 absl::Status ParseGet(absl::string_view body, GetFields* fields, absl::string_view* items);
 

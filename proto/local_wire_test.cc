@@ -59,6 +59,12 @@ TEST(LocalWireTest, GetRoundTripsAndRaggedBodiesAreRefused) {
   EXPECT_EQ(ParseGet(body.substr(0, body.size() - 1), &got, &records).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseGet("short", &got, &records).code(), absl::StatusCode::kInvalidArgument);
+  // No more items than a reply can answer within kMaxBodyBytes.
+  std::vector<ucx::GetItemRecord> many(kMaxGetItems + 1);
+  const absl::Status too_many = ParseGet(EncodeGet(f, many), &got, &records);
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument) << too_many;
+  EXPECT_GE(sizeof(GetReply) + kMaxGetItems * sizeof(ItemReply), kMaxBodyBytes - sizeof(ItemReply));
+  EXPECT_LE(sizeof(GetReply) + kMaxGetItems * sizeof(ItemReply), kMaxBodyBytes);
 }
 
 TEST(LocalWireTest, GetRepliesListRunsPerItem) {

@@ -255,24 +255,33 @@ ItemReply ArenaServer::Answer(Connection* conn, uint64_t request_id, const Activ
     return r;
   }
   *runs = ArenaRuns(arena_.data, arena_.size, ref->segments());
-  // Not in the arena (NVMe), or more than this connection or all of them may hold, or a
-  // reply too long: read it otherwise. Only chunks served here are charged to the caller.
-  if (runs->empty() || runs->size() + sizeof(ItemReply) > room ||
-      conn->held + meta.size_bytes > DirectBudget(arena_.size) ||
-      held_bytes_.load() + meta.size_bytes > arena_.size / kArenaShareHeld) {
-    runs->clear();
+  if (runs->empty()) {  // not in the arena (NVMe): read it otherwise
     r.code = wire::local::kNotMapped;
     return r;
   }
+  // Held bytes are taken before the checks, so concurrent connections cannot all pass the
+  // cap; only chunks served here are charged to the caller.
+  const uint64_t size = meta.size_bytes;
+  bool over =
+      runs->size() + sizeof(ItemReply) > room || conn->held + size > DirectBudget(arena_.size);
+  if (!over && held_bytes_.fetch_add(size) + size > arena_.size / kArenaShareHeld) {
+    held_bytes_ -= size;
+    over = true;
+  }
+  if (over) {
+    runs->clear();
+    r.code = wire::local::kOverBudget;
+    return r;
+  }
   if (absl::StatusOr<storage::ChunkRef> charged = call.Serve(ref); !charged.ok()) {
+    held_bytes_ -= size;
     runs->clear();
     return ItemReply{static_cast<int32_t>(charged.status().code())};
   }
   r.run_count = static_cast<uint32_t>(runs->size() / sizeof(wire::ucx::ArenaRun));
   conn->holds[request_id].push_back(ref);
-  conn->held += meta.size_bytes;
-  held_bytes_ += meta.size_bytes;
-  requests_.metrics().AddDirectBytes(false, meta.size_bytes);
+  conn->held += size;
+  requests_.metrics().AddDirectBytes(false, size);
   return r;
 }
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/grpc_auth.h"
@@ -28,6 +30,26 @@ const char* MethodName(UnaryMethod method) {
 #undef KVSTASH_GRPC_METHOD
   }
   return "";
+}
+
+std::vector<size_t> AllIndices(size_t n) {
+  std::vector<size_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = i;
+  return out;
+}
+
+// Runs `call` on items[rest] (`rest` ascending): on `items` itself when that is all of them,
+// else on copies moved back after it.
+template <typename Item, typename Call>
+absl::Status OnSubset(absl::Span<Item> items, const std::vector<size_t>& rest, const Call& call) {
+  if (rest.empty()) return absl::OkStatus();
+  if (rest.size() == items.size()) return call(items);
+  std::vector<Item> others;
+  others.reserve(rest.size());
+  for (size_t i : rest) others.push_back(items[i]);
+  absl::Status s = call(absl::MakeSpan(others));
+  for (size_t k = 0; k < rest.size(); ++k) items[rest[k]] = std::move(others[k]);
+  return s;
 }
 
 }  // namespace
@@ -114,28 +136,32 @@ absl::StatusOr<std::string> GrpcTransport::CallUnary(const CallContext& ctx,
 
 absl::Status GrpcTransport::Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                                 absl::Span<const uint64_t> checksums) {
-  return RunPutStream(Next().stub.get(), WithAuthorization(ctx), ns, items, checksums,
-                      frame_bytes_);
+  std::vector<size_t> rest;
+  if (local_arena_ == nullptr) {
+    rest = AllIndices(items.size());
+  } else {
+    local_arena_->Put(ctx.deadline, ns, items, checksums, &rest);
+    std::sort(rest.begin(), rest.end());
+  }
+  return OnSubset(items, rest, [&](absl::Span<PutItem> others) {
+    std::vector<uint64_t> sums(rest.size());
+    for (size_t k = 0; k < rest.size(); ++k) sums[k] = checksums[rest[k]];
+    return RunPutStream(Next().stub.get(), WithAuthorization(ctx), ns, others, sums, frame_bytes_);
+  });
 }
 
 absl::Status GrpcTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                                 uint64_t lease_id) {
-  if (local_arena_ == nullptr) {
-    return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, items, lease_id);
-  }
   std::vector<size_t> rest;
-  local_arena_->Get(ctx.deadline, ns, items, lease_id, &rest);
-  if (rest.size() == items.size()) {
-    return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, items, lease_id);
+  if (local_arena_ == nullptr) {
+    rest = AllIndices(items.size());
+  } else {
+    local_arena_->Get(ctx.deadline, ns, items, lease_id, &rest);
+    std::sort(rest.begin(), rest.end());
   }
-  if (rest.empty()) return absl::OkStatus();
-  std::vector<GetItem> others;
-  others.reserve(rest.size());
-  for (size_t i : rest) others.push_back(items[i]);
-  absl::Status s =
-      RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, absl::MakeSpan(others), lease_id);
-  for (size_t k = 0; k < rest.size(); ++k) items[rest[k]] = std::move(others[k]);
-  return s;
+  return OnSubset(items, rest, [&](absl::Span<GetItem> others) {
+    return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, others, lease_id);
+  });
 }
 
 }  // namespace kvstash::client_internal

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/arena_view.h"
+#include "client/local_arena_state.h"
 #include "client/messages.h"
 #include "common/unix_socket.h"
 #include "proto/local_wire.h"
@@ -46,25 +47,6 @@ absl::StatusOr<std::string> RecvReply(int fd, LocalOp op, uint64_t id, absl::Tim
 }
 
 }  // namespace
-
-struct LocalArena::Mapping {
-  ~Mapping() {
-    view.reset();
-    munmap(map, bytes);
-  }
-  void* map = nullptr;
-  size_t bytes = 0;
-  uint64_t id = 0;  // the daemon's arena_id
-  std::unique_ptr<ArenaView> view;
-};
-
-struct LocalArena::Connection {
-  ~Connection() {
-    if (fd >= 0) close(fd);
-  }
-  int fd = -1;
-  std::shared_ptr<Mapping> mapping;  // the arena its Hello handed over
-};
 
 LocalArena::LocalArena(std::string path, std::string token, int copy_threads)
     : path_(std::move(path)),
@@ -159,27 +141,62 @@ void LocalArena::Watch() {
   }
 }
 
-void LocalArena::Get(absl::Time deadline, const Key128& ns, absl::Span<GetItem> items,
-                     uint64_t lease_id, std::vector<size_t>* rest) {
-  std::vector<size_t> pending(items.size());
-  for (size_t i = 0; i < items.size(); ++i) pending[i] = i;
-  // The daemon answers NOT_MAPPED past what one connection may hold; once the first part
-  // of a large batch is released, the next round maps more of it.
+void LocalArena::Rounds(size_t n, const RoundFn& round, std::vector<size_t>* rest) {
+  std::vector<size_t> pending(n);
+  for (size_t i = 0; i < n; ++i) pending[i] = i;
+  // The daemon answers OVER_BUDGET past what one connection may hold; once the first part
+  // of a large batch is released or committed, the next round takes more of it.
   while (!pending.empty()) {
     std::vector<size_t> over;
-    const absl::StatusOr<bool> mapped_any =
-        Round(deadline, ns, items, pending, lease_id, &over, rest);
-    if (!mapped_any.ok()) {
+    const absl::StatusOr<bool> moved_any = round(pending, &over, rest);
+    if (!moved_any.ok()) {
       rest->insert(rest->end(), pending.begin(), pending.end());
       return;
     }
-    if (!*mapped_any) {
+    if (!*moved_any) {
       rest->insert(rest->end(), over.begin(), over.end());
       return;
     }
     pending = std::move(over);
-    lease_id = 0;  // released for every key of the first round
   }
+}
+
+void LocalArena::Get(absl::Time deadline, const Key128& ns, absl::Span<GetItem> items,
+                     uint64_t lease_id, std::vector<size_t>* rest) {
+  Rounds(
+      items.size(),
+      [&](const std::vector<size_t>& which, std::vector<size_t>* over, std::vector<size_t>* out) {
+        absl::StatusOr<bool> mapped = Round(deadline, ns, items, which, lease_id, over, out);
+        lease_id = 0;  // released for every key of the first round
+        return mapped;
+      },
+      rest);
+}
+
+void LocalArena::Put(absl::Time deadline, const Key128& ns, absl::Span<PutItem> items,
+                     absl::Span<const uint64_t> checksums, std::vector<size_t>* rest) {
+  Rounds(
+      items.size(),
+      [&](const std::vector<size_t>& which, std::vector<size_t>* over, std::vector<size_t>* out) {
+        return PutRound(deadline, ns, items, checksums, which, over, out);
+      },
+      rest);
+}
+
+absl::StatusOr<std::string> LocalArena::Exchange(std::unique_ptr<Connection>* conn, LocalOp op,
+                                                 uint64_t id, absl::string_view body,
+                                                 absl::Time deadline) {
+  absl::Status s = SendWithFd((*conn)->fd, wire::local::EncodeFrame(op, id, body), -1);
+  absl::StatusOr<std::string> reply =
+      s.ok() ? RecvReply((*conn)->fd, op, id, deadline, nullptr) : s;
+  if (reply.ok()) return reply;
+  // A late reply may still come: this connection is out of step, the others are fine.
+  if (absl::IsDeadlineExceeded(reply.status())) {
+    Discard(std::move(*conn));
+  } else {
+    Broke(std::move(*conn), reply.status());
+  }
+  return reply.status();
 }
 
 absl::StatusOr<bool> LocalArena::Round(absl::Time deadline, const Key128& ns,
@@ -198,26 +215,16 @@ absl::StatusOr<bool> LocalArena::Round(absl::Time deadline, const Key128& ns,
   wire::local::GetFields fields{};
   std::memcpy(fields.namespace_id, ns.data(), sizeof(fields.namespace_id));
   fields.lease_id = lease_id;
-  const std::string body = wire::local::EncodeGet(fields, records);
   std::unique_ptr<Connection> conn = Take(deadline);
   if (conn == nullptr) return absl::UnavailableError("no local arena connection");
   const uint64_t id = next_request_id_.fetch_add(1);
-  absl::Status s = SendWithFd(conn->fd, wire::local::EncodeFrame(LocalOp::kGet, id, body), -1);
   absl::StatusOr<std::string> reply =
-      s.ok() ? RecvReply(conn->fd, LocalOp::kGet, id, deadline, nullptr) : s;
-  if (!reply.ok()) {
-    // A late reply may still come: this connection is out of step, the others are fine.
-    if (absl::IsDeadlineExceeded(reply.status())) {
-      Discard(std::move(conn));
-    } else {
-      Broke(std::move(conn), reply.status());
-    }
-    return reply.status();
-  }
+      Exchange(&conn, LocalOp::kGet, id, wire::local::EncodeGet(fields, records), deadline);
+  if (!reply.ok()) return reply.status();
   bool held = false;
   absl::Status call;
   const size_t first_rest = rest->size();
-  s = Apply(*conn->mapping, *reply, items, which, over, rest, &held, &call);
+  absl::Status s = Apply(*conn->mapping, *reply, items, which, over, rest, &held, &call);
   // Closing the connection releases what it holds, so a malformed reply needs no Release.
   if (held && s.ok()) {
     s = SendWithFd(conn->fd, wire::local::EncodeFrame(LocalOp::kRelease, id, ""), -1);
@@ -314,8 +321,15 @@ absl::StatusOr<std::unique_ptr<LocalArena::Connection>> LocalArena::Open(absl::T
   }
   std::shared_ptr<Mapping> unused;
   if (status.ok() && conn->mapping == nullptr) {
-    void* map = mmap(nullptr, hello.arena_bytes, PROT_READ, MAP_SHARED, passed,
+    // A descriptor that only reads (an older daemon's) maps for Gets alone.
+    bool writable = true;
+    void* map = mmap(nullptr, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, passed,
                      static_cast<off_t>(hello.file_offset));
+    if (map == MAP_FAILED && errno == EACCES) {
+      writable = false;
+      map = mmap(nullptr, hello.arena_bytes, PROT_READ, MAP_SHARED, passed,
+                 static_cast<off_t>(hello.file_offset));
+    }
     if (map == MAP_FAILED) {
       status = absl::UnavailableError(absl::StrCat(
           "cannot map kvstashd's arena (", hello.arena_bytes, " bytes): ", strerror(errno)));
@@ -324,6 +338,7 @@ absl::StatusOr<std::unique_ptr<LocalArena::Connection>> LocalArena::Open(absl::T
       mapping->map = map;
       mapping->bytes = hello.arena_bytes;
       mapping->id = hello.arena_id;
+      mapping->writable = writable;
       mapping->view = std::make_unique<ArenaView>(static_cast<uint8_t*>(map), hello.arena_bytes);
       absl::MutexLock lock(&mu_);
       // Another connection opened at the same time may have mapped this arena first.

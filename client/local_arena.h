@@ -1,9 +1,11 @@
-// LocalArena: a unix:// client's reads straight from the daemon's DRAM arena, through the
-// local arena socket beside the gRPC socket (proto/local_wire.h, docs/protocol.md "Local
-// arena"). The daemon hands a trusted principal the arena as a read-only descriptor; each
-// Get is one request naming where every chunk lies, one copy per byte into the caller's
-// buffer, and a Release. What the arena cannot answer (chunks on NVMe, over the
-// connection's budget) is left for gRPC, and so is everything while no connection can be
+// LocalArena: a unix:// client's reads and writes straight from and into the daemon's DRAM
+// arena, through the local arena socket beside the gRPC socket (proto/local_wire.h,
+// docs/protocol.md "Local arena"). The daemon hands a trusted principal the arena as a
+// descriptor; each Get is one request naming where every chunk lies, one copy per byte
+// into the caller's buffer, and a Release; each Put is one request reserving every chunk,
+// one copy per byte from the caller's buffer, and a Commit. What the arena cannot take or
+// answer (chunks on NVMe, over the connection's budget) is left for gRPC, and so is
+// everything while no connection can be
 // had: the daemon refused this principal, serves no arena, or went away (a new connection,
 // and a new mapping, is tried at most once a second after a failure, once a minute after
 // a refusal).
@@ -17,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -53,6 +56,13 @@ class LocalArena {
   void Get(absl::Time deadline, const Key128& ns, absl::Span<GetItem> items, uint64_t lease_id,
            std::vector<size_t>* rest);
 
+  // Writes the items of namespace `ns` it can into the arena (their status and
+  // already_present set, as a gRPC Put would; `checksums[i]` as it sends them) and appends
+  // to `*rest` the indices of those to send another way: all of them when no connection
+  // can be had or it broke.
+  void Put(absl::Time deadline, const Key128& ns, absl::Span<PutItem> items,
+           absl::Span<const uint64_t> checksums, std::vector<size_t>* rest);
+
   // Why the last attempt to connect failed, or the last connection broke (OK before).
   absl::Status last_error() const;
 
@@ -73,6 +83,31 @@ class LocalArena {
   // Every kWatchInterval: drops the idle connections once the daemon hung up on one, and
   // the mapping with them, so a restarted daemon's old arena is not kept alive here.
   void Watch();
+  // One round of a batch: the indices it names, where it appends those over the budget
+  // and those to send another way; whether it moved anything, or why the whole round went
+  // nowhere (all of its indices are then the caller's to send elsewhere).
+  using RoundFn = std::function<absl::StatusOr<bool>(
+      const std::vector<size_t>& which, std::vector<size_t>* over, std::vector<size_t>* rest)>;
+  // Runs rounds over indices 0..n-1, each asking again for what the last was over budget
+  // on, until it moved nothing; appends to `*rest` what is left.
+  static void Rounds(size_t n, const RoundFn& round, std::vector<size_t>* rest);
+  // Sends request `id` of `op` on `*conn` and returns the reply's body. On failure `*conn`
+  // is closed (Discard after a timeout, Broke otherwise) and null.
+  absl::StatusOr<std::string> Exchange(std::unique_ptr<Connection>* conn, wire::local::Op op,
+                                       uint64_t id, absl::string_view body, absl::Time deadline);
+  // One Put request for items[which]: writes what it reserved and commits it; as Round.
+  absl::StatusOr<bool> PutRound(absl::Time deadline, const Key128& ns, absl::Span<PutItem> items,
+                                absl::Span<const uint64_t> checksums,
+                                const std::vector<size_t>& which, std::vector<size_t>* over,
+                                std::vector<size_t>* rest);
+  // Applies a Put reply to items[which], writing the reserved chunks and listing their
+  // positions in `*reserved`. INTERNAL for a malformed reply or runs outside the arena.
+  absl::Status ApplyPut(const Mapping& mapping, absl::string_view reply, absl::Span<PutItem> items,
+                        const std::vector<size_t>& which, std::vector<size_t>* over,
+                        std::vector<size_t>* rest, std::vector<size_t>* reserved,
+                        absl::Status* call);
+  // Copies `item` into the arena bytes `runs` names; false when they do not fit it.
+  bool CopyIn(const Mapping& mapping, absl::string_view runs, const PutItem& item);
   // One request for items[which]: copies what it maps, appends to `*over` what was over
   // the budget (a next round may map it) and to `*rest` what is not in the arena. Whether
   // anything was mapped, the call's refusal, or why the connection failed (then neither

@@ -132,10 +132,14 @@ absl::Status ReadPutHints(const void* header, uint16_t flags, PutHintsFields* ou
   *out = PutHintsFields{};
   if ((flags & kFlagPutHints) == 0) return absl::OkStatus();
   *out = ReadFields<PutHintsFields>(header, sizeof(PutFields));
+  return CheckPutHints(*out);
+}
+
+absl::Status CheckPutHints(const PutHintsFields& hints) {
   constexpr uint8_t kKnown = kHintHasParent | kHintPin;
-  if ((out->hint_flags & ~kKnown) != 0 || out->reserved != 0) {
+  if ((hints.hint_flags & ~kKnown) != 0 || hints.reserved != 0) {
     return absl::InvalidArgumentError(absl::StrCat("Put hints: unknown hint_flags 0x",
-                                                   absl::Hex(out->hint_flags & ~kKnown),
+                                                   absl::Hex(hints.hint_flags & ~kKnown),
                                                    " or non-zero reserved bytes"));
   }
   return absl::OkStatus();

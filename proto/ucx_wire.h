@@ -217,6 +217,8 @@ T ReadFields(const void* header, size_t offset = 0) {
 // ParseRequestHeader accepted: zeroes without kFlagPutHints (as older clients send);
 // INVALID_ARGUMENT for unknown hint_flags or non-zero reserved bytes.
 absl::Status ReadPutHints(const void* header, uint16_t flags, PutHintsFields* out);
+// INVALID_ARGUMENT for unknown hint_flags or non-zero reserved bytes.
+absl::Status CheckPutHints(const PutHintsFields& hints);
 // The body of a Get with `fields`: INVALID_ARGUMENT when it names no keys or its length is
 // not `fields.count` GetItemRecords.
 absl::Status CheckGetBody(const GetFields& fields, size_t length);

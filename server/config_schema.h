@@ -69,7 +69,8 @@ void VisitServer(GrpcConfig& c, V& v) {
       "absolute path of a Unix socket also serving gRPC, without TLS, for clients on this host "
       "(`unix:///path`; engine pods through a hostPath); who may connect is decided by its "
       "directory's mode and by `auth`; beside it, `PATH.arena` hands trusted clients the DRAM "
-      "arena to read hits from (docs/protocol.md, \"Local arena\"); \"\" for none");
+      "arena to read hits from and write puts into (docs/protocol.md, \"Local arena\"); \"\" for "
+      "none");
   v.Size("max_frame_bytes", &c.max_frame_bytes, {4 * kKiB, kGiB},
          "largest payload one Put frame may carry; gRPC receive limit = this + 64 KiB");
   v.Size("send_frame_bytes", &c.send_frame_bytes, {4 * kKiB, kGiB},

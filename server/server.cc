@@ -214,9 +214,11 @@ absl::Status Server::StartLocalArena() {
         "ucx.enabled and ucx.direct_access); local clients read through gRPC");
     return absl::OkStatus();
   }
-  absl::StatusOr<MappedFile> file = ReopenMappedFile(shared_arena_->data(), O_RDONLY);
+  // Read-only when it cannot be reopened for writing: clients then put through gRPC.
+  absl::StatusOr<MappedFile> file = ReopenMappedFile(shared_arena_->data(), O_RDWR);
+  if (!file.ok()) file = ReopenMappedFile(shared_arena_->data(), O_RDONLY);
   if (!file.ok()) {
-    log_->Info("local arena not served; local clients read through gRPC",
+    log_->Info("local arena not served; local clients go through gRPC",
                {{"reason", file.status().message()}});
     return absl::OkStatus();
   }
@@ -277,7 +279,7 @@ absl::Status Server::StartMetrics() {
       out->push_back(
           {"kvstash_arena_held_bytes",
            "Payload bytes of chunks same-host clients hold in the arena while they "
-           "copy them.",
+           "copy them out, or have reserved there to write them.",
            metrics::MetricType::kGauge,
            {{{{"transport", "local"}}, static_cast<double>(arena_server_->held_bytes()), {}}}});
     });

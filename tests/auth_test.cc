@@ -185,21 +185,25 @@ TEST_P(AuthTest, CallRateLimitRefusesOnlyThatPrincipal) {
   ExpectStillServing();
 }
 
-// The local arena socket hands the arena to trusted principals only: the others read the
-// same bytes through gRPC.
+// The local arena socket hands the arena to trusted principals only: the others write and
+// read the same bytes through gRPC.
 TEST_P(AuthTest, LocalArenaOnlyForTrustedPrincipals) {
   if (GetParam() != Transport::kGrpcLocal) GTEST_SKIP() << "the local arena is for unix://";
   ASSERT_NO_FATAL_FAILURE(StartWithAuth(/*required=*/true));
   const std::string out =
       "kvstash_transport_direct_bytes_total{transport=\"local\",direction=\"out\"}";
+  const std::string in =
+      "kvstash_transport_direct_bytes_total{transport=\"local\",direction=\"in\"}";
   std::unique_ptr<Client> alice = MustConnect(kAliceToken);
   ASSERT_NE(alice, nullptr);
   absl::StatusOr<NamespaceHandle> a = alice->OpenNamespace(TenantNamespace("team-a", "a"));
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_NO_FATAL_FAILURE(ExpectRoundTrip(*alice, *a));
   EXPECT_EQ(Metric(out), 0) << "an untrusted principal was handed the arena";
+  EXPECT_EQ(Metric(in), 0) << "an untrusted principal was handed the arena";
   ASSERT_NO_FATAL_FAILURE(ExpectRoundTrip(*client_, ns_));
   EXPECT_EQ(Metric(out), 1 << 20) << "ops is trusted: its get reads the arena";
+  EXPECT_EQ(Metric(in), 1 << 20) << "ops is trusted: its put writes the arena";
   ExpectStillServing();
 }
 

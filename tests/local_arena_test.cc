@@ -1,7 +1,8 @@
 // The local arena socket beside server.local_socket (docs/protocol.md, "Local arena"): a
-// unix:// client reads hits straight from the daemon's arena, one copy per byte, with
-// misses, chunks too large for their buffer and the rest answered as over gRPC; a client
-// that vanishes holding chunks gives them back; malformed messages end only their own
+// unix:// client reads hits straight from the daemon's arena and writes puts straight into
+// it, one copy per byte, with misses, chunks too large for their buffer, repeats and the
+// rest answered as over gRPC; a client that vanishes holding chunks or reservations gives
+// them back; a chunk written wrong is refused; malformed messages end only their own
 // connection; a client that outlives its daemon maps the next daemon's arena, never
 // reading the old one's bytes. The trusted-principal rule runs in auth_test.cc, the other
 // network namespace in local_socket_test.cc.
@@ -9,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <cstring>
@@ -39,6 +41,8 @@ using wire::local::Op;
 
 const char kDirectOut[] =
     "kvstash_transport_direct_bytes_total{transport=\"local\",direction=\"out\"}";
+const char kDirectIn[] =
+    "kvstash_transport_direct_bytes_total{transport=\"local\",direction=\"in\"}";
 const char kHeld[] = "kvstash_arena_held_bytes{transport=\"local\"}";
 
 absl::StatusOr<std::unique_ptr<DaemonProcess>> StartDaemon(const std::string& socket = "") {
@@ -59,6 +63,21 @@ absl::Status ParseOne(
       reply, 1,
       [&](uint32_t, const wire::local::ItemReply& r, absl::string_view runs) {
         if (item) item(r, runs);
+      },
+      &call);
+  return parsed.ok() ? call : parsed;
+}
+
+// Parses a Put or Commit reply of one item, shown to `item` when given; as ParseOne.
+absl::Status ParseOnePut(
+    const std::string& reply,
+    const std::function<void(const wire::local::PutItemReply&, absl::string_view)>& item = {}) {
+  absl::Status call;
+  const absl::Status parsed = wire::local::ParsePutReply(
+      reply, 1,
+      [&](uint32_t, const wire::local::PutItemReply& r, absl::string_view message,
+          absl::string_view runs) {
+        if (item) item(r, r.code == 0 ? runs : message);
       },
       &call);
   return parsed.ok() ? call : parsed;
@@ -130,6 +149,21 @@ class RawArena {
     EXPECT_TRUE(body.has_value());
     EXPECT_TRUE(body && wire::local::ParseHelloReply(*body, fields).ok());
     return passed;
+  }
+  // A Put of `keys` (`size` bytes each, checksum `checksum`); the reply body.
+  std::optional<std::string> Put(uint64_t id, const std::string& ns_id,
+                                 const std::vector<Key128>& keys, uint64_t size,
+                                 uint64_t checksum = 0) {
+    wire::local::PutCall call{};
+    std::memcpy(call.namespace_id, ns_id.data(), sizeof(call.namespace_id));
+    std::vector<wire::local::PutItemRecord> records(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      std::memcpy(records[i].fields.key, keys[i].data(), 16);
+      records[i].fields.size_bytes = size;
+      records[i].fields.checksum = checksum;
+    }
+    if (!Send(Op::kPut, id, wire::local::EncodePut(call, records))) return std::nullopt;
+    return Reply();
   }
   // A Get of `keys` (capacity each); the reply body.
   std::optional<std::string> Get(uint64_t id, const std::string& ns_id,
@@ -206,6 +240,16 @@ class LocalArenaTest : public ::testing::Test {
   // Puts pattern chunks of `sizes` through TCP; their keys.
   std::vector<Key128> PutPatterns(const std::vector<size_t>& sizes) {
     std::unique_ptr<Client> c = Connect(daemon_->uri());
+    const std::vector<Payload> payloads = Patterns(sizes);
+    absl::StatusOr<NamespaceHandle> ns = c->OpenNamespace(TestNamespace("arena"));
+    EXPECT_TRUE(ns.ok() && PutAll(*c, *ns, payloads).ok());
+    std::vector<Key128> keys;
+    for (const Payload& p : payloads) keys.push_back(p.key);
+    return keys;
+  }
+
+  // Pattern chunks of `sizes` with fresh keys.
+  std::vector<Payload> Patterns(const std::vector<size_t>& sizes) {
     std::vector<Payload> payloads;
     for (size_t size : sizes) {
       Payload p;
@@ -214,11 +258,21 @@ class LocalArenaTest : public ::testing::Test {
       p.tokens = 16;
       payloads.push_back(std::move(p));
     }
-    absl::StatusOr<NamespaceHandle> ns = c->OpenNamespace(TestNamespace("arena"));
-    EXPECT_TRUE(ns.ok() && PutAll(*c, *ns, payloads).ok());
-    std::vector<Key128> keys;
-    for (const Payload& p : payloads) keys.push_back(p.key);
-    return keys;
+    return payloads;
+  }
+  // Reads `payloads` back through TCP: every one stored with its bytes.
+  void ExpectStored(const std::vector<Payload>& payloads) {
+    std::unique_ptr<Client> tcp = Connect(daemon_->uri());
+    absl::StatusOr<NamespaceHandle> ns = tcp->OpenNamespace(TestNamespace("arena"));
+    ASSERT_TRUE(ns.ok()) << ns.status();
+    for (const Payload& p : payloads) {
+      std::vector<uint8_t> buf;
+      GetItem item;
+      ASSERT_TRUE(GetOne(*tcp, *ns, p.key, p.bytes.size(), &buf, &item).ok());
+      ASSERT_TRUE(item.status.ok()) << item.status;
+      EXPECT_EQ(item.tokens, p.tokens);
+      EXPECT_TRUE(buf == p.bytes) << "other bytes stored";
+    }
   }
 
   std::unique_ptr<DaemonProcess> daemon_;
@@ -398,6 +452,113 @@ TEST_F(LocalArenaTest, MalformedMessagesEndOnlyTheirConnection) {
   }
   LocalClient c = ConnectLocal();
   ExpectPattern(c, keys[0], kMiB);
+}
+
+TEST_F(LocalArenaTest, PutsWriteStraightIntoTheArena) {
+  const std::vector<Payload> payloads = Patterns({kMiB, 4096, 3 * kMiB});
+  LocalClient c = ConnectLocal();
+  ASSERT_TRUE(PutAll(*c.client, c.ns, payloads).ok());
+  EXPECT_EQ(Metric(*daemon_, kDirectIn), 4 * kMiB + 4096) << "not written through the arena";
+  EXPECT_EQ(Metric(*daemon_, kHeld), 0) << "reservations left after the Commit";
+  ExpectStored(payloads);
+  // A repeat is answered as over gRPC: already present, nothing written.
+  std::vector<PutItem> items = {payloads[0].AsPutItem()};
+  ASSERT_TRUE(c.client->Put(c.ns, absl::MakeSpan(items)).ok());
+  EXPECT_TRUE(items[0].status.ok()) << items[0].status;
+  EXPECT_TRUE(items[0].already_present);
+  EXPECT_EQ(Metric(*daemon_, kDirectIn), 4 * kMiB + 4096);
+}
+
+// One connection may reserve an eighth of the arena (8 of 64 MiB): a larger batch is
+// written in rounds, every chunk still into the arena.
+TEST_F(LocalArenaTest, APutLargerThanAConnectionMayReserveIsWrittenInRounds) {
+  const std::vector<Payload> payloads = Patterns(std::vector<size_t>(6, 2 * kMiB));
+  LocalClient c = ConnectLocal();
+  ASSERT_TRUE(PutAll(*c.client, c.ns, payloads).ok());
+  EXPECT_EQ(Metric(*daemon_, kDirectIn), 12 * kMiB) << "some chunks went through gRPC";
+  ExpectStored(payloads);
+}
+
+TEST_F(LocalArenaTest, LocalDirectOffWritesThroughGrpc) {
+  ClientOptions options;
+  options.local_direct = false;
+  LocalClient c = ConnectLocal(options);
+  const std::vector<Payload> payloads = Patterns({kMiB});
+  ASSERT_TRUE(PutAll(*c.client, c.ns, payloads).ok());
+  EXPECT_EQ(Metric(*daemon_, kDirectIn), 0);
+  ExpectStored(payloads);
+}
+
+// A reservation never committed (the client vanished) leaves no trace; a Commit naming no
+// Put is refused without ending the connection; bytes that are not the chunk announced
+// are refused at the Commit.
+TEST_F(LocalArenaTest, UncommittedOrWrongPutsStoreNothing) {
+  std::unique_ptr<v1::KvStash::Stub> stub = RawStub(daemon_->address());
+  absl::StatusOr<std::string> ns = RawRegister(*stub, TestNamespace("arena"));
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  const std::vector<Payload> payloads = Patterns({2 * kMiB, kMiB});
+  {
+    RawArena raw(*daemon_);
+    wire::local::HelloReply hello{};
+    const int fd = raw.Hello("", &hello);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    std::optional<std::string> reply = raw.Put(1, *ns, {payloads[0].key}, 2 * kMiB);
+    ASSERT_TRUE(reply.has_value());
+    int code = -99;
+    ASSERT_TRUE(ParseOnePut(*reply, [&](const wire::local::PutItemReply& r, absl::string_view) {
+                  code = r.code;
+                }).ok());
+    EXPECT_EQ(code, 0);
+    EXPECT_EQ(Metric(*daemon_, kHeld), 2 * kMiB);
+    ASSERT_TRUE(raw.Send(Op::kCommit, 7, ""));
+    reply = raw.Reply();
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_TRUE(absl::IsInvalidArgument(ParseOnePut(*reply)));
+  }  // closed without the Commit
+  EXPECT_TRUE(MetricReaches(*daemon_, kHeld, 0));
+  {
+    RawArena raw(*daemon_);
+    wire::local::HelloReply hello{};
+    const int fd = raw.Hello("", &hello);
+    ASSERT_GE(fd, 0);
+    void* map = mmap(nullptr, hello.arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                     static_cast<off_t>(hello.file_offset));
+    close(fd);
+    ASSERT_NE(map, MAP_FAILED) << "the descriptor does not map for writing";
+    const Payload& p = payloads[1];
+    std::optional<std::string> reply =
+        raw.Put(2, *ns, {p.key}, kMiB, XXH3_64bits(p.bytes.data(), p.bytes.size()));
+    ASSERT_TRUE(reply.has_value());
+    ASSERT_TRUE(
+        ParseOnePut(*reply, [&](const wire::local::PutItemReply& r, absl::string_view runs) {
+          ASSERT_EQ(r.code, 0);
+          for (size_t at = 0; at < runs.size(); at += sizeof(wire::ucx::ArenaRun)) {
+            wire::ucx::ArenaRun run;
+            std::memcpy(&run, runs.data() + at, sizeof(run));
+            std::memset(static_cast<uint8_t*>(map) + run.offset, 0x5a, run.length);
+          }
+        }).ok());
+    munmap(map, hello.arena_bytes);
+    ASSERT_TRUE(raw.Send(Op::kCommit, 2, ""));
+    reply = raw.Reply();
+    ASSERT_TRUE(reply.has_value());
+    int code = -99;
+    ASSERT_TRUE(ParseOnePut(*reply, [&](const wire::local::PutItemReply& r, absl::string_view) {
+                  code = r.code;
+                }).ok());
+    EXPECT_EQ(code, static_cast<int>(absl::StatusCode::kDataLoss));
+  }
+  EXPECT_TRUE(MetricReaches(*daemon_, kHeld, 0));
+  std::unique_ptr<Client> tcp = Connect(daemon_->uri());
+  absl::StatusOr<NamespaceHandle> tns = tcp->OpenNamespace(TestNamespace("arena"));
+  ASSERT_TRUE(tns.ok()) << tns.status();
+  for (const Payload& p : payloads) {
+    std::vector<uint8_t> buf;
+    GetItem item;
+    ASSERT_TRUE(GetOne(*tcp, *tns, p.key, 2 * kMiB, &buf, &item).ok());
+    EXPECT_TRUE(absl::IsNotFound(item.status)) << item.status;
+  }
 }
 
 TEST_F(LocalArenaTest, AClientMapsTheNextDaemonsArena) {

@@ -188,11 +188,15 @@ TEST(LocalSocketTest, ReachesTheDaemonFromAnotherNetworkNamespace) {
             {"get", "--key", "00112233445566778899aabbccddeeff", "--out", out});
   ASSERT_TRUE(get.exit.exited && get.exit.code == 0) << get.exit.ToString() << get.output;
   EXPECT_EQ(ReadFileOrEmpty(out).size(), kMiB);
-  // The arena's descriptor crossed too: the get read the daemon's arena itself.
-  absl::StatusOr<double> direct = MetricValue(
-      **daemon, "kvstash_transport_direct_bytes_total{transport=\"local\",direction=\"out\"}");
-  ASSERT_TRUE(direct.ok()) << direct.status();
-  EXPECT_EQ(*direct, kMiB);
+  // The arena's descriptor crossed too: the put wrote the daemon's arena, the get read it.
+  for (const char* direction : {"in", "out"}) {
+    absl::StatusOr<double> direct = MetricValue(
+        **daemon, absl::StrCat("kvstash_transport_direct_bytes_total{transport=\"local\","
+                               "direction=\"",
+                               direction, "\"}"));
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    EXPECT_EQ(*direct, kMiB) << direction;
+  }
   // The CLI in this namespace reads the bytes the one in the other namespace wrote.
   const CommandResult here =
       RunCommand({KVSTASH_CLI_PATH, "--server", (*daemon)->uri(), "get", "--key",

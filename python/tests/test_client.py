@@ -44,12 +44,20 @@ def test_local_socket_reads_what_another_transport_stored(client, ns, daemon):
         assert local.get_into(same, keys, out) == [1 << 20] * 2
         for a, b in zip(data, out):
             np.testing.assert_array_equal(a, b)
-    # Those gets read the daemon's arena through the local arena socket.
+        # A put through it writes the daemon's arena.
+        more = ns.prefix_keys(range(16 * 3))[2:]
+        extra = payloads(1, 1 << 20, seed=8)
+        assert local.put(same, more, extra, tokens=16) == [True]
+    back = [np.zeros(1 << 20, np.uint8)]
+    assert client.get_into(ns, more, back) == [1 << 20]
+    np.testing.assert_array_equal(extra[0], back[0])
+    # Those gets read and that put wrote the daemon's arena through the local arena socket.
     url = f"http://{daemon.metrics_address}/metrics"
     with urllib.request.urlopen(url, timeout=10) as r:
         text = r.read().decode()
-    series = 'kvstash_transport_direct_bytes_total{transport="local",direction="out"} '
-    assert float(text.split(series, 1)[1].split()[0]) >= 2 << 20
+    for direction, least in (("out", 2 << 20), ("in", 1 << 20)):
+        series = f'kvstash_transport_direct_bytes_total{{transport="local",direction="{direction}"}} '
+        assert float(text.split(series, 1)[1].split()[0]) >= least
 
 
 def test_every_buffer_kind(client, ns):

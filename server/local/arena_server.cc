@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "common/unix_socket.h"
 #include "proto/local_wire.h"
 #include "server/arena_runs.h"
+#include "server/local/arena_connection.h"
 
 namespace kvstash::server {
 namespace {
@@ -24,27 +24,11 @@ using wire::local::FrameHeader;
 using LocalOp = wire::local::Op;
 using wire::local::ItemReply;
 
-// All connections together hold at most 1/kArenaShareHeld of the arena (each at most
-// DirectBudget): the rest stays free for puts and eviction.
+// All connections together hold or reserve at most 1/kArenaShareHeld of the arena (each
+// at most DirectBudget): the rest stays free for other puts and eviction.
 constexpr uint64_t kArenaShareHeld = 2;
 
 }  // namespace
-
-struct ArenaServer::Connection {
-  explicit Connection(int fd) : fd(fd) {}
-  ~Connection() {
-    if (thread.joinable()) thread.join();
-    close(fd);
-  }
-  const int fd;
-  std::thread thread;
-  std::atomic<bool> done{false};
-  // The rest belongs to the connection's thread.
-  bool greeted = false;
-  std::string token;
-  absl::flat_hash_map<uint64_t, std::vector<storage::ChunkRef>> holds;
-  uint64_t held = 0;
-};
 
 absl::StatusOr<std::unique_ptr<ArenaServer>> ArenaServer::Start(const std::string& path,
                                                                 const ServiceEnv* env,
@@ -134,10 +118,11 @@ void ArenaServer::Serve(Connection* conn) {
     }
     if (!Dispatch(conn, h.op, h.request_id, body)) break;
   }
-  for (const auto& [id, chunks] : conn->holds) {
-    for (const storage::ChunkRef& c : chunks) held_bytes_ -= c->meta().size_bytes;
+  while (!conn->holds.empty()) Release(conn, conn->holds.begin()->first);
+  for (auto& [id, put] : conn->reservations) {
+    for (const PutChunk& c : put.chunks) Uncharge(conn, c.pending()->meta().size_bytes);
   }
-  conn->holds.clear();
+  conn->reservations.clear();  // the chunks never written leave no trace
   shutdown(conn->fd, SHUT_RDWR);
   conn->done.store(true);
 }
@@ -152,6 +137,10 @@ bool ArenaServer::Dispatch(Connection* conn, uint8_t op, uint64_t request_id,
     case LocalOp::kRelease:
       Release(conn, request_id);
       return conn->greeted;  // nothing else before Hello
+    case LocalOp::kPut:
+      return Put(conn, request_id, body);
+    case LocalOp::kCommit:
+      return Commit(conn, request_id);
   }
   return false;
 }
@@ -204,12 +193,14 @@ bool ArenaServer::Get(Connection* conn, uint64_t request_id, absl::string_view b
   } else {
     requests_.LogRefused(Op::kGet, s, "local arena");
     requests_.RecordCall(Op::kGet, s.code(), start);
-    reply = wire::local::EncodeGetError(s);
+    reply = wire::local::EncodeCallError(s);
   }
-  requests_.metrics().AddSentBytes(sizeof(FrameHeader) + reply.size());
-  return SendWithFd(conn->fd, wire::local::EncodeFrame(LocalOp::kGet, request_id, reply), -1)
-             .ok() &&
-         conn->greeted;
+  return Send(conn, LocalOp::kGet, request_id, reply) && conn->greeted;
+}
+
+bool ArenaServer::Send(Connection* conn, LocalOp op, uint64_t request_id, absl::string_view body) {
+  requests_.metrics().AddSentBytes(sizeof(FrameHeader) + body.size());
+  return SendWithFd(conn->fd, wire::local::EncodeFrame(op, request_id, body), -1).ok();
 }
 
 std::string ArenaServer::ServeGet(Connection* conn, uint64_t request_id, ActiveGet& call,
@@ -228,9 +219,7 @@ std::string ArenaServer::ServeGet(Connection* conn, uint64_t request_id, ActiveG
     });
   }
   left.Wait();
-  std::string body(sizeof(wire::local::GetReply), '\0');
-  const wire::local::GetReply head{0, static_cast<uint32_t>(count), 0, 0};
-  std::memcpy(body.data(), &head, sizeof(head));
+  std::string body = wire::local::EncodeCallReply(static_cast<uint32_t>(count));
   for (size_t i = 0; i < count; ++i) {
     // What the items after this one need at least, so the reply stays within the limit.
     const size_t later = (count - i - 1) * sizeof(ItemReply);
@@ -259,39 +248,44 @@ ItemReply ArenaServer::Answer(Connection* conn, uint64_t request_id, const Activ
     r.code = wire::local::kNotMapped;
     return r;
   }
-  // Held bytes are taken before the checks, so concurrent connections cannot all pass the
-  // cap; only chunks served here are charged to the caller.
+  // Only chunks served here are charged to the caller's byte rate.
   const uint64_t size = meta.size_bytes;
-  bool over =
-      runs->size() + sizeof(ItemReply) > room || conn->held + size > DirectBudget(arena_.size);
-  if (!over && held_bytes_.fetch_add(size) + size > arena_.size / kArenaShareHeld) {
-    held_bytes_ -= size;
-    over = true;
-  }
-  if (over) {
+  if (runs->size() + sizeof(ItemReply) > room || !Charge(conn, size)) {
     runs->clear();
     r.code = wire::local::kOverBudget;
     return r;
   }
   if (absl::StatusOr<storage::ChunkRef> charged = call.Serve(ref); !charged.ok()) {
-    held_bytes_ -= size;
+    Uncharge(conn, size);
     runs->clear();
     return ItemReply{static_cast<int32_t>(charged.status().code())};
   }
   r.run_count = static_cast<uint32_t>(runs->size() / sizeof(wire::ucx::ArenaRun));
   conn->holds[request_id].push_back(ref);
-  conn->held += size;
   requests_.metrics().AddDirectBytes(false, size);
   return r;
+}
+
+bool ArenaServer::Charge(Connection* conn, uint64_t size) {
+  if (conn->held + size > DirectBudget(arena_.size)) return false;
+  // Taken before the check, so concurrent connections cannot all pass the cap.
+  if (held_bytes_.fetch_add(size) + size > arena_.size / kArenaShareHeld) {
+    held_bytes_ -= size;
+    return false;
+  }
+  conn->held += size;
+  return true;
+}
+
+void ArenaServer::Uncharge(Connection* conn, uint64_t size) {
+  conn->held -= size;
+  held_bytes_ -= size;
 }
 
 void ArenaServer::Release(Connection* conn, uint64_t request_id) {
   auto it = conn->holds.find(request_id);
   if (it == conn->holds.end()) return;  // released already, or nothing held: no reply either way
-  for (const storage::ChunkRef& c : it->second) {
-    conn->held -= c->meta().size_bytes;
-    held_bytes_ -= c->meta().size_bytes;
-  }
+  for (const storage::ChunkRef& c : it->second) Uncharge(conn, c->meta().size_bytes);
   conn->holds.erase(it);
 }
 

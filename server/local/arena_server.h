@@ -1,8 +1,10 @@
 // ArenaServer: serves the local arena socket (proto/local_wire.h, docs/protocol.md "Local
 // arena"). A client on the daemon's host that presents a trusted principal's token is
-// handed the DRAM arena as a read-only file descriptor; its Gets are answered with where
+// handed the DRAM arena as a file descriptor; its Gets are answered with where
 // each chunk lies in the arena, and the chunks are held (not evicted, freed or reused)
-// until the client releases the Get or its connection closes. Principals that may not map
+// until the client releases the Get or its connection closes. Its Puts reserve each chunk
+// and say where it lies; the client writes it there and Commits, or its connection closes
+// and the reservations are dropped. Principals that may not map
 // the arena (auth: `trusted`) are refused at Hello, and read through gRPC like everyone
 // else.
 //
@@ -30,13 +32,15 @@
 
 namespace kvstash::server {
 
+struct ArenaConnection;  // arena_connection.h
+
 class ArenaServer {
  public:
   // The arena as clients map it.
   struct Arena {
     const uint8_t* data = nullptr;  // the daemon's view
     uint64_t size = 0;
-    int fd = -1;               // read-only descriptor of the file behind it; owned from Start
+    int fd = -1;               // read-write descriptor of the file behind it; owned from Start
     uint64_t file_offset = 0;  // where `data` lies in that file
     uint64_t id = 0;           // differs between daemon runs
   };
@@ -64,11 +68,12 @@ class ArenaServer {
   // threads. Idempotent.
   void Stop();
 
-  // Bytes of chunks clients hold now (answered, not yet released).
+  // Bytes of chunks clients hold now (Gets answered, not yet released; Puts reserved, not
+  // yet committed).
   uint64_t held_bytes() const { return held_bytes_.load(std::memory_order_relaxed); }
 
  private:
-  struct Connection;
+  using Connection = ArenaConnection;
   ArenaServer(const ServiceEnv* env, TransportMetrics* metrics, const Arena& arena,
               const Options& options);
   void Accept(int fd);
@@ -87,6 +92,19 @@ class ArenaServer {
                                 uint64_t capacity, absl::StatusOr<storage::ChunkRef> fetched,
                                 size_t room, std::string* runs);
   void Release(Connection* conn, uint64_t request_id);
+  // Takes `size` bytes of the connection's and all connections' budget; false (nothing
+  // taken) past either.
+  bool Charge(Connection* conn, uint64_t size);
+  void Uncharge(Connection* conn, uint64_t size);
+  // Put and Commit (arena_put.cc).
+  bool Put(Connection* conn, uint64_t request_id, absl::string_view body);
+  // The Put reply body for an admitted call whose chunk headers passed the checks.
+  std::string ServePut(Connection* conn, uint64_t request_id, const CallAuth& caller,
+                       const Key128& ns, absl::Span<const PutChunkHeader> headers,
+                       TransportMetrics::Clock::time_point start);
+  bool Commit(Connection* conn, uint64_t request_id);
+  // Sends a reply frame of `op` for `request_id`, counted; false when the client is gone.
+  bool Send(Connection* conn, wire::local::Op op, uint64_t request_id, absl::string_view body);
 
   const Requests requests_;
   const Arena arena_;

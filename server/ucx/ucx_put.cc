@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/ucx/ucx_handlers.h"
+#include "server/wire_put.h"
 
 namespace kvstash::server::ucx {
 namespace {
@@ -15,25 +16,6 @@ namespace {
 using wire::ucx::PutFields;
 using wire::ucx::PutHintsFields;
 using wire::ucx::ReplyHeader;
-
-// The hints block of a Put with kFlagPutHints (`*fields` keeps the parent key the result
-// points into); no hints without the flag, as older clients send.
-absl::Status ReadHints(const Request& req, const void* header, PutHintsFields* fields,
-                       PutChunkHints* out) {
-  if ((req.header.flags & wire::ucx::kFlagPutHints) == 0) return absl::OkStatus();
-  if (absl::Status s = wire::ucx::ReadPutHints(header, req.header.flags, fields); !s.ok()) {
-    return s;
-  }
-  if ((fields->hint_flags & wire::ucx::kHintHasParent) != 0) {
-    out->parent_key = absl::string_view(reinterpret_cast<const char*>(fields->parent_key),
-                                        sizeof(fields->parent_key));
-  }
-  out->session_id = fields->session_id;
-  out->ttl_ms = fields->ttl_ms;
-  out->priority = fields->priority;
-  out->pin = (fields->hint_flags & wire::ucx::kHintPin) != 0;
-  return absl::OkStatus();
-}
 
 // Decides the chunk's result once its bytes are in (or failed to arrive) and replies.
 void FinishPut(const Request& req, const PutFields& f, PutChunk chunk) {
@@ -143,14 +125,11 @@ void HandleCommit(const Request& req, const void* header) {
 ucs_status_t HandlePut(const Request& req, const void* header, void* data, size_t length,
                        const ucp_am_recv_param_t* param) {
   const PutFields f = wire::ucx::ReadFields<PutFields>(header);
-  PutChunkHeader h;
-  h.index = f.index;
-  h.count = f.count;
-  h.key = absl::string_view(reinterpret_cast<const char*>(f.key), sizeof(f.key));
-  h.meta = storage::ChunkMeta{f.size_bytes, f.tokens, f.format, f.checksum};
-  PutHintsFields hints_fields{};
+  PutHintsFields hints{};
   absl::StatusOr<Key128> ns = req.Namespace(auth::Access::kWrite);
-  absl::Status s = ns.ok() ? ReadHints(req, header, &hints_fields, &h.hints) : ns.status();
+  absl::Status s =
+      ns.ok() ? wire::ucx::ReadPutHints(header, req.header.flags, &hints) : ns.status();
+  const PutChunkHeader h = PutHeaderFromWire(f, hints);
   if (s.ok()) s = CheckPut(req, h, length);
   if (!s.ok()) {
     req.Fail(s);

@@ -158,8 +158,8 @@ void VisitClientOptions(ClientOptions& o, V& v) {
         "each direct copy of 1 MiB or more with the calling thread; 0: the caller copies alone");
   v.Bool("local_direct", &o.local_direct,
          "`unix://` only: when the daemon serves its local arena socket and this client's "
-         "principal is trusted, read hits straight from the daemon's DRAM arena (one copy, by "
-         "this process; docs/protocol.md, \"Local arena\")");
+         "principal is trusted, read hits straight from the daemon's DRAM arena and write puts "
+         "straight into it (one copy, by this process; docs/protocol.md, \"Local arena\")");
   v.Int("ucx_idle_progress_ms", &o.ucx_idle_progress_ms, {0, 10000},
         "`ucx://` only: how often a background thread handles what the daemon sent idle "
         "connections (UCX keepalives), so their receive queues never fill; 0: no thread");

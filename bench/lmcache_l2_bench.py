@@ -105,7 +105,7 @@ def main() -> None:
         adapters = {
             "kvstash-dram-ucx": plugin(dram.ucx_uri),
             "kvstash-dram-grpc": plugin(dram.grpc_uri),
-            # unix:// to the local socket: loads from the mapped arena, stores over gRPC.
+            # unix:// to the local socket: loads from and stores into the mapped arena.
             "kvstash-dram-local": plugin(dram.local_uri),
             "kvstash-dram+nvme-ucx": plugin(nvme.ucx_uri),
             "resp-redis": {"type": "resp", "host": "127.0.0.1", "port": redis_port,
@@ -124,8 +124,9 @@ def main() -> None:
                         shutil.rmtree(adapter["base_path"], ignore_errors=True)
                     if "adapter_params" in adapter:
                         # LMCache's harness names keys the same in every run: a namespace
-                        # per run keeps a run from finding the last one's chunks.
-                        adapter["adapter_params"]["model"] = f"l2bench-{rep}-{size}"
+                        # per run and adapter keeps a run from finding another's chunks (its
+                        # stores would then only answer "already present").
+                        adapter["adapter_params"]["model"] = f"l2bench-{name}-{rep}-{size}"
                     r = run_bench(adapter, size, keys, 4, scratch,
                                   args.separate_load and name != "mock")
                     samples.setdefault((name, size), []).append(r)

@@ -234,16 +234,21 @@ void PrintTargetLines(std::ostream& out, const std::vector<Row>& rows) {
         "  get  4MiB ucx-shm 4 clients: %.2fx memcached GET (target >= 1.5x)  %s\n", r,
         r >= 1.5 ? "MET" : "MISSED");
   }
-  // The local arena reads as UCX direct access does: one copy out of the mapped arena.
-  for (size_t size : {size_t{4} << 20, size_t{32} << 20}) {
-    for (int clients : {1, 4}) {
-      const Row* l = Find(rows, "kvstash", kLocal, Op::kGet, size, clients);
-      const Row* u = Find(rows, "kvstash", "ucx-shm", Op::kGet, size, clients);
-      if (l == nullptr || u == nullptr || u->gbps <= 0) continue;
-      const double r = l->gbps / u->gbps;
-      out << absl::StrFormat(
-          "  get  %s local %d client%s: %.2fx ucx-shm get (target >= 0.9x)  %s\n",
-          FormatBytes(size), clients, clients == 1 ? "" : "s", r, r >= 0.9 ? "MET" : "MISSED");
+  // The local arena reads and writes as UCX direct access does: one copy out of or into the
+  // mapped arena.
+  for (Op op : {Op::kGet, Op::kPut}) {
+    for (size_t size : {size_t{4} << 20, size_t{32} << 20}) {
+      for (int clients : {1, 4}) {
+        const Row* l = Find(rows, "kvstash", kLocal, op, size, clients);
+        const Row* u = Find(rows, "kvstash", "ucx-shm", op, size, clients);
+        if (l == nullptr || u == nullptr || u->gbps <= 0) continue;
+        const double r = l->gbps / u->gbps;
+        const char* name = op == Op::kGet ? "get" : "put";
+        out << absl::StrFormat(
+            "  %s  %s local %d client%s: %.2fx ucx-shm %s (target >= 0.9x)  %s\n", name,
+            FormatBytes(size), clients, clients == 1 ? "" : "s", r, name,
+            r >= 0.9 ? "MET" : "MISSED");
+      }
     }
   }
   if (const Row* l = Find(rows, "kvstash", "ucx-shm", Op::kGet, 64 << 10, 1); l != nullptr) {

@@ -110,8 +110,9 @@ TEST(LocalWireTest, PutsCarryFieldsAndHintsPerItem) {
   items[1].fields.size_bytes = 4096;
   items[1].hints.ttl_ms = 60;
   PutCall got{};
-  absl::string_view records;
-  ASSERT_TRUE(ParsePut(EncodePut(call, items), &got, &records).ok());
+  absl::string_view records;  // points into `body`
+  const std::string body = EncodePut(call, items);
+  ASSERT_TRUE(ParsePut(body, &got, &records).ok());
   EXPECT_EQ(got.count, 2u);
   EXPECT_EQ(got.namespace_id[0], 7);
   ASSERT_EQ(records.size(), 2 * sizeof(PutItemRecord));
@@ -119,7 +120,6 @@ TEST(LocalWireTest, PutsCarryFieldsAndHintsPerItem) {
   std::memcpy(&second, records.data() + sizeof(PutItemRecord), sizeof(second));
   EXPECT_EQ(second.fields.size_bytes, 4096u);
   EXPECT_EQ(second.hints.ttl_ms, 60u);
-  const std::string body = EncodePut(call, items);
   EXPECT_EQ(ParsePut(body.substr(0, body.size() - 1), &got, &records).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParsePut(EncodePut(call, {}), &got, &records).code(),

@@ -32,12 +32,6 @@ const char* MethodName(UnaryMethod method) {
   return "";
 }
 
-std::vector<size_t> AllIndices(size_t n) {
-  std::vector<size_t> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = i;
-  return out;
-}
-
 // Runs `call` on items[rest] (`rest` ascending): on `items` itself when that is all of them,
 // else on copies moved back after it.
 template <typename Item, typename Call>
@@ -136,32 +130,31 @@ absl::StatusOr<std::string> GrpcTransport::CallUnary(const CallContext& ctx,
 
 absl::Status GrpcTransport::Put(const CallContext& ctx, const Key128& ns, absl::Span<PutItem> items,
                                 absl::Span<const uint64_t> checksums) {
+  const auto stream = [&](absl::Span<PutItem> some, absl::Span<const uint64_t> sums) {
+    return RunPutStream(Next().stub.get(), WithAuthorization(ctx), ns, some, sums, frame_bytes_);
+  };
+  if (local_arena_ == nullptr) return stream(items, checksums);
   std::vector<size_t> rest;
-  if (local_arena_ == nullptr) {
-    rest = AllIndices(items.size());
-  } else {
-    local_arena_->Put(ctx.deadline, ns, items, checksums, &rest);
-    std::sort(rest.begin(), rest.end());
-  }
+  local_arena_->Put(ctx.deadline, ns, items, checksums, &rest);
+  std::sort(rest.begin(), rest.end());
   return OnSubset(items, rest, [&](absl::Span<PutItem> others) {
+    if (others.data() == items.data()) return stream(items, checksums);
     std::vector<uint64_t> sums(rest.size());
     for (size_t k = 0; k < rest.size(); ++k) sums[k] = checksums[rest[k]];
-    return RunPutStream(Next().stub.get(), WithAuthorization(ctx), ns, others, sums, frame_bytes_);
+    return stream(others, sums);
   });
 }
 
 absl::Status GrpcTransport::Get(const CallContext& ctx, const Key128& ns, absl::Span<GetItem> items,
                                 uint64_t lease_id) {
+  const auto stream = [&](absl::Span<GetItem> some) {
+    return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, some, lease_id);
+  };
+  if (local_arena_ == nullptr) return stream(items);
   std::vector<size_t> rest;
-  if (local_arena_ == nullptr) {
-    rest = AllIndices(items.size());
-  } else {
-    local_arena_->Get(ctx.deadline, ns, items, lease_id, &rest);
-    std::sort(rest.begin(), rest.end());
-  }
-  return OnSubset(items, rest, [&](absl::Span<GetItem> others) {
-    return RunGetStream(Next().stub.get(), WithAuthorization(ctx), ns, others, lease_id);
-  });
+  local_arena_->Get(ctx.deadline, ns, items, lease_id, &rest);
+  std::sort(rest.begin(), rest.end());
+  return OnSubset(items, rest, stream);
 }
 
 }  // namespace kvstash::client_internal

@@ -12,7 +12,8 @@ Engine adapters live in ``kvstash.integrations`` (LMCache, SGLang HiCache, vLLM)
 """
 
 from ._async import Completion, Completions
-from ._client import Client, Namespace, default_options, key_from_engine_hash, memory_at
+from ._client import (Client, Namespace, copy_strided, default_options, key_from_engine_hash,
+                      memory_at)
 from ._errors import (DeadlineExceeded, Error, InvalidArgument, NotFound, StatusCode,
                       Unavailable)
 from ._fetch import FetchAdvisor, fetch_advisor_defaults
@@ -41,6 +42,7 @@ __all__ = [
     "Tier",
     "TierUsage",
     "Unavailable",
+    "copy_strided",
     "default_options",
     "fetch_advisor_defaults",
     "key_from_engine_hash",

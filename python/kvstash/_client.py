@@ -58,6 +58,18 @@ def memory_at(address: int, size: int) -> memoryview:
     return _native.memory_at(address, size)
 
 
+def copy_strided(dst: Any, src: Any) -> None:
+    """``dst[...] = src[...]`` for two CPU arrays (numpy arrays, CPU torch tensors: any
+    buffer-protocol or DLPack view) of one shape and element width, whatever their
+    strides: bytes are moved, never converted. Rows contiguous on both sides are copied
+    whole and transposes in tiles, without the GIL: an engine adapter's page codec moves
+    KV between a page layout and kvstash's chunk format with it.
+
+    Raises :class:`InvalidArgument` when the shapes or element widths differ, the views
+    overlap or ``dst`` is read-only."""
+    _native.copy_strided(dst, src)
+
+
 class Client:
     """A connection to kvstashd, over ``grpc://host:port``, ``grpcs://host:port`` (TLS),
     ``unix:///path`` (gRPC over the daemon's ``server.local_socket``) or
@@ -346,5 +358,5 @@ def _close_open_clients() -> None:
         client.close()
 
 
-__all__ = ["Client", "Namespace", "Error", "default_options", "key_from_engine_hash",
-           "memory_at"]
+__all__ = ["Client", "Namespace", "Error", "copy_strided", "default_options",
+           "key_from_engine_hash", "memory_at"]

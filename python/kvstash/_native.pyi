@@ -11,6 +11,8 @@ def default_options() -> Dict[str, Any]:
 def key_from_engine_hash(engine_hash: "bytes | str") -> bytes: ...
 def memory_at(address: int, size: int) -> memoryview:
     """A writable memoryview of ``size`` bytes at ``address`` (the caller vouches for it)."""
+def copy_strided(dst: Any, src: Any) -> None:
+    """dst[...] = src[...] for CPU arrays of one shape and element width, any strides."""
 
 def fetch_advisor_defaults() -> Dict[str, float]: ...
 

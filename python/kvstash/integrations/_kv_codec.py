@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+import kvstash
+
 # The chunk format tag every canonical object is stored with (client/include/kvstash/paged.h).
 CANONICAL_FORMAT = 0x4B564C31  # "KVL1"
 CANONICAL_LAYOUT = "kvstash.layer_kv_token.v1"
@@ -146,33 +148,49 @@ class PageCodec:
     def _copy_slabs(self, cache: Any, block_ids: Sequence[int], tokens: int, buf: Any,
                     gather: bool) -> None:
         """Packed pages of a regular order: one strided copy per (block, K|V), straight
-        between the page and the canonical slice (the slots after ``tokens`` untouched)."""
+        between the page and the canonical slice (the slots after ``tokens`` untouched).
+        On CPU the views are numpy's, built without torch's per-op cost, and copied by
+        :func:`kvstash.copy_strided`, tiled, on this thread (a small strided copy run by
+        torch's thread pool stalls for milliseconds when the cores are busy elsewhere)."""
         s = self.spec
         view = self._view(cache)
         parts = self._split(buf, tokens)
-        for j, b in enumerate(self._kernel_ids(cache, block_ids, tokens).tolist()):
+        cpu = view.device.type == "cpu"
+        if cpu:
+            import numpy
+            view = view.numpy()
+            parts = [p.numpy() for p in parts if p is not None]
+        for j, b in enumerate(self._kernel_list(block_ids, tokens)):
             first = j * self.kernel
             n = min(self.kernel, tokens - first)
             page = view[b].reshape(-1)
             for part, (base, strides), width in zip(parts, self._slabs,
                                                      (s.head_size, s.head_size_v)):
-                slab = page.as_strided((n, s.kv_heads, width), strides,
-                                       page.storage_offset() + base)
+                shape = (n, s.kv_heads, width)
                 rows = part[first:first + n]
-                _copy(rows, slab) if gather else _copy(slab, rows)
+                if cpu:
+                    slab = numpy.ndarray(shape, page.dtype, page, base * page.itemsize,
+                                         tuple(x * page.itemsize for x in strides))
+                    kvstash.copy_strided(rows, slab) if gather else kvstash.copy_strided(
+                        slab, rows)
+                else:
+                    slab = page.as_strided(shape, strides, page.storage_offset() + base)
+                    rows.copy_(slab) if gather else slab.copy_(rows)
 
     def _view(self, cache: Any) -> Any:
         return cache.view(_carrier(self.spec.elem_bytes))
 
-    def _kernel_ids(self, cache: Any, block_ids: Sequence[int], tokens: int) -> Any:
-        import torch
+    def _kernel_list(self, block_ids: Sequence[int], tokens: int) -> list:
+        """The kernel blocks holding tokens ``[0, tokens)`` of ``block_ids``."""
         n = -(-tokens // self.kernel)
         if n > len(block_ids) * self.ratio:
             raise ValueError(f"{tokens} tokens need more than {len(block_ids)} blocks")
-        ids = torch.tensor(list(block_ids), dtype=torch.long)
-        if self.ratio > 1:
-            ids = (ids[:, None] * self.ratio + torch.arange(self.ratio)).flatten()
-        return ids[:n].to(cache.device)
+        return [b * self.ratio + i for b in block_ids for i in range(self.ratio)][:n]
+
+    def _kernel_ids(self, cache: Any, block_ids: Sequence[int], tokens: int) -> Any:
+        import torch
+        ids = torch.tensor(self._kernel_list(block_ids, tokens), dtype=torch.long)
+        return ids.to(cache.device)
 
     def _split(self, buf: Any, tokens: int) -> Any:
         """K and V of a canonical slice (V None for MLA), as [tokens, heads, width] views."""
@@ -225,16 +243,6 @@ def _join_kv(pages: Any, s: KvSpec) -> Any:
     n, kv, kernel = pages.shape[:3]
     parts = [pages[:, i].reshape(n * kernel, s.kv_heads, -1) for i in range(kv)]
     return parts[0] if kv == 1 else torch.cat(parts, dim=-1)
-
-
-def _copy(dst: Any, src: Any) -> None:
-    """dst <- src; on CPU through numpy, single-threaded: a small strided copy run by
-    torch's thread pool stalls for milliseconds when the cores are busy elsewhere."""
-    if dst.device.type == "cpu":
-        import numpy
-        numpy.copyto(dst.numpy(), src.numpy())
-    else:
-        dst.copy_(src)
 
 
 def _affine_parts(order: Any, s: KvSpec, kernel: int) -> Optional[list]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The Python package against the C++ client: 4 MiB put and get, 1 and 4 threads, over gRPC
-and UCX shared memory, on one kvstashd in one run (target: Python >= 0.95x of C++).
+and UCX shared memory, on one kvstashd in one run (target: Python >= 0.95x of C++); and
+lookups of a 1,000-key prompt (90% present), lookups/s.
 
     python bench/python_client_bench.py --kvstashd build-bench/server/kvstashd \\
         --loop build-bench/bench/kvstash_client_loop [--rounds 5] [--seconds 1.5] [--out DIR]
@@ -21,6 +22,7 @@ import statistics
 import subprocess
 import threading
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -52,32 +54,58 @@ def python_cell(uri: str, op: str, size: int, threads: int, seconds: float, keys
             for t in range(threads):
                 for i in range(keys):
                     assert client.put(ns, [key(t, i)], [bufs[t]]) == [True]
-        calls = [0] * threads
-        end = time.perf_counter() + seconds
 
-        def work(t: int) -> None:
-            i, n = 0, 0
-            while time.perf_counter() < end:
-                if op == "get":
-                    assert client.get_into(ns, [key(t, i % keys)], [bufs[t]]) == [size]
-                else:
-                    assert client.put(ns, [key(t, 1000 + i)], [bufs[t]]) == [True]
-                i, n = i + 1, n + 1
-            calls[t] = n
+        def call(t: int, i: int) -> None:
+            if op == "get":
+                assert client.get_into(ns, [key(t, i % keys)], [bufs[t]]) == [size]
+            else:
+                assert client.put(ns, [key(t, 1000 + i)], [bufs[t]]) == [True]
+        return calls_per_second(call, threads, seconds) * size / 1e9
 
-        start = time.perf_counter()
-        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-        return sum(calls) * size / (time.perf_counter() - start) / 1e9
+
+def python_lookups(uri: str, prompt: int, threads: int, seconds: float) -> float:
+    """Lookups/s of `threads` Python threads each looking up the same prompt of `prompt`
+    keys, the first 90% present, as client_loop.cc does."""
+    with kvstash.Client(uri, connections=threads) as client:
+        ns = client.namespace(model="bench/python-loop", num_layers=0, kv_heads=0, head_dim=0)
+        keys = [bytes([0xFE, i & 255, (i >> 8) & 255]) + bytes(12) + b"\x43"
+                for i in range(prompt)]
+        present = prompt * 9 // 10
+        assert all(client.put(ns, keys[:present], [bytes(4096)] * present))
+
+        def call(t: int, i: int) -> None:
+            assert client.lookup(ns, keys).hit_count == present
+        return calls_per_second(call, threads, seconds)
+
+
+def calls_per_second(call: Callable[[int, int], None], threads: int, seconds: float) -> float:
+    """Calls/s of `threads` threads each calling ``call(thread, i)`` for i = 0, 1, ...
+    until `seconds` have passed."""
+    calls = [0] * threads
+    end = time.perf_counter() + seconds
+
+    def work(t: int) -> None:
+        i = 0
+        while time.perf_counter() < end:
+            call(t, i)
+            i += 1
+        calls[t] = i
+
+    start = time.perf_counter()
+    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return sum(calls) / (time.perf_counter() - start)
 
 
 def cpp_cell(loop: str, uri: str, op: str, size: int, threads: int, seconds: float) -> float:
+    """GB/s of a get or put cell; lookups/s of a lookup cell (`size`: the prompt's keys)."""
     out = subprocess.run([loop, uri, op, str(size), str(threads), str(seconds)],
                          capture_output=True, text=True, check=True, timeout=300)
-    return json.loads(out.stdout)["gbps"]
+    row = json.loads(out.stdout)
+    return row["calls_per_s"] if op == "lookup" else row["gbps"]
 
 
 def main() -> None:
@@ -87,6 +115,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--size", type=int, default=4 * MIB)
+    ap.add_argument("--prompt", type=int, default=1000, help="keys per lookup")
     ap.add_argument("--out", default=None, help="results folder (default bench/results/DATE-python-client)")
     args = ap.parse_args()
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
@@ -95,19 +124,24 @@ def main() -> None:
     rows = []
     with Daemon({"storage.dram.capacity_bytes": "2GiB"}, kvstashd=args.kvstashd) as d:
         for transport, uri in (("grpc", d.grpc_uri), ("ucx", d.ucx_uri)):
-            for op in ("get", "put"):
+            for op in ("get", "put", "lookup"):
                 for threads in (1, 4):
+                    size = args.prompt if op == "lookup" else args.size
                     cpp, py = [], []
                     for _ in range(args.rounds):
-                        cpp.append(cpp_cell(args.loop, uri, op, args.size, threads, args.seconds))
-                        py.append(python_cell(uri, op, args.size, threads, args.seconds))
-                    row = dict(transport=transport, op=op, threads=threads, size=args.size,
-                               cpp_gbps=statistics.median(cpp), python_gbps=statistics.median(py),
-                               cpp_rounds=cpp, python_rounds=py)
-                    row["ratio"] = row["python_gbps"] / row["cpp_gbps"]
+                        cpp.append(cpp_cell(args.loop, uri, op, size, threads, args.seconds))
+                        py.append(python_lookups(uri, size, threads, args.seconds)
+                                  if op == "lookup" else
+                                  python_cell(uri, op, size, threads, args.seconds))
+                    unit = "lookups_per_s" if op == "lookup" else "gbps"
+                    row = {"transport": transport, "op": op, "threads": threads, "size": size,
+                           f"cpp_{unit}": statistics.median(cpp),
+                           f"python_{unit}": statistics.median(py),
+                           "cpp_rounds": cpp, "python_rounds": py,
+                           "ratio": statistics.median(py) / statistics.median(cpp)}
                     rows.append(row)
-                    print(f"{transport:4} {op} {threads}t  C++ {row['cpp_gbps']:.2f} GB/s  "
-                          f"Python {row['python_gbps']:.2f} GB/s  ratio {row['ratio']:.2f}",
+                    print(f"{transport:4} {op:6} {threads}t  C++ {statistics.median(cpp):.2f}  "
+                          f"Python {statistics.median(py):.2f} {unit}  ratio {row['ratio']:.2f}",
                           flush=True)
     with open(os.path.join(out, "python_client.jsonl"), "w") as f:
         for row in rows:

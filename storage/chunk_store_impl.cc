@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "storage/nvme/nvme_tier.h"
+#include "storage/policy/eviction_policy.h"
 
 namespace kvstash::storage {
 namespace {
@@ -174,6 +175,7 @@ LookupResult ChunkStoreImpl::Lookup(const Key128& ns, absl::Span<const Key128> k
   if (session_id != 0) TouchSession(ns, session_id);
   const absl::Time now = Now();
   ExpireLeases(now);
+  const PolicyClockBatch one_stamp;  // the keys of one lookup are used together
   const absl::Duration granted = std::min(lease, options_.max_lease);
   const bool take_lease = granted > absl::ZeroDuration();
   LookupResult result;

@@ -29,10 +29,6 @@ class LookupResult(NamedTuple):
     lease_id: int
     """Pass to ``get_into`` to release the lease as chunks arrive; 0 without a lease."""
 
-    @classmethod
-    def _make_native(cls, hit_count: int, tiers: List[int], lease_id: int) -> "LookupResult":
-        return cls(hit_count, [Tier(t) for t in tiers], lease_id)
-
 
 class Priority(enum.IntEnum):
     """Eviction class of a chunk (kvstash.v1.Priority): LOW goes first, HIGH last."""

@@ -34,6 +34,20 @@ std::string Refusal(nb::handle obj, bool writable) {
   return absl::StrCat("has type ", TypeName(obj), "; expected a ", kAccepted);
 }
 
+// Calls fn(item, index) for each element of the iterable `objs`; a list or tuple is read
+// in place. Each item is held for its call, and the length read again after it, so a
+// callee that changes the list (a buffer's __dlpack__) cannot leave a dangling item.
+template <typename Fn>
+void ForEachItem(nb::handle objs, const char* name, Fn&& fn) {
+  const std::string refusal = absl::StrCat(name, " must be a sequence (a list or a tuple)");
+  nb::object seq = nb::steal(PySequence_Fast(objs.ptr(), refusal.c_str()));
+  if (!seq.is_valid()) throw nb::python_error();
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.ptr()); ++i) {
+    nb::object item = nb::borrow(PySequence_Fast_GET_ITEM(seq.ptr(), i));
+    fn(item, static_cast<int64_t>(i));
+  }
+}
+
 bool IsCContiguous(const nb::ndarray<nb::ro>& a) {
   int64_t expected = 1;
   for (size_t i = a.ndim(); i-- > 0;) {
@@ -45,7 +59,11 @@ bool IsCContiguous(const nb::ndarray<nb::ro>& a) {
 
 }  // namespace
 
-Buffer Buffer::Borrow(nb::handle obj, bool writable, const std::string& what) {
+std::string ArgName::str() const {
+  return index < 0 ? std::string(base) : absl::StrCat(base, "[", index, "]");
+}
+
+Buffer Buffer::Borrow(nb::handle obj, bool writable, const ArgName& what) {
   Buffer b;
   if (PyObject_CheckBuffer(obj.ptr())) {
     auto view = std::make_unique<Py_buffer>();
@@ -57,7 +75,7 @@ Buffer Buffer::Borrow(nb::handle obj, bool writable, const std::string& what) {
       return b;
     }
     PyErr_Clear();
-    ThrowInvalid(absl::StrCat(what, " ", Refusal(obj, writable)));
+    ThrowInvalid(absl::StrCat(what.str(), " ", Refusal(obj, writable)));
   }
   nb::ndarray<nb::ro, nb::device::cpu> ro;
   nb::ndarray<nb::device::cpu> rw;
@@ -65,7 +83,7 @@ Buffer Buffer::Borrow(nb::handle obj, bool writable, const std::string& what) {
                      : nb::try_cast(obj, ro, /*convert=*/false);
   if (ok) b.array_ = writable ? nb::ndarray<nb::ro>(rw) : nb::ndarray<nb::ro>(ro);
   if (!ok || !IsCContiguous(b.array_)) {
-    ThrowInvalid(absl::StrCat(what, " ", Refusal(obj, writable)));
+    ThrowInvalid(absl::StrCat(what.str(), " ", Refusal(obj, writable)));
   }
   const auto dtype = b.array_.dtype();
   b.data_ = const_cast<void*>(b.array_.data());
@@ -88,39 +106,40 @@ Buffer::~Buffer() {
 
 std::vector<Buffer> BorrowAll(nb::handle objs, bool writable) {
   std::vector<Buffer> out;
-  size_t i = 0;
-  for (nb::handle obj : objs) {
-    out.push_back(Buffer::Borrow(obj, writable, absl::StrCat("buffers[", i++, "]")));
-  }
+  ForEachItem(objs, "buffers", [&](nb::handle obj, int64_t i) {
+    out.push_back(Buffer::Borrow(obj, writable, ArgName("buffers", i)));
+  });
   return out;
 }
 
-Key128 ParseKey(nb::handle obj, const std::string& what) {
+Key128 ParseKey(nb::handle obj, const ArgName& what) {
   Key128 key;
   if (PyBytes_Check(obj.ptr()) && PyBytes_GET_SIZE(obj.ptr()) == 16) {
     std::memcpy(key.data(), PyBytes_AS_STRING(obj.ptr()), 16);
     return key;
   }
   if (PyUnicode_Check(obj.ptr())) {
-    ThrowInvalid(absl::StrCat(what, " is a str; a key is 16 bytes (kvstash.key_from_engine_hash ",
+    ThrowInvalid(absl::StrCat(what.str(),
+                              " is a str; a key is 16 bytes (kvstash.key_from_engine_hash ",
                               "maps any string to one)"));
   }
   Py_buffer view;
   if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
     PyErr_Clear();
-    ThrowInvalid(absl::StrCat(what, " has type ", TypeName(obj), "; a key is 16 bytes"));
+    ThrowInvalid(absl::StrCat(what.str(), " has type ", TypeName(obj), "; a key is 16 bytes"));
   }
   const Py_ssize_t len = view.len;
   if (len == 16) std::memcpy(key.data(), view.buf, 16);
   PyBuffer_Release(&view);
-  if (len != 16) ThrowInvalid(absl::StrCat(what, " is ", len, " bytes; a key is 16 bytes"));
+  if (len != 16) ThrowInvalid(absl::StrCat(what.str(), " is ", len, " bytes; a key is 16 bytes"));
   return key;
 }
 
 std::vector<Key128> ParseKeys(nb::handle objs) {
   std::vector<Key128> keys;
-  size_t i = 0;
-  for (nb::handle obj : objs) keys.push_back(ParseKey(obj, absl::StrCat("keys[", i++, "]")));
+  ForEachItem(objs, "keys", [&](nb::handle obj, int64_t i) {
+    keys.push_back(ParseKey(obj, ArgName("keys", i)));
+  });
   return keys;
 }
 

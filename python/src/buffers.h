@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,13 +17,23 @@
 
 namespace kvstash::python {
 
+// An argument's name in error messages ("parent", "keys[3]"), formatted only when an error
+// names it: batches of thousands of keys pay nothing for it.
+struct ArgName {
+  ArgName(const char* base, int64_t index = -1) : base(base), index(index) {}  // NOLINT
+  std::string str() const;
+
+  const char* base;
+  int64_t index;  // -1: not an element
+};
+
 class Buffer {
  public:
   // Borrows the bytes of `obj`: anything with the buffer protocol (bytes, bytearray,
   // memoryview, numpy arrays) or a CPU DLPack producer (torch tensors). The memory must be
   // contiguous; `writable` also requires it to be writable. Throws StatusError
   // (INVALID_ARGUMENT, naming `what`, e.g. "buffers[3]") otherwise.
-  static Buffer Borrow(nanobind::handle obj, bool writable, const std::string& what);
+  static Buffer Borrow(nanobind::handle obj, bool writable, const ArgName& what);
 
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&&) = delete;
@@ -44,7 +55,7 @@ class Buffer {
 std::vector<Buffer> BorrowAll(nanobind::handle objs, bool writable);
 
 // Parses one key: a bytes-like object of exactly 16 bytes. `what` names it in errors.
-Key128 ParseKey(nanobind::handle obj, const std::string& what);
+Key128 ParseKey(nanobind::handle obj, const ArgName& what);
 // Parses a sequence of keys ("keys[i]" in errors).
 std::vector<Key128> ParseKeys(nanobind::handle objs);
 // The key as a 16-byte bytes object.

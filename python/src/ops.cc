@@ -15,6 +15,21 @@ namespace {
 
 nb::object TypesAttr(const char* name) { return nb::module_::import_("kvstash._types").attr(name); }
 
+// kvstash.Tier members in order: one enum call per member, not one per key.
+nb::list TierList(const std::vector<ChunkTier>& tiers) {
+  constexpr int kLast = static_cast<int>(ChunkTier::kNvme);
+  nb::object tier = TypesAttr("Tier");
+  nb::object members[kLast + 1];
+  for (int i = 0; i <= kLast; ++i) members[i] = tier(i);
+  nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(tiers.size())));
+  for (size_t k = 0; k < tiers.size(); ++k) {
+    const int i = static_cast<int>(tiers[k]);
+    nb::object member = i <= kLast ? members[i] : tier(i);
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), member.release().ptr());
+  }
+  return out;
+}
+
 void CheckSameLength(size_t keys, size_t buffers) {
   if (keys != buffers) {
     ThrowInvalid(absl::StrCat(keys, " keys but ", buffers, " buffers; pass one buffer per key"));
@@ -110,10 +125,8 @@ class LookupOp final : public Op {
   void Run(Client& client) override { result_ = client.Lookup(ns_, keys_, lease_ms_, session_id_); }
   nb::object Result() override {
     ThrowIfError(result_.status());
-    nb::list tiers;
-    for (ChunkTier t : result_->tiers) tiers.append(static_cast<int>(t));
-    return TypesAttr("LookupResult")
-        .attr("_make_native")(result_->hit_count, tiers, result_->lease_id);
+    return TypesAttr("LookupResult")(result_->hit_count, TierList(result_->tiers),
+                                     result_->lease_id);
   }
 
  private:
@@ -130,10 +143,7 @@ class ExistsOp final : public Op {
   void Run(Client& client) override { result_ = client.Exists(ns_, keys_); }
   nb::object Result() override {
     ThrowIfError(result_.status());
-    nb::object tier = TypesAttr("Tier");
-    nb::list out;
-    for (ChunkTier t : *result_) out.append(tier(static_cast<int>(t)));
-    return out;
+    return TierList(*result_);
   }
 
  private:

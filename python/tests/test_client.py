@@ -23,6 +23,8 @@ def test_put_lookup_get_exists_delete(client, ns):
     assert client.put(ns, keys, data, tokens=16) == [True] * 4
     hit = client.lookup(ns, keys + [kvstash.key_from_engine_hash("absent", ns)])
     assert hit.hit_count == 4 and hit.tiers == [kvstash.Tier.DRAM] * 4
+    assert isinstance(hit, kvstash.LookupResult)
+    assert all(type(t) is kvstash.Tier for t in hit.tiers)  # members, not bare ints
     out = [np.zeros(300 << 10, np.uint8) for _ in range(4)]
     assert client.get_into(ns, keys, out) == [300 << 10] * 4
     for a, b in zip(data, out):
@@ -30,6 +32,7 @@ def test_put_lookup_get_exists_delete(client, ns):
     assert client.exists(ns, keys[:2]) == [kvstash.Tier.DRAM] * 2
     assert client.delete(ns, keys[:2]) == 2
     assert client.exists(ns, keys[:2]) == [kvstash.Tier.NONE] * 2
+    assert all(type(t) is kvstash.Tier for t in client.exists(ns, keys[:2]))
     assert client.get_into(ns, keys[:1], out[:1]) == [None]
 
 

@@ -1,9 +1,11 @@
 // The contract every eviction policy meets; runs over every name the factory knows.
 #include "storage/policy/eviction_policy.h"
 
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/policy/policies.h"
 
@@ -168,6 +170,26 @@ TEST(EvictionPolicyFactoryTest, UnknownNameListsKnownOnes) {
   for (const std::string& name : KnownEvictionPolicies()) {
     EXPECT_NE(p.status().message().find(name), absl::string_view::npos) << name;
   }
+}
+
+TEST(PolicyClockBatchTest, AccessesOfOneBatchShareTheOutermostReading) {
+  uint64_t batch_reading = 0;
+  {
+    const PolicyClockBatch batch;
+    batch_reading = PolicyClockNanos();
+    absl::SleepFor(absl::Milliseconds(2));
+    EXPECT_EQ(PolicyClockNanos(), batch_reading);
+    {
+      const PolicyClockBatch nested;
+      EXPECT_EQ(PolicyClockNanos(), batch_reading);
+    }
+    EXPECT_EQ(PolicyClockNanos(), batch_reading);
+    // Another thread reads the clock itself.
+    uint64_t other = 0;
+    std::thread([&other] { other = PolicyClockNanos(); }).join();
+    EXPECT_GT(other, batch_reading);
+  }
+  EXPECT_GT(PolicyClockNanos(), batch_reading);  // outside: the clock again
 }
 
 TEST(HookListTest, InsertsNextToAListedHook) {

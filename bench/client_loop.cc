@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   spec.model_id = "bench/client-loop";
   auto ns = (*client)->OpenNamespace(spec);
   if (!ns.ok()) return Fail(ns.status().ToString());
+  if (op == "lookup" && size > 65536) return Fail("a prompt of at most 65536 keys (KeyOf)");
   if (op == "lookup") return LookupCell(**client, *ns, static_cast<int>(size), threads, seconds);
 
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> buffers;

@@ -65,8 +65,9 @@ def copy_strided(dst: Any, src: Any) -> None:
     whole and transposes in tiles, without the GIL: an engine adapter's page codec moves
     KV between a page layout and kvstash's chunk format with it.
 
-    Raises :class:`InvalidArgument` when the shapes or element widths differ, the views
-    overlap or ``dst`` is read-only."""
+    Raises :class:`InvalidArgument` when the shapes or element widths differ, the memory
+    ranges the two views span overlap (even where no element is shared), there are more
+    than 8 axes, or ``dst`` is read-only."""
     _native.copy_strided(dst, src)
 
 

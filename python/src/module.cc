@@ -51,7 +51,8 @@ void CopyStrided(nb::handle dst_obj, nb::handle src_obj) {
   if (d.size() == 0) return;
   const auto [dlo, dhi] = Extent(dst.data(), d);
   const auto [slo, shi] = Extent(src.data(), src);
-  if (dlo < shi && slo < dhi) ThrowInvalid("copy_strided: dst and src overlap");
+  if (dlo < shi && slo < dhi)
+    ThrowInvalid("copy_strided: dst and src lie in overlapping memory ranges");
   absl::Status s;
   {
     nb::gil_scoped_release unlocked;

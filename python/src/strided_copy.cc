@@ -172,12 +172,14 @@ void Transpose(uint8_t* dst, const uint8_t* src, const CopyAxis& i_axis, const C
       if constexpr (square == 1) {
         Scalar(dst, src, i_axis, j_axis, i0, i1, j0, j1, move);
       } else {
+#if defined(__SSE2__)
         for (int64_t i = i0; i < i1; i += square) {
           for (int64_t j = j0; j < j1; j += square) {
             Square<Move::kWidth>(dst + i * e + j * j_axis.dst_stride, j_axis.dst_stride,
                                  src + i * i_axis.src_stride + j * e, i_axis.src_stride);
           }
         }
+#endif
       }
     }
   }

@@ -60,6 +60,16 @@ def test_strided_and_sliced_views():
     np.testing.assert_array_equal(dst[1::2, :50], np.broadcast_to(src[0], (40, 50)))
 
 
+def test_negative_strides():
+    src = _source((24, 40), np.int32, 4)
+    dst = np.zeros((40, 24), np.int32)
+    kvstash.copy_strided(dst.T[::-1, ::-1], src)
+    np.testing.assert_array_equal(dst.T[::-1, ::-1], src)
+    back = np.zeros_like(src)
+    kvstash.copy_strided(back, src[::-1])
+    np.testing.assert_array_equal(back, src[::-1])
+
+
 def test_empty_and_zero_dim():
     kvstash.copy_strided(np.zeros((0, 4), np.int32), np.zeros((0, 4), np.int32))
     dst = np.zeros((), np.int64)
@@ -75,6 +85,8 @@ def test_refusals_name_the_problem():
         kvstash.copy_strided(a, np.zeros((4, 4), np.int16))
     with pytest.raises(kvstash.InvalidArgument, match="overlap"):
         kvstash.copy_strided(a[:, :2], a[:, 1:3])
+    with pytest.raises(kvstash.InvalidArgument, match="at most 8"):
+        kvstash.copy_strided(np.zeros((1,) * 9, np.int8), np.zeros((1,) * 9, np.int8))
     ro = np.zeros((4, 4), np.int32)
     ro.flags.writeable = False
     with pytest.raises(kvstash.InvalidArgument, match="dst is not a writable CPU array"):

@@ -118,7 +118,9 @@ uint64_t PolicyClockNanos();
 
 // Makes the accesses of one batched call (a 1,000-key Lookup) share one clock reading: a
 // clock read per key was a fifth of such a call. Within its scope, PolicyClockNanos() on
-// this thread returns the reading taken when the outermost batch began.
+// this thread returns the reading taken when the outermost batch began, so a stamp may
+// trail one another thread wrote meanwhile by up to the batch's duration: list positions
+// and ranks order accesses to within one call.
 // Thread-compatible: lives on one thread's stack; batches nest.
 class PolicyClockBatch {
  public:

@@ -5,10 +5,11 @@ row of its tokens (``[tokens][kv_heads][head_size]``), then every V row
 (``[tokens][kv_heads][head_size_v]``; none for MLA). An engine keeps a layer's cache as a
 4D view ``[blocks, heads, block_tokens, content]`` (vLLM 0.32: any ``KVCacheLayout``, with
 K then V side by side in ``content``) whose strides may be anything; :class:`PageCodec`
-moves tokens between such a view and that slice with torch operations only, so the same
-code runs on CPU and CUDA tensors. A backend that packs a block's page its own way (vLLM's
-CPU backend) is decoded by a permutation learned from the backend's own cache writer
-(:func:`learn_page_order`).
+moves tokens between such a view and that slice with torch operations, so the same code
+runs on CPU and CUDA tensors. A backend that packs a block's page its own way (vLLM's CPU
+backend) is decoded by a permutation learned from the backend's own cache writer
+(:func:`learn_page_order`); where that permutation is two strided slabs, CPU pages are
+copied by :func:`kvstash.copy_strided` instead.
 
 Thread-safety: a PageCodec is immutable; concurrent calls touching different blocks are
 safe.

@@ -4,8 +4,10 @@
 // leases, exists, delete, stats, and the errors a caller can cause (unknown namespace,
 // small buffers, too many keys). What only one transport has is tested beside its
 // transport (ucx_test.cc, malformed_request_test.cc, local_socket_test.cc).
+#include <sys/mman.h>
 #include <xxhash.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -45,6 +47,20 @@ class RoundTripTest : public TransportFixture {
       out.push_back(std::move(p));
     }
     return out;
+  }
+
+  // A GetItem per payload into a zeroed buffer of its size, kept in `bufs`.
+  static std::vector<GetItem> ZeroedGets(const std::vector<Payload>& payloads,
+                                         std::vector<std::vector<uint8_t>>* bufs) {
+    bufs->assign(payloads.size(), {});
+    std::vector<GetItem> gets(payloads.size());
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      (*bufs)[i].assign(payloads[i].bytes.size(), 0);
+      gets[i].key = payloads[i].key;
+      gets[i].data = (*bufs)[i].data();
+      gets[i].capacity = (*bufs)[i].size();
+    }
+    return gets;
   }
 
   // Puts `payloads` in one call and checks each item's result.
@@ -213,6 +229,71 @@ TEST_P(RoundTripTest, BatchWithAMissAndATooSmallBuffer) {
   EXPECT_EQ(gets[small].size, payloads[2].bytes.size()) << "the size needed is reported";
 }
 
+// Three pages of which the middle one is unmapped again: a hole between two mapped pages.
+class PagesWithAHole {
+ public:
+  PagesWithAHole() {
+    void* p = mmap(nullptr, 3 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    base_ = static_cast<uint8_t*>(p);
+    EXPECT_EQ(munmap(hole(), kPage), 0);
+  }
+  ~PagesWithAHole() {
+    munmap(base_, kPage);
+    munmap(base_ + 2 * kPage, kPage);
+  }
+  uint8_t* first() const { return base_; }
+  uint8_t* hole() const { return base_ + kPage; }
+  uint8_t* last() const { return base_ + 2 * kPage; }
+  static constexpr size_t kPage = 4096;
+
+ private:
+  uint8_t* base_ = nullptr;
+};
+
+TEST_P(RoundTripTest, AnUnmappedBufferMidBatchFailsTheCallBeforeAnyByteMoves) {
+  std::vector<Payload> payloads = MakePayloads({2 * kMiB, 100, 100, 3 * kKiB});
+  PagesWithAHole pages;
+  std::vector<PutItem> puts;
+  for (const Payload& p : payloads) puts.push_back(p.AsPutItem());
+  puts[2].data = pages.hole();
+  const absl::Status put = client_->Put(ns_, absl::MakeSpan(puts));
+  EXPECT_EQ(put.code(), absl::StatusCode::kInvalidArgument) << put;
+  EXPECT_TRUE(absl::StrContains(put.message(), "PutItem 2")) << put;
+  std::vector<Key128> keys;
+  for (const Payload& p : payloads) keys.push_back(p.key);
+  absl::StatusOr<std::vector<ChunkTier>> tiers = client_->Exists(ns_, keys);
+  ASSERT_TRUE(tiers.ok()) << tiers.status();
+  for (ChunkTier t : *tiers) EXPECT_EQ(t, ChunkTier::kNone) << "nothing of the refused call stored";
+
+  // Buffers on both sides of the hole are fine; one inside it fails the whole call.
+  std::memcpy(pages.first(), payloads[1].bytes.data(), 100);
+  std::memcpy(pages.last(), payloads[2].bytes.data(), 100);
+  puts[1].data = pages.first();
+  puts[2].data = pages.last();
+  const absl::Status stored = client_->Put(ns_, absl::MakeSpan(puts));
+  ASSERT_TRUE(stored.ok()) << stored;
+  for (const PutItem& item : puts) EXPECT_TRUE(item.status.ok()) << item.status;
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> gets = ZeroedGets(payloads, &bufs);
+  gets[1].data = pages.first();
+  gets[2].data = pages.hole();
+  std::memset(pages.first(), 0, 100);
+  const absl::Status get = client_->Get(ns_, absl::MakeSpan(gets));
+  EXPECT_EQ(get.code(), absl::StatusCode::kInvalidArgument) << get;
+  EXPECT_TRUE(absl::StrContains(get.message(), "GetItem 2")) << get;
+  EXPECT_EQ(bufs[0], std::vector<uint8_t>(payloads[0].bytes.size(), 0)) << "no byte moved";
+  EXPECT_EQ(pages.first()[0], 0) << "no byte moved";
+
+  gets[2].data = pages.last();
+  std::memset(pages.last(), 0, 100);
+  ASSERT_TRUE(client_->Get(ns_, absl::MakeSpan(gets)).ok());
+  for (size_t i = 0; i < gets.size(); ++i) ASSERT_TRUE(gets[i].status.ok()) << i << gets[i].status;
+  EXPECT_TRUE(bufs[0] == payloads[0].bytes);
+  EXPECT_EQ(std::memcmp(pages.first(), payloads[1].bytes.data(), 100), 0);
+  EXPECT_EQ(std::memcmp(pages.last(), payloads[2].bytes.data(), 100), 0);
+}
+
 TEST_P(RoundTripTest, AsyncPutAndGet) {
   std::vector<Payload> payloads = MakePayloads({100 * kKiB, 2 * kMiB + 17, 5 * kMiB});
   std::vector<PutItem> puts;
@@ -221,14 +302,8 @@ TEST_P(RoundTripTest, AsyncPutAndGet) {
   ASSERT_TRUE(put.get().ok());
   for (const PutItem& item : puts) EXPECT_TRUE(item.status.ok()) << item.status;
 
-  std::vector<std::vector<uint8_t>> bufs(payloads.size());
-  std::vector<GetItem> gets(payloads.size());
-  for (size_t i = 0; i < payloads.size(); ++i) {
-    bufs[i].assign(payloads[i].bytes.size(), 0);
-    gets[i].key = payloads[i].key;
-    gets[i].data = bufs[i].data();
-    gets[i].capacity = bufs[i].size();
-  }
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<GetItem> gets = ZeroedGets(payloads, &bufs);
   std::future<absl::Status> get = client_->GetAsync(ns_, absl::MakeSpan(gets));
   ASSERT_TRUE(get.get().ok());
   for (size_t i = 0; i < payloads.size(); ++i) {

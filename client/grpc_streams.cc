@@ -19,6 +19,7 @@
 #include "client/grpc_call.h"
 #include "client/messages.h"
 #include "client/wire_convert.h"
+#include "common/streaming_copy.h"
 #include "kvstash/v1/kvstash.pb.h"
 #include "proto/frame_codec.h"
 #include "proto/status_map.h"
@@ -289,7 +290,7 @@ class GetStream final : private PumpedCall {
     }
     for (const grpc::Slice& slice : payload.slices) {
       if (dest_ != nullptr) {
-        std::memcpy(dest_, slice.begin(), slice.size());
+        CopyBytes(dest_, slice.begin(), slice.size());
         dest_ += slice.size();
       }
     }

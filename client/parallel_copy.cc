@@ -22,7 +22,7 @@ void ParallelCopier::Copy(void* dst, const void* src, size_t n, bool streaming) 
     if (streaming) {
       StreamingCopy(dst, src, n);
     } else if (n > 0) {
-      std::memcpy(dst, src, n);
+      CopyBytes(dst, src, n);
     }
     return;
   }
@@ -56,7 +56,7 @@ void ParallelCopier::RunPieces(Job& job) const {
     if (job.streaming) {
       StreamingCopyUnfenced(job.dst + at, job.src + at, len);
     } else {
-      std::memcpy(job.dst + at, job.src + at, len);
+      CopyBytes(job.dst + at, job.src + at, len);
     }
   }
   // Non-temporal stores are ordered by this thread's own fence; the release/acquire pair

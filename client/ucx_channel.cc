@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/ucx_call.h"
+#include "common/streaming_copy.h"
 #include "common/ucx_setup.h"
 #include "proto/status_map.h"
 
@@ -285,7 +286,7 @@ void UcxChannel::WithBody(void* data, size_t length, bool rndv,
 void UcxChannel::ReceiveInto(void* desc, void* dst, size_t length, bool rndv, ucp_mem_h memh,
                              std::function<void(ucs_status_t)> done, ucs_status_t* result) {
   if (!rndv) {
-    if (length > 0) std::memcpy(dst, desc, length);
+    if (length > 0) CopyBytes(dst, desc, length);
     done(UCS_OK);
     *result = UCS_OK;
     return;

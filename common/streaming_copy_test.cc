@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -54,6 +55,37 @@ TEST(StreamingCopyTest, CopiesEveryByteAndNothingAround) {
       }
     }
   }
+}
+
+// CopyBytes picks its loop by where the destination falls relative to the source within a
+// page, so both sit at chosen offsets of page-aligned buffers.
+TEST(CopyBytesTest, CopiesEveryByteAndNothingAroundAtEveryPageDistance) {
+  constexpr size_t kPage = 4096, kMax = 128 * 1024 + 77;
+  const std::vector<uint8_t> pattern = Pattern(kMax);
+  auto* src = static_cast<uint8_t*>(std::aligned_alloc(kPage, kMax + 2 * kPage));
+  auto* dst = static_cast<uint8_t*>(std::aligned_alloc(kPage, kMax + 4 * kPage));
+  ASSERT_NE(src, nullptr);
+  ASSERT_NE(dst, nullptr);
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{63}, size_t{2047}, size_t{2048}, size_t{2113}, kMax}) {
+    for (size_t src_off : {0, 5}) {
+      for (size_t distance : {0, 1, 16, 17, 63, 64, 4095}) {
+        std::copy(pattern.begin(), pattern.begin() + n, src + src_off);
+        const size_t dst_off = kPage + src_off + distance;  // kPage guard bytes before
+        std::fill(dst, dst + kMax + 4 * kPage, kGuard);
+        CopyBytes(dst + dst_off, src + src_off, n);
+        EXPECT_TRUE(std::equal(dst + dst_off, dst + dst_off + n, pattern.begin()))
+            << "n=" << n << " src_off=" << src_off << " distance=" << distance;
+        EXPECT_TRUE(std::all_of(dst, dst + dst_off, [](uint8_t b) { return b == kGuard; }))
+            << "a byte before the destination changed, n=" << n << " distance=" << distance;
+        EXPECT_TRUE(std::all_of(dst + dst_off + n, dst + kMax + 4 * kPage,
+                                [](uint8_t b) { return b == kGuard; }))
+            << "a byte after the destination changed, n=" << n << " distance=" << distance;
+      }
+    }
+  }
+  std::free(src);
+  std::free(dst);
 }
 
 }  // namespace

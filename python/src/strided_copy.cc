@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/streaming_copy.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -195,7 +196,7 @@ void Run(const Plan& p, uint8_t* dst, const uint8_t* src, Move move) {
   if (inner.dst_stride == e && inner.src_stride == e) {
     const size_t row = static_cast<size_t>(inner.size * e);
     return ForEach(p.axes, p.count - 1, dst, src,
-                   [row](uint8_t* d, const uint8_t* s) { std::memcpy(d, s, row); });
+                   [row](uint8_t* d, const uint8_t* s) { CopyBytes(d, s, row); });
   }
   if (inner.dst_stride == e) {
     for (int j = 0; j < p.count - 1; ++j) {

@@ -115,7 +115,7 @@ __m128i Unpack(__m128i a, __m128i b) {
 // Transposes one square of 16 bytes a side: rows of `src` (`src_step` apart) become
 // rows of `dst` (`dst_step` apart). log2(rows) rounds, each interleaving row m with row
 // m + rows/2, leave the square transposed.
-template <size_t kBytes>
+template <size_t kBytes, bool kStream>
 void Square(uint8_t* dst, int64_t dst_step, const uint8_t* src, int64_t src_step) {
   constexpr int kRows = 16 / kBytes;
   __m128i r[kRows], t[kRows];
@@ -130,7 +130,26 @@ void Square(uint8_t* dst, int64_t dst_step, const uint8_t* src, int64_t src_step
     std::copy(t, t + kRows, r);
   }
   for (int m = 0; m < kRows; ++m) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + m * dst_step), r[m]);
+    auto* to = reinterpret_cast<__m128i*>(dst + m * dst_step);
+    if constexpr (kStream) {
+      _mm_stream_si128(to, r[m]);
+    } else {
+      _mm_storeu_si128(to, r[m]);
+    }
+  }
+}
+
+// Every square of tile [i0, i1) x [j0, j1): one square row of the destination after
+// another, so each destination line is finished before the next is started.
+template <size_t kBytes, bool kStream>
+void Squares(uint8_t* dst, const uint8_t* src, const CopyAxis& i_axis, const CopyAxis& j_axis,
+             int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  constexpr int64_t e = kBytes, square = 16 / kBytes;
+  for (int64_t j = j0; j < j1; j += square) {
+    for (int64_t i = i0; i < i1; i += square) {
+      Square<kBytes, kStream>(dst + i * e + j * j_axis.dst_stride, j_axis.dst_stride,
+                              src + i * i_axis.src_stride + j * e, i_axis.src_stride);
+    }
   }
 }
 #endif
@@ -166,6 +185,10 @@ void Transpose(uint8_t* dst, const uint8_t* src, const CopyAxis& i_axis, const C
   const int64_t tile = std::max<int64_t>(4, 64 / e);
   const int64_t i_end = i_axis.size - i_axis.size % square;
   const int64_t j_end = j_axis.size - j_axis.size % square;
+  // Transposes of 16 KiB or more whose destination rows start on cache lines skip the cache
+  // on the way out: each tile writes its lines whole, so reading them first is wasted.
+  const bool stream = square > 1 && i_end * j_end * e >= 16 * 1024 &&
+                      reinterpret_cast<uintptr_t>(dst) % 64 == 0 && j_axis.dst_stride % 64 == 0;
   for (int64_t i0 = 0; i0 < i_end; i0 += tile) {
     const int64_t i1 = std::min(i_end, i0 + tile);
     for (int64_t j0 = 0; j0 < j_end; j0 += tile) {
@@ -174,16 +197,18 @@ void Transpose(uint8_t* dst, const uint8_t* src, const CopyAxis& i_axis, const C
         Scalar(dst, src, i_axis, j_axis, i0, i1, j0, j1, move);
       } else {
 #if defined(__SSE2__)
-        for (int64_t i = i0; i < i1; i += square) {
-          for (int64_t j = j0; j < j1; j += square) {
-            Square<Move::kWidth>(dst + i * e + j * j_axis.dst_stride, j_axis.dst_stride,
-                                 src + i * i_axis.src_stride + j * e, i_axis.src_stride);
-          }
+        if (stream) {
+          Squares<Move::kWidth, true>(dst, src, i_axis, j_axis, i0, i1, j0, j1);
+        } else {
+          Squares<Move::kWidth, false>(dst, src, i_axis, j_axis, i0, i1, j0, j1);
         }
 #endif
       }
     }
   }
+#if defined(__SSE2__)
+  if (stream) _mm_sfence();
+#endif
   Scalar(dst, src, i_axis, j_axis, i_end, i_axis.size, 0, j_axis.size, move);
   Scalar(dst, src, i_axis, j_axis, 0, i_end, j_end, j_axis.size, move);
 }

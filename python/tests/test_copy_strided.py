@@ -48,6 +48,29 @@ def test_page_slabs_leave_their_neighbours_alone():
     assert not (page == -1).any()  # the two slabs tile the page exactly
 
 
+def _line_aligned(nbytes):
+    """A zeroed uint8 array of ``nbytes`` starting on a 64-byte cache line."""
+    raw = np.zeros(nbytes + 64, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + nbytes]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.int64])
+def test_large_transposes_into_whole_cache_lines(dtype):
+    # Destination rows on cache lines, 16 KiB and more: the transpose streams its stores.
+    # Sizes that are not multiples of a square also take the element-wise remainder.
+    rows, cols = 259, 131
+    item = np.dtype(dtype).itemsize
+    pitch = -(-rows * item // 64) * 64 // item  # destination row length, whole lines
+    base = _line_aligned(cols * pitch * item).view(dtype).reshape(cols, pitch)
+    base[:] = 7
+    src = _source((rows, cols), dtype, seed=item)
+    dst = base[:, :rows].T
+    kvstash.copy_strided(dst, src)
+    np.testing.assert_array_equal(dst, src)
+    assert (base[:, rows:] == 7).all()  # the padding after each row is untouched
+
+
 def test_strided_and_sliced_views():
     src = _source((40, 50), np.int16, 3)
     dst = np.zeros((80, 150), dtype=np.int16)

@@ -114,7 +114,8 @@ void VisitDram(DramConfig& c, V& v) {
   v.Enum("huge_pages", &c.huge_pages, Choices<HugePages>(kHugePagesModes),
          "`off`, `auto` (explicit, then transparent huge pages), `on`");
   v.Bool("prefault", &c.prefault,
-         "fault the arena in at start (about 0.3 s per GiB) so puts never pay for page zeroing");
+         "fault the arena in on a background thread from start, so puts soon stop paying for "
+         "page zeroing (the daemon is ready at once; RSS grows to the full budget meanwhile)");
   v.Enum("eviction", &c.eviction, Choices<std::string>(kEvictionPolicies),
          "eviction policy of the DRAM tier: `lru`, `s3fifo`, `tinylfu` or `chain` (see [Eviction "
          "policies](#eviction-policies-and-nvme-admission))");

@@ -42,9 +42,9 @@ struct ChunkStoreOptions {
   // Back the arena with huge pages: kAuto tries MAP_HUGETLB, then transparent huge pages.
   using HugePages = storage::HugePages;
   HugePages huge_pages = HugePages::kAuto;
-  // Fault the whole arena in at start-up. Costs start-up time (about 0.3 s per GiB) and
-  // shows the full budget in RSS at once, but keeps page zeroing off the put path, where
-  // it otherwise costs most of the daemon's CPU on a cold tier.
+  // Fault the whole arena in, on a background thread from start-up (Arena::Create), so
+  // page zeroing soon leaves the put path, where it otherwise costs most of the daemon's
+  // CPU on a cold tier. RSS grows to the full budget meanwhile.
   bool prefault_dram = true;
   // Supplies the arena's memory (called once, with the arena's size in bytes); returning
   // null, or leaving this unset (default), makes the arena map its own (huge_pages

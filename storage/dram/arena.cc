@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -50,13 +51,11 @@ int Log2(uint64_t v) {
   return s;
 }
 
-// Faults in [p, p + bytes) for writing. MADV_POPULATE_WRITE (Linux 5.14) does it in one
-// call and keeps huge pages; older kernels get one write per 4 KiB.
-void Prefault(void* p, uint64_t bytes) {
+// Faults in [p, p + bytes) for writing without writing a byte (pages may be in use by
+// then); false where MADV_POPULATE_WRITE (Linux 5.14) is missing.
+bool Prefault(void* p, uint64_t bytes) {
   constexpr int kMadvPopulateWrite = 23;
-  if (madvise(p, bytes, kMadvPopulateWrite) == 0) return;
-  auto* b = static_cast<volatile uint8_t*>(p);
-  for (uint64_t off = 0; off < bytes; off += 4096) b[off] = 0;
+  return madvise(p, bytes, kMadvPopulateWrite) == 0;
 }
 
 absl::Status CheckGeometry(uint64_t capacity_bytes, uint64_t page_bytes) {
@@ -75,10 +74,10 @@ absl::StatusOr<std::unique_ptr<Arena>> Arena::CreateOn(std::unique_ptr<ArenaMemo
                                                        uint64_t page_bytes, bool prefault) {
   if (absl::Status s = CheckGeometry(memory->size(), page_bytes); !s.ok()) return s;
   const uint64_t num_pages = memory->size() / page_bytes;
-  if (prefault) Prefault(memory->data(), num_pages * page_bytes);
   std::unique_ptr<Arena> arena(
       new Arena(memory->data(), 0, page_bytes, num_pages, Backing::kSupplied));
   arena->supplied_ = std::move(memory);
+  if (prefault) arena->StartPrefault(num_pages * page_bytes);
   return arena;
 }
 
@@ -92,9 +91,10 @@ absl::StatusOr<std::unique_ptr<Arena>> Arena::Create(uint64_t capacity_bytes, ui
     void* p = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
     if (p != MAP_FAILED) {
-      if (prefault) Prefault(p, map_bytes);
-      return std::unique_ptr<Arena>(
+      std::unique_ptr<Arena> arena(
           new Arena(static_cast<uint8_t*>(p), map_bytes, page_bytes, num_pages, Backing::kHugeTlb));
+      if (prefault) arena->StartPrefault(map_bytes);
+      return arena;
     }
     if (huge == HugePages::kOn) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -110,9 +110,10 @@ absl::StatusOr<std::unique_ptr<Arena>> Arena::Create(uint64_t capacity_bytes, ui
   // Best effort: without THP support the arena simply uses small pages.
   const bool thp = huge == HugePages::kAuto && madvise(p, bytes, MADV_HUGEPAGE) == 0;
   if (huge == HugePages::kOff) madvise(p, bytes, MADV_NOHUGEPAGE);
-  if (prefault) Prefault(p, bytes);
-  return std::unique_ptr<Arena>(new Arena(static_cast<uint8_t*>(p), bytes, page_bytes, num_pages,
-                                          thp ? Backing::kTransparentHuge : Backing::kPlain));
+  std::unique_ptr<Arena> arena(new Arena(static_cast<uint8_t*>(p), bytes, page_bytes, num_pages,
+                                         thp ? Backing::kTransparentHuge : Backing::kPlain));
+  if (prefault) arena->StartPrefault(bytes);
+  return arena;
 }
 
 Arena::Arena(uint8_t* base, uint64_t map_bytes, uint64_t page_bytes, uint32_t num_pages,
@@ -129,7 +130,23 @@ Arena::Arena(uint8_t* base, uint64_t map_bytes, uint64_t page_bytes, uint32_t nu
 }
 
 Arena::~Arena() {
+  {
+    absl::MutexLock lock(&prefault_mu_);
+    prefault_stop_ = true;
+  }
+  if (prefault_.joinable()) prefault_.join();
   if (supplied_ == nullptr) munmap(base_, map_bytes_);
+}
+
+void Arena::StartPrefault(uint64_t bytes) {
+  prefault_ = std::thread([this, bytes] {
+    // One slice under the lock at a time bounds how long a trim waits for it.
+    constexpr uint64_t kSlice = 16ull << 20;
+    for (uint64_t off = 0; off < bytes; off += kSlice) {
+      absl::MutexLock lock(&prefault_mu_);
+      if (prefault_stop_ || !Prefault(base_ + off, std::min(kSlice, bytes - off))) return;
+    }
+  });
 }
 
 bool Arena::AllocatePages(uint32_t n, absl::FunctionRef<void(uint32_t page)> take) {
@@ -173,6 +190,11 @@ void Arena::TrimLocked() {
   // Huge TLB pages are reserved at mmap time and cannot be given back page by page.
   if (backing_ == Backing::kHugeTlb) return;
   const uint32_t keep = available_pages();
+  if (free_.size() <= keep) return;
+  {
+    absl::MutexLock lock(&prefault_mu_);
+    prefault_stop_ = true;
+  }
   while (free_.size() > keep) {
     const uint32_t page = free_.back();
     free_.pop_back();

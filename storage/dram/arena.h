@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -40,8 +41,10 @@ class Arena {
   // Maps floor(capacity_bytes / page_bytes) pages. kOn fails (RESOURCE_EXHAUSTED) when
   // MAP_HUGETLB fails; kAuto then falls back to transparent huge pages.
   // REQUIRES: page_bytes is a power of two >= 4096 and capacity_bytes >= page_bytes.
-  // With `prefault` every page is faulted in now, so the first puts do not pay for page
-  // zeroing on the data path (and RSS shows the whole budget from the start).
+  // With `prefault` a background thread faults every page in, a slice at a time, so that
+  // puts soon stop paying for page zeroing on the data path while creation returns at once
+  // (faulting in takes seconds per GiB of shared memory on some hosts). It stops when done,
+  // when the arena first gives pages back to the kernel, or when the arena is destroyed.
   static absl::StatusOr<std::unique_ptr<Arena>> Create(uint64_t capacity_bytes, uint64_t page_bytes,
                                                        HugePages huge, bool prefault = false);
   // The same over memory the owner supplies; the arena owns it from now on.
@@ -102,6 +105,8 @@ class Arena {
   const Backing backing_;
   // Gives surplus touched free pages back to the kernel.
   void TrimLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the background fault-in of the first `bytes` of the mapping.
+  void StartPrefault(uint64_t bytes);
 
   std::atomic<uint32_t> pages_in_use_{0};
   std::atomic<uint32_t> reserved_pages_{0};  // written under mu_
@@ -113,6 +118,12 @@ class Arena {
   std::vector<uint32_t> clean_ ABSL_GUARDED_BY(mu_);
   // Pages at and above this index were never handed out (and so never touched).
   uint32_t next_fresh_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Held by the background fault-in for one slice, and by a trim while it stops it, so no
+  // page is faulted in again after the trim gave it back.
+  absl::Mutex prefault_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  bool prefault_stop_ ABSL_GUARDED_BY(prefault_mu_) = false;
+  std::thread prefault_;
 };
 
 }  // namespace kvstash::storage

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -179,6 +180,58 @@ TEST(ArenaTest, SuppliedMemoryIsUsedTrimmedFromItsFileAndReleased) {
   EXPECT_EQ(memory->backed_bytes(), 4 * kPage);
 
   arena.reset();
+  EXPECT_TRUE(destroyed);
+}
+
+// Polls `done` for up to 30 s.
+template <typename Fn>
+bool Eventually(Fn done) {
+  for (int i = 0; i < 3000 && !done(); ++i) usleep(10000);
+  return done();
+}
+
+TEST(ArenaTest, PrefaultFaultsEveryPageInWithoutTouchingPagesInUse) {
+  bool destroyed = false;
+  auto owned = std::make_unique<MemfdMemory>(256 * kPage, &destroyed);
+  MemfdMemory* memory = owned.get();
+  auto created = Arena::CreateOn(std::move(owned), kPage, /*prefault=*/true);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<Arena> arena = *std::move(created);
+  // Pages handed out while the fault-in runs keep what their owner wrote.
+  std::vector<uint32_t> pages = Take(*arena, 8);
+  for (uint32_t p : pages) std::memset(arena->page_data(p), 0x5A, kPage);
+  EXPECT_TRUE(Eventually([&] { return memory->backed_bytes() == 256 * kPage; }))
+      << memory->backed_bytes() << " bytes faulted in";
+  for (uint32_t p : pages) {
+    const uint8_t* d = arena->page_data(p);
+    EXPECT_TRUE(std::all_of(d, d + kPage, [](uint8_t b) { return b == 0x5A; })) << "page " << p;
+  }
+  arena.reset();
+  EXPECT_TRUE(destroyed);
+}
+
+TEST(ArenaTest, PrefaultStopsAtTheFirstTrimAndWithTheArena) {
+  // 4 GiB of address space, far more than the fault-in covers before the trim below.
+  bool destroyed = false;
+  auto owned = std::make_unique<MemfdMemory>(uint64_t{4} << 30, &destroyed);
+  MemfdMemory* memory = owned.get();
+  auto created = Arena::CreateOn(std::move(owned), kPage, /*prefault=*/true);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<Arena> arena = *std::move(created);
+  std::vector<uint32_t> pages = Take(*arena, 4);
+  arena->FreePages(4, [&](uint32_t i) { return pages[i]; });
+  arena->SetReservedPages(arena->num_pages() - 2);  // 2 free pages leave the file
+  const uint64_t after_trim = memory->backed_bytes();
+  usleep(200000);
+  EXPECT_EQ(memory->backed_bytes(), after_trim) << "faulted in again after the trim";
+  EXPECT_LT(after_trim, uint64_t{4} << 30);
+
+  // An arena destroyed while its fault-in runs stops it first.
+  auto again = Arena::CreateOn(std::make_unique<MemfdMemory>(uint64_t{4} << 30, &destroyed), kPage,
+                               /*prefault=*/true);
+  ASSERT_TRUE(again.ok()) << again.status();
+  destroyed = false;
+  again->reset();
   EXPECT_TRUE(destroyed);
 }
 

@@ -66,7 +66,7 @@ std::string UcxTls(Transport transport) { return InfoOf(transport).ucx_tls; }
 
 std::vector<std::string> DaemonSettingsFor(Transport transport) {
   if (IsGrpc(transport)) return {};
-  // Prefaulting a large arena only slows the start of UCX daemons (registered up front).
+  // The background fault-in of a shared arena would only compete with the tests for CPU.
   return {"storage.dram.prefault=false", "ucx.tls=" + UcxTls(transport)};
 }
 

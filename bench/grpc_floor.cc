@@ -2,8 +2,8 @@
 // calls cost, in one run. Each cell makes `--calls` sequential calls from one thread over
 // loopback; a round takes every cell's p50 and the report prints the medians of `--rounds`:
 //
-//   bare-callback   an in-process gRPC server on the callback API (as kvstashd serves)
-//                   answering an empty Health: the floor
+//   bare-callback   a bare gRPC server (this program, re-run with --serve) on the callback
+//                   API, as kvstashd serves, answering an empty Health: the floor
 //   bare-async      the same on the async API, answered on its completion queue's thread
 //   kvstash-health  kvstashd's Health over grpc://
 //   kvstash-lookup  kvstashd's Lookup of a `--prompt`-key prompt, every key present

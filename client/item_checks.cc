@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -14,8 +15,8 @@ namespace kvstash::client_internal {
 namespace {
 
 // Whether every page of [lo, hi) is mapped: msync(MS_ASYNC) only walks the mappings and
-// fails with ENOMEM at a hole. Any other failure (an address past the top) counts as
-// mapped, so a buffer this cannot judge is never refused.
+// fails with ENOMEM at a hole (or past the last mapping). Any other failure (msync refused
+// by a sandbox) counts as mapped, so a buffer this cannot judge is never refused.
 bool RangeMapped(uintptr_t lo, uintptr_t hi) {
   static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t start = lo & ~(page - 1);
@@ -25,7 +26,7 @@ bool RangeMapped(uintptr_t lo, uintptr_t hi) {
 
 // INVALID_ARGUMENT naming the first item whose bytes [data(i), data(i) + size(i)) are not all
 // mapped in this process. One call covers the span of all of them; only when that span has a
-// hole is each item checked on its own.
+// hole are the items' own ranges, merged where they touch, checked one run at a time.
 template <typename Data, typename Size>
 absl::Status CheckMapped(const char* what, size_t n, Data data, Size size) {
   auto refuse = [&](size_t i) {
@@ -42,10 +43,29 @@ absl::Status CheckMapped(const char* what, size_t n, Data data, Size size) {
     hi = std::max(hi, p + size(i));
   }
   if (lo >= hi || RangeMapped(lo, hi)) return absl::OkStatus();
+  struct Range {
+    uintptr_t lo, hi;
+  };
+  std::vector<Range> ranges;
   for (size_t i = 0; i < n; ++i) {
     if (data(i) == nullptr || size(i) == 0) continue;
     const auto p = reinterpret_cast<uintptr_t>(data(i));
-    if (!RangeMapped(p, p + size(i))) return refuse(i);
+    ranges.push_back({p, p + size(i)});
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.lo < b.lo; });
+  std::vector<Range> holes;  // merged runs that are not all mapped
+  for (size_t k = 0; k < ranges.size();) {
+    Range run = ranges[k++];
+    while (k < ranges.size() && ranges[k].lo <= run.hi) run.hi = std::max(run.hi, ranges[k++].hi);
+    if (!RangeMapped(run.lo, run.hi)) holes.push_back(run);
+  }
+  for (size_t i = 0; i < n && !holes.empty(); ++i) {
+    if (data(i) == nullptr || size(i) == 0) continue;
+    const auto p = reinterpret_cast<uintptr_t>(data(i));
+    for (const Range& h : holes) {
+      if (p >= h.lo && p < h.hi && !RangeMapped(p, p + size(i))) return refuse(i);
+    }
   }
   return absl::OkStatus();
 }

@@ -115,7 +115,8 @@ void VisitDram(DramConfig& c, V& v) {
          "`off`, `auto` (explicit, then transparent huge pages), `on`");
   v.Bool("prefault", &c.prefault,
          "fault the arena in on a background thread from start, so puts soon stop paying for "
-         "page zeroing (the daemon is ready at once; RSS grows to the full budget meanwhile)");
+         "page zeroing (the daemon is ready at once; RSS grows meanwhile). Needs Linux 5.14 "
+         "(`MADV_POPULATE_WRITE`); older kernels skip it");
   v.Enum("eviction", &c.eviction, Choices<std::string>(kEvictionPolicies),
          "eviction policy of the DRAM tier: `lru`, `s3fifo`, `tinylfu` or `chain` (see [Eviction "
          "policies](#eviction-policies-and-nvme-admission))");

@@ -139,8 +139,8 @@ void Square(uint8_t* dst, int64_t dst_step, const uint8_t* src, int64_t src_step
   }
 }
 
-// Every square of tile [i0, i1) x [j0, j1): one square row of the destination after
-// another, so each destination line is finished before the next is started.
+// Every square of tile [i0, i1) x [j0, j1), one row of squares of the destination after
+// another, so that only that row's destination lines are being written at a time.
 template <size_t kBytes, bool kStream>
 void Squares(uint8_t* dst, const uint8_t* src, const CopyAxis& i_axis, const CopyAxis& j_axis,
              int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
@@ -186,7 +186,8 @@ void Transpose(uint8_t* dst, const uint8_t* src, const CopyAxis& i_axis, const C
   const int64_t i_end = i_axis.size - i_axis.size % square;
   const int64_t j_end = j_axis.size - j_axis.size % square;
   // Transposes of 16 KiB or more whose destination rows start on cache lines skip the cache
-  // on the way out: each tile writes its lines whole, so reading them first is wasted.
+  // on the way out: tiles write their lines whole (but at a row's end), so reading them
+  // first is wasted.
   const bool stream = square > 1 && i_end * j_end * e >= 16 * 1024 &&
                       reinterpret_cast<uintptr_t>(dst) % 64 == 0 && j_axis.dst_stride % 64 == 0;
   for (int64_t i0 = 0; i0 < i_end; i0 += tile) {

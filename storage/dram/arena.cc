@@ -141,7 +141,7 @@ Arena::~Arena() {
 void Arena::StartPrefault(uint64_t bytes) {
   prefault_ = std::thread([this, bytes] {
     // One slice under the lock at a time bounds how long a trim waits for it.
-    constexpr uint64_t kSlice = 16ull << 20;
+    constexpr uint64_t kSlice = 4ull << 20;
     for (uint64_t off = 0; off < bytes; off += kSlice) {
       absl::MutexLock lock(&prefault_mu_);
       if (prefault_stop_ || !Prefault(base_ + off, std::min(kSlice, bytes - off))) return;

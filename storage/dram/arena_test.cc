@@ -190,7 +190,16 @@ bool Eventually(Fn done) {
   return done();
 }
 
+// Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14), which the fault-in needs.
+bool CanPrefault() {
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const bool ok = p != MAP_FAILED && madvise(p, 4096, /*MADV_POPULATE_WRITE=*/23) == 0;
+  if (p != MAP_FAILED) munmap(p, 4096);
+  return ok;
+}
+
 TEST(ArenaTest, PrefaultFaultsEveryPageInWithoutTouchingPagesInUse) {
+  if (!CanPrefault()) GTEST_SKIP() << "no MADV_POPULATE_WRITE on this kernel";
   bool destroyed = false;
   auto owned = std::make_unique<MemfdMemory>(256 * kPage, &destroyed);
   MemfdMemory* memory = owned.get();

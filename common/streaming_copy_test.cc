@@ -61,9 +61,12 @@ TEST(StreamingCopyTest, CopiesEveryByteAndNothingAround) {
 // page, so both sit at chosen offsets of page-aligned buffers.
 TEST(CopyBytesTest, CopiesEveryByteAndNothingAroundAtEveryPageDistance) {
   constexpr size_t kPage = 4096, kMax = 128 * 1024 + 77;
+  // aligned_alloc takes a whole number of alignments.
+  constexpr size_t kSrcBytes = 35 * kPage, kDstBytes = 37 * kPage;
+  static_assert(kSrcBytes >= kMax + 2 * kPage && kDstBytes >= kMax + 4 * kPage);
   const std::vector<uint8_t> pattern = Pattern(kMax);
-  auto* src = static_cast<uint8_t*>(std::aligned_alloc(kPage, kMax + 2 * kPage));
-  auto* dst = static_cast<uint8_t*>(std::aligned_alloc(kPage, kMax + 4 * kPage));
+  auto* src = static_cast<uint8_t*>(std::aligned_alloc(kPage, kSrcBytes));
+  auto* dst = static_cast<uint8_t*>(std::aligned_alloc(kPage, kDstBytes));
   ASSERT_NE(src, nullptr);
   ASSERT_NE(dst, nullptr);
   for (size_t n :
@@ -72,14 +75,14 @@ TEST(CopyBytesTest, CopiesEveryByteAndNothingAroundAtEveryPageDistance) {
       for (size_t distance : {0, 1, 16, 17, 63, 64, 4095}) {
         std::copy(pattern.begin(), pattern.begin() + n, src + src_off);
         const size_t dst_off = kPage + src_off + distance;  // kPage guard bytes before
-        std::fill(dst, dst + kMax + 4 * kPage, kGuard);
+        std::fill(dst, dst + kDstBytes, kGuard);
         CopyBytes(dst + dst_off, src + src_off, n);
         EXPECT_TRUE(std::equal(dst + dst_off, dst + dst_off + n, pattern.begin()))
             << "n=" << n << " src_off=" << src_off << " distance=" << distance;
         EXPECT_TRUE(std::all_of(dst, dst + dst_off, [](uint8_t b) { return b == kGuard; }))
             << "a byte before the destination changed, n=" << n << " distance=" << distance;
-        EXPECT_TRUE(std::all_of(dst + dst_off + n, dst + kMax + 4 * kPage,
-                                [](uint8_t b) { return b == kGuard; }))
+        EXPECT_TRUE(
+            std::all_of(dst + dst_off + n, dst + kDstBytes, [](uint8_t b) { return b == kGuard; }))
             << "a byte after the destination changed, n=" << n << " distance=" << distance;
       }
     }

@@ -250,6 +250,8 @@ absl::Status LocalArena::Apply(const Mapping& mapping, absl::string_view reply,
                                std::vector<size_t>* over, std::vector<size_t>* rest, bool* held,
                                absl::Status* call) {
   bool runs_ok = true;
+  std::vector<ParallelCopier::Range> copies;
+  std::vector<size_t> copied;  // indexes into items, OK once their copies ran
   absl::Status s = wire::local::ParseGetReply(
       reply, static_cast<uint32_t>(which.size()),
       [&](uint32_t k, const wire::local::ItemReply& r, absl::string_view runs) {
@@ -266,18 +268,25 @@ absl::Status LocalArena::Apply(const Mapping& mapping, absl::string_view reply,
           runs_ok = false;
         } else {
           *held = true;
-          runs_ok = runs_ok && CopyOut(mapping, r, runs, &item);
+          const size_t planned = copies.size();
+          runs_ok = runs_ok && PlanCopy(mapping, r, runs, &item, &copies);
+          if (copies.size() > planned) copied.push_back(which[k]);
         }
       },
       call);
   if (s.ok() && !runs_ok) {
     s = absl::InternalError("kvstashd named arena bytes that do not match the chunk");
   }
+  if (!s.ok()) return s;
+  // One batch, so the copy threads share small chunks too.
+  copier_.CopyAll(copies, /*streaming=*/false);
+  for (size_t i : copied) items[i].status = absl::OkStatus();
   return s;
 }
 
-bool LocalArena::CopyOut(const Mapping& mapping, const wire::local::ItemReply& r,
-                         absl::string_view runs, GetItem* item) {
+bool LocalArena::PlanCopy(const Mapping& mapping, const wire::local::ItemReply& r,
+                          absl::string_view runs, GetItem* item,
+                          std::vector<ParallelCopier::Range>* copies) {
   if (!AcceptGetChunk(ChunkMeta{r.size_bytes, r.tokens, r.format, r.checksum}, item)) {
     return true;  // larger than its buffer: the item says so, the bytes stay
   }
@@ -286,10 +295,9 @@ bool LocalArena::CopyOut(const Mapping& mapping, const wire::local::ItemReply& r
   auto* dst = static_cast<uint8_t*>(item->data);
   for (absl::Span<uint8_t> span : spans) {
     mapping.view->MapForCopy(span);
-    copier_.Copy(dst, span.data(), span.size(), /*streaming=*/false);
+    copies->push_back({dst, span.data(), span.size()});
     dst += span.size();
   }
-  item->status = absl::OkStatus();
   return true;
 }
 

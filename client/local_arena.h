@@ -120,10 +120,11 @@ class LocalArena {
   absl::Status Apply(const Mapping& mapping, absl::string_view reply, absl::Span<GetItem> items,
                      const std::vector<size_t>& which, std::vector<size_t>* over,
                      std::vector<size_t>* rest, bool* held, absl::Status* call);
-  // Copies one chunk answered with its runs into `item`; false when they do not fit the
-  // chunk or the arena.
-  bool CopyOut(const Mapping& mapping, const wire::local::ItemReply& r, absl::string_view runs,
-               GetItem* item);
+  // Adds the copies of one chunk answered with its runs into `item` to `*copies` (none
+  // when the chunk is larger than its buffer); false when the runs do not fit the chunk or
+  // the arena.
+  bool PlanCopy(const Mapping& mapping, const wire::local::ItemReply& r, absl::string_view runs,
+                GetItem* item, std::vector<ParallelCopier::Range>* copies);
 
   const std::string path_;
   const std::string token_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "common/streaming_copy.h"
 
@@ -17,13 +18,29 @@ ParallelCopier::~ParallelCopier() {
   for (std::thread& t : helpers_) t.join();
 }
 
+namespace {
+
+void CopyOne(void* dst, const void* src, size_t n, bool streaming) {
+  if (streaming) {
+    StreamingCopyUnfenced(dst, src, n);
+  } else if (n > 0) {
+    CopyBytes(dst, src, n);
+  }
+}
+
+}  // namespace
+
 void ParallelCopier::Copy(void* dst, const void* src, size_t n, bool streaming) {
+  const Range range{dst, src, n};
+  CopyAll(absl::MakeConstSpan(&range, 1), streaming);
+}
+
+void ParallelCopier::CopyAll(absl::Span<const Range> ranges, bool streaming) {
+  size_t n = 0;
+  for (const Range& r : ranges) n += r.n;
   if (options_.helpers == 0 || n < options_.min_bytes || !busy_.TryLock()) {
-    if (streaming) {
-      StreamingCopy(dst, src, n);
-    } else if (n > 0) {
-      CopyBytes(dst, src, n);
-    }
+    for (const Range& r : ranges) CopyOne(r.dst, r.src, r.n, streaming);
+    if (streaming) StreamingFence();
     return;
   }
   // Started on the first large copy: a client that never maps the daemon's arena (TCP,
@@ -31,7 +48,10 @@ void ParallelCopier::Copy(void* dst, const void* src, size_t n, bool streaming) 
   absl::call_once(started_, [this] {
     for (int i = 0; i < options_.helpers; ++i) helpers_.emplace_back([this] { HelperLoop(); });
   });
-  Job job{static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, streaming};
+  std::vector<size_t> ends(ranges.size());
+  size_t end = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) ends[i] = end += ranges[i].n;
+  Job job{ranges, ends.data(), n, streaming};
   {
     absl::MutexLock lock(&mu_);
     job_ = &job;
@@ -52,16 +72,23 @@ void ParallelCopier::RunPieces(Job& job) const {
   while (true) {
     const size_t at = job.next.fetch_add(options_.piece_bytes, std::memory_order_relaxed);
     if (at >= job.n) break;
-    const size_t len = std::min(options_.piece_bytes, job.n - at);
-    if (job.streaming) {
-      StreamingCopyUnfenced(job.dst + at, job.src + at, len);
-    } else {
-      CopyBytes(job.dst + at, job.src + at, len);
-    }
+    CopySpan(job, at, std::min(at + options_.piece_bytes, job.n));
   }
   // Non-temporal stores are ordered by this thread's own fence; the release/acquire pair
   // on helpers_in then makes a helper's bytes visible to the caller.
   if (job.streaming) StreamingFence();
+}
+
+void ParallelCopier::CopySpan(const Job& job, size_t at, size_t end) {
+  const size_t* const last = job.ends + job.ranges.size();
+  for (size_t i = std::upper_bound(job.ends, last, at) - job.ends; at < end; ++i) {
+    const Range& r = job.ranges[i];
+    const size_t offset = at - (job.ends[i] - r.n);
+    const size_t len = std::min(job.ends[i], end) - at;
+    CopyOne(static_cast<uint8_t*>(r.dst) + offset, static_cast<const uint8_t*>(r.src) + offset, len,
+            job.streaming);
+    at += len;
+  }
 }
 
 void ParallelCopier::HelperLoop() {

@@ -1,10 +1,14 @@
-// ParallelCopier: shares one large copy between the calling thread and helper threads.
+// ParallelCopier: shares one large copy, or a batch of copies, between the calling thread
+// and helper threads.
 //
 // One core copying a few MiB out of DRAM is bound by the cache misses it can keep in
 // flight, not by the memory system: on the build host a 4 MiB copy from DRAM into a
 // cached buffer took ~520 us on one thread and ~256 us split over two. Direct-access gets
 // and puts of a same-host client (UcxChannel) copy whole chunks on the caller's thread, so
 // the helpers take a share of each large one.
+//
+// A batch of chunks each below the threshold (a get of 128 KiB pages) is shared the same
+// way when the batch is large enough: the pieces run across the chunks' boundaries.
 //
 // A copy is cut into pieces claimed from a shared cursor: the caller copies from the first
 // piece on and never waits for a helper to wake (a wake-up can take longer than the copy
@@ -24,6 +28,7 @@
 #include "absl/base/call_once.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 
 namespace kvstash::client_internal {
 
@@ -38,6 +43,13 @@ class ParallelCopier {
     size_t piece_bytes = size_t{256} << 10;
   };
 
+  // One copy of a batch.
+  struct Range {
+    void* dst = nullptr;
+    const void* src = nullptr;
+    size_t n = 0;
+  };
+
   explicit ParallelCopier(const Options& options);
   ~ParallelCopier();
   ParallelCopier(const ParallelCopier&) = delete;
@@ -47,12 +59,15 @@ class ParallelCopier {
   // StreamingCopy's non-temporal stores, fenced before it returns. Returns when every byte
   // is copied; nothing of the copy runs after that.
   void Copy(void* dst, const void* src, size_t n, bool streaming);
+  // Copies every range of `ranges` (none overlapping another), as Copy does one; the
+  // helpers join when the ranges' bytes add up to `min_bytes`.
+  void CopyAll(absl::Span<const Range> ranges, bool streaming);
 
  private:
   struct Job {
-    uint8_t* dst;
-    const uint8_t* src;
-    size_t n;
+    absl::Span<const Range> ranges;
+    const size_t* ends;  // ends[i]: the bytes of ranges [0, i]
+    size_t n;            // the bytes of every range
     bool streaming;
     std::atomic<size_t> next{0};     // first byte not yet claimed
     std::atomic<int> helpers_in{0};  // helpers that took the job and may still copy
@@ -61,6 +76,8 @@ class ParallelCopier {
   void HelperLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Claims and copies pieces of `job` until none is left.
   void RunPieces(Job& job) const;
+  // Copies bytes [at, end) of the job's ranges, taken end to end.
+  static void CopySpan(const Job& job, size_t at, size_t end);
 
   const Options options_;
   absl::Mutex busy_;  // held by the copy that uses the helpers (TryLock)

@@ -1,5 +1,6 @@
 #include "client/parallel_copy.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -10,14 +11,19 @@
 namespace kvstash::client_internal {
 namespace {
 
-// Sizes around the piece and threshold edges, odd offsets on both sides, guard bytes
-// around the destination; both store kinds.
-TEST(ParallelCopierTest, CopiesEveryByteAndNothingElse) {
+// Two helpers, a 64 KiB threshold and 16 KiB pieces: small copies exercise every edge.
+ParallelCopier::Options TwoHelpersSmallPieces() {
   ParallelCopier::Options o;
   o.helpers = 2;
   o.min_bytes = 64 << 10;
   o.piece_bytes = 16 << 10;
-  ParallelCopier copier(o);
+  return o;
+}
+
+// Sizes around the piece and threshold edges, odd offsets on both sides, guard bytes
+// around the destination; both store kinds.
+TEST(ParallelCopierTest, CopiesEveryByteAndNothingElse) {
+  ParallelCopier copier(TwoHelpersSmallPieces());
   const size_t sizes[] = {0, 1, (64 << 10) - 1, 64 << 10, (1 << 20) + 13, (4 << 20) + 4095};
   uint64_t seed = 1;
   for (bool streaming : {false, true}) {
@@ -59,6 +65,39 @@ TEST(ParallelCopierTest, ConcurrentCopiesAreEachComplete) {
   }
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
+}
+
+// A batch of ranges smaller than a piece, empty ones among them, each at its own place in
+// one destination with guard bytes between: pieces that span ranges copy every part.
+TEST(ParallelCopierTest, CopyAllCopiesEveryRangeAndNothingBetween) {
+  ParallelCopier copier(TwoHelpersSmallPieces());
+  const size_t sizes[] = {5000, 0, 16 << 10, 1, 40000, (16 << 10) + 1, 0, 12345, 30000};
+  for (bool streaming : {false, true}) {
+    for (int batches : {1, 4}) {  // about 117 KiB and 470 KiB: 8 and 30 pieces
+      SCOPED_TRACE(testing::Message() << "batches " << batches << " streaming " << streaming);
+      std::vector<std::vector<uint8_t>> srcs;
+      std::vector<size_t> at;
+      size_t total = 0;
+      for (int b = 0; b < batches; ++b) {
+        for (size_t n : sizes) {
+          srcs.push_back(RandomBytes(n, srcs.size() + 1));
+          at.push_back(total + 32);
+          total += n + 32;
+        }
+      }
+      std::vector<uint8_t> dst(total + 32, 0xA5);
+      std::vector<ParallelCopier::Range> ranges;
+      for (size_t i = 0; i < srcs.size(); ++i) {
+        ranges.push_back({dst.data() + at[i] + (i % 3), srcs[i].data(), srcs[i].size()});
+      }
+      copier.CopyAll(ranges, streaming);
+      std::vector<uint8_t> want(dst.size(), 0xA5);
+      for (size_t i = 0; i < srcs.size(); ++i) {
+        std::copy(srcs[i].begin(), srcs[i].end(), want.begin() + at[i] + (i % 3));
+      }
+      EXPECT_TRUE(dst == want);
+    }
+  }
 }
 
 TEST(ParallelCopierTest, WithoutHelpersCopiesOnTheCaller) {

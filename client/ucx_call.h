@@ -52,6 +52,8 @@ struct UcxChannel::Call {
   std::vector<wire::ucx::GetItemRecord> get_records;
   std::vector<std::array<uint8_t, kCommitHeaderBytes>> commit_headers;  // direct Put
   bool direct_reads = false;  // Get: some chunks were read from the arena (Release them)
+  std::vector<ParallelCopier::Range> direct_copies;  // Get: from the arena, once all replied
+  std::vector<uint32_t> direct_items;                // Get: the items those copies fill
   wire::ucx::RequestHeader release_header{};
 };
 

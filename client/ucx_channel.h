@@ -96,8 +96,10 @@ class UcxChannel {
   void WriteDirect(const wire::ucx::ReplyHeader& h, absl::string_view runs);
   // Sends item `index` of the Put in progress again, as a plain Put with its payload.
   void ResendPlain(uint32_t index);
-  // Direct Get item: copies it out of the arena.
+  // Direct Get item: plans its copy out of the arena.
   void ReadDirect(const wire::ucx::ReplyHeader& h, absl::string_view runs);
+  // Runs the planned copies of every direct Get item, then marks those items OK.
+  void CopyDirectReads();
   // Runs `fn(body)` once a reply's body is in memory (eager at once, rendezvous after a
   // receive into a temporary buffer).
   void WithBody(void* data, size_t length, bool rndv, std::function<void(absl::string_view)> fn,

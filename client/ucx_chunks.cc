@@ -89,6 +89,7 @@ absl::Status UcxChannel::Get(const Key128& ns, absl::Span<GetItem> items, uint64
   const size_t n = items.size();
   s = WaitFor([this, n] { return !call_->status.ok() || call_->items_done == n; }, deadline);
   if (!s.ok()) return s;
+  if (c.status.ok()) CopyDirectReads();
   if (c.direct_reads) {  // the daemon holds those chunks until told they were copied
     c.release_header = wire::ucx::MakeRequestHeader(WireOp::kRelease, c.id, nullptr);
     s = SendRequest(&c.release_header, sizeof(c.release_header), nullptr, 0, nullptr);

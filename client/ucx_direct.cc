@@ -82,18 +82,25 @@ void UcxChannel::ReadDirect(const ReplyHeader& h, absl::string_view runs) {
   std::vector<absl::Span<uint8_t>> spans = ArenaSpans(runs, h.size_bytes);
   if (spans.empty()) return;
   c.direct_reads = true;
+  // Copied once every reply is in (CopyDirectReads), as one batch the copy threads share.
+  auto* dst = static_cast<uint8_t*>(item.data);
+  for (absl::Span<uint8_t> span : spans) {
+    arena_->MapForCopy(span);
+    c.direct_copies.push_back({dst, span.data(), span.size()});
+    dst += span.size();
+  }
+  c.direct_items.push_back(h.index);
+  ++c.items_done;
+}
+
+void UcxChannel::CopyDirectReads() {
+  Call& c = *call_;
   // Plain memcpy, unlike WriteDirect: the caller's buffer is usually one it reuses (a
   // staging buffer), so it is in cache and about to be read. Non-temporal stores would push
   // it out to memory: 4 MiB gets from a 128 MiB working set measured 5.6-6.1 GB/s with
   // them, 6.1-6.5 GB/s without.
-  auto* dst = static_cast<uint8_t*>(item.data);
-  for (absl::Span<uint8_t> span : spans) {
-    arena_->MapForCopy(span);
-    copier_->Copy(dst, span.data(), span.size(), /*streaming=*/false);
-    dst += span.size();
-  }
-  item.status = absl::OkStatus();
-  ++c.items_done;
+  copier_->CopyAll(c.direct_copies, /*streaming=*/false);
+  for (uint32_t i : c.direct_items) c.get_items[i].status = absl::OkStatus();
 }
 
 }  // namespace kvstash::client_internal

@@ -106,8 +106,10 @@ class LocalArena {
                         const std::vector<size_t>& which, std::vector<size_t>* over,
                         std::vector<size_t>* rest, std::vector<size_t>* reserved,
                         absl::Status* call);
-  // Copies `item` into the arena bytes `runs` names; false when they do not fit it.
-  bool CopyIn(const Mapping& mapping, absl::string_view runs, const PutItem& item);
+  // Adds the copies of `item` into the arena bytes `runs` names to `*copies`; false when
+  // they do not fit it.
+  bool PlanCopyIn(const Mapping& mapping, absl::string_view runs, const PutItem& item,
+                  std::vector<ParallelCopier::Range>* copies);
   // One request for items[which]: copies what it maps, appends to `*over` what was over
   // the budget (a next round may map it) and to `*rest` what is not in the arena. Whether
   // anything was mapped, the call's refusal, or why the connection failed (then neither

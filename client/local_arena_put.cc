@@ -96,6 +96,7 @@ absl::Status LocalArena::ApplyPut(const Mapping& mapping, absl::string_view repl
                                   std::vector<size_t>* over, std::vector<size_t>* rest,
                                   std::vector<size_t>* reserved, absl::Status* call) {
   bool runs_ok = true;
+  std::vector<ParallelCopier::Range> copies;
   absl::Status s = wire::local::ParsePutReply(
       reply, static_cast<uint32_t>(which.size()),
       [&](uint32_t k, const wire::local::PutItemReply& r, absl::string_view message,
@@ -107,7 +108,7 @@ absl::Status LocalArena::ApplyPut(const Mapping& mapping, absl::string_view repl
           over->push_back(which[k]);
         } else if (r.code != 0 || r.run_count == 0) {
           SetResult(r, message, &item);
-        } else if (runs_ok && CopyIn(mapping, runs, item)) {
+        } else if (runs_ok && PlanCopyIn(mapping, runs, item, &copies)) {
           reserved->push_back(k);
         } else {
           runs_ok = false;
@@ -117,17 +118,20 @@ absl::Status LocalArena::ApplyPut(const Mapping& mapping, absl::string_view repl
   if (s.ok() && !runs_ok) {
     s = absl::InternalError("kvstashd named arena bytes that do not match the chunk");
   }
+  // One batch, so the copy threads share small chunks too. Streaming: the chunks are not
+  // read again here, so they need not displace the cache.
+  if (s.ok()) copier_.CopyAll(copies, /*streaming=*/true);
   return s;
 }
 
-bool LocalArena::CopyIn(const Mapping& mapping, absl::string_view runs, const PutItem& item) {
+bool LocalArena::PlanCopyIn(const Mapping& mapping, absl::string_view runs, const PutItem& item,
+                            std::vector<ParallelCopier::Range>* copies) {
   std::vector<absl::Span<uint8_t>> spans = mapping.view->Spans(runs, item.size);
   if (spans.empty()) return false;
   const auto* src = static_cast<const uint8_t*>(item.data);
   for (absl::Span<uint8_t> span : spans) {
     mapping.view->MapForCopy(span);
-    // Streaming: the chunk is not read again here, so it need not displace the cache.
-    copier_.Copy(span.data(), src, span.size(), /*streaming=*/true);
+    copies->push_back({span.data(), src, span.size()});
     src += span.size();
   }
   return true;

@@ -15,8 +15,8 @@
 // on a busy host); a helper that wakes late finds less or nothing left. Helpers start with
 // the first copy large enough for them and sleep between copies.
 //
-// Thread-safety: thread-safe. One copy at a time uses the helpers; a Copy that finds them
-// busy copies on its own thread.
+// Thread-safety: thread-safe. One copy at a time uses the helpers; a Copy or CopyAll that
+// finds them busy copies on its own thread.
 #pragma once
 
 #include <atomic>
@@ -37,7 +37,8 @@ class ParallelCopier {
   struct Options {
     // Helper threads; 0: every copy runs on the caller alone.
     int helpers = 1;
-    // Copies smaller than this run on the caller alone (waking a helper costs more).
+    // Copies (for CopyAll, batches) smaller than this run on the caller alone (waking a
+    // helper costs more).
     size_t min_bytes = size_t{1} << 20;
     // Bytes claimed at a time.
     size_t piece_bytes = size_t{256} << 10;

@@ -67,13 +67,18 @@ TEST(ParallelCopierTest, ConcurrentCopiesAreEachComplete) {
   for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
 }
 
-// A batch of ranges smaller than a piece, empty ones among them, each at its own place in
-// one destination with guard bytes between: pieces that span ranges copy every part.
+// A batch of ranges smaller than a piece, empty ones first, last and among them, each at its
+// own place in one destination with guard bytes between: pieces that span ranges copy
+// every part, shared with the helpers or not.
 TEST(ParallelCopierTest, CopyAllCopiesEveryRangeAndNothingBetween) {
   ParallelCopier copier(TwoHelpersSmallPieces());
-  const size_t sizes[] = {5000, 0, 16 << 10, 1, 40000, (16 << 10) + 1, 0, 12345, 30000};
+  ParallelCopier::Options alone_options = TwoHelpersSmallPieces();
+  alone_options.min_bytes = size_t{1} << 30;
+  ParallelCopier alone(alone_options);  // every batch below its threshold
+  const size_t sizes[] = {0, 5000, 0, 16 << 10, 1, 40000, (16 << 10) + 1, 0, 12345, 30000, 0};
   for (bool streaming : {false, true}) {
-    for (int batches : {1, 4}) {  // about 117 KiB and 470 KiB: 8 and 30 pieces
+    // 0: an empty batch; 1 and 4: about 117 KiB and 470 KiB, 8 and 30 pieces.
+    for (int batches : {0, 1, 4}) {
       SCOPED_TRACE(testing::Message() << "batches " << batches << " streaming " << streaming);
       std::vector<std::vector<uint8_t>> srcs;
       std::vector<size_t> at;
@@ -90,12 +95,15 @@ TEST(ParallelCopierTest, CopyAllCopiesEveryRangeAndNothingBetween) {
       for (size_t i = 0; i < srcs.size(); ++i) {
         ranges.push_back({dst.data() + at[i] + (i % 3), srcs[i].data(), srcs[i].size()});
       }
-      copier.CopyAll(ranges, streaming);
       std::vector<uint8_t> want(dst.size(), 0xA5);
       for (size_t i = 0; i < srcs.size(); ++i) {
         std::copy(srcs[i].begin(), srcs[i].end(), want.begin() + at[i] + (i % 3));
       }
-      EXPECT_TRUE(dst == want);
+      for (ParallelCopier* c : {&copier, &alone}) {
+        std::fill(dst.begin(), dst.end(), 0xA5);
+        c->CopyAll(ranges, streaming);
+        EXPECT_TRUE(dst == want) << (c == &alone ? "alone" : "shared");
+      }
     }
   }
 }

@@ -57,6 +57,26 @@ std::vector<absl::Span<uint8_t>> ArenaView::Spans(absl::string_view runs, uint64
   return {};
 }
 
+void ArenaView::PlanReads(absl::Span<const absl::Span<uint8_t>> spans, void* dst,
+                          std::vector<ParallelCopier::Range>* copies) {
+  auto* to = static_cast<uint8_t*>(dst);
+  for (absl::Span<uint8_t> span : spans) {
+    MapForCopy(span);
+    copies->push_back({to, span.data(), span.size()});
+    to += span.size();
+  }
+}
+
+void ArenaView::PlanWrites(absl::Span<const absl::Span<uint8_t>> spans, const void* src,
+                           std::vector<ParallelCopier::Range>* copies) {
+  const auto* from = static_cast<const uint8_t*>(src);
+  for (absl::Span<uint8_t> span : spans) {
+    MapForCopy(span);
+    copies->push_back({span.data(), from, span.size()});
+    from += span.size();
+  }
+}
+
 void ArenaView::MapForCopy(absl::Span<uint8_t> span) {
   const uint64_t begin = static_cast<uint64_t>(span.data() - data_);
   const uint64_t last = (begin + span.size() + kPage - 1) / kPage;

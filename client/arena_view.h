@@ -13,6 +13,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "client/parallel_copy.h"
 
 namespace kvstash::client_internal {
 
@@ -35,6 +36,14 @@ class ArenaView {
   // pages, and a copy there would simply fault). Only the chunk's own pages are mapped:
   // populating a free one would allocate it again in the daemon's shared memory.
   void MapForCopy(absl::Span<uint8_t> span);
+
+  // Maps `spans` (a chunk's bytes, from Spans) for copying and appends one copy per span
+  // to `*copies`, between it and caller memory laid end to end: out of the arena to `dst`
+  // (PlanReads), or into it from `src` (PlanWrites).
+  void PlanReads(absl::Span<const absl::Span<uint8_t>> spans, void* dst,
+                 std::vector<ParallelCopier::Range>* copies);
+  void PlanWrites(absl::Span<const absl::Span<uint8_t>> spans, const void* src,
+                  std::vector<ParallelCopier::Range>* copies);
 
  private:
   static constexpr uint64_t kPage = 4096;

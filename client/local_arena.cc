@@ -292,12 +292,7 @@ bool LocalArena::PlanCopy(const Mapping& mapping, const wire::local::ItemReply& 
   }
   std::vector<absl::Span<uint8_t>> spans = mapping.view->Spans(runs, r.size_bytes);
   if (spans.empty()) return false;
-  auto* dst = static_cast<uint8_t*>(item->data);
-  for (absl::Span<uint8_t> span : spans) {
-    mapping.view->MapForCopy(span);
-    copies->push_back({dst, span.data(), span.size()});
-    dst += span.size();
-  }
+  mapping.view->PlanReads(spans, item->data, copies);
   return true;
 }
 

@@ -128,12 +128,7 @@ bool LocalArena::PlanCopyIn(const Mapping& mapping, absl::string_view runs, cons
                             std::vector<ParallelCopier::Range>* copies) {
   std::vector<absl::Span<uint8_t>> spans = mapping.view->Spans(runs, item.size);
   if (spans.empty()) return false;
-  const auto* src = static_cast<const uint8_t*>(item.data);
-  for (absl::Span<uint8_t> span : spans) {
-    mapping.view->MapForCopy(span);
-    copies->push_back({span.data(), src, span.size()});
-    src += span.size();
-  }
+  mapping.view->PlanWrites(spans, item.data, copies);
   return true;
 }
 

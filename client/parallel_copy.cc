@@ -30,11 +30,6 @@ void CopyOne(void* dst, const void* src, size_t n, bool streaming) {
 
 }  // namespace
 
-void ParallelCopier::Copy(void* dst, const void* src, size_t n, bool streaming) {
-  const Range range{dst, src, n};
-  CopyAll(absl::MakeConstSpan(&range, 1), streaming);
-}
-
 void ParallelCopier::CopyAll(absl::Span<const Range> ranges, bool streaming) {
   size_t n = 0;
   for (const Range& r : ranges) n += r.n;

@@ -15,8 +15,8 @@
 // on a busy host); a helper that wakes late finds less or nothing left. Helpers start with
 // the first copy large enough for them and sleep between copies.
 //
-// Thread-safety: thread-safe. One copy at a time uses the helpers; a Copy or CopyAll that
-// finds them busy copies on its own thread.
+// Thread-safety: thread-safe. One CopyAll at a time uses the helpers; one that finds them
+// busy copies on its own thread.
 #pragma once
 
 #include <atomic>
@@ -56,12 +56,10 @@ class ParallelCopier {
   ParallelCopier(const ParallelCopier&) = delete;
   ParallelCopier& operator=(const ParallelCopier&) = delete;
 
-  // Copies `n` bytes from `src` to `dst` (not overlapping); with `streaming`, by
-  // StreamingCopy's non-temporal stores, fenced before it returns. Returns when every byte
-  // is copied; nothing of the copy runs after that.
-  void Copy(void* dst, const void* src, size_t n, bool streaming);
-  // Copies every range of `ranges` (none overlapping another), as Copy does one; the
-  // helpers join when the ranges' bytes add up to `min_bytes`.
+  // Copies every range of `ranges` (none overlapping another); with `streaming`, by
+  // StreamingCopy's non-temporal stores, fenced before it returns. The helpers join when
+  // the ranges' bytes add up to `min_bytes`. Returns when every byte is copied; nothing of
+  // the copy runs after that.
   void CopyAll(absl::Span<const Range> ranges, bool streaming);
 
  private:

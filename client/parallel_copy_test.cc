@@ -33,7 +33,7 @@ TEST(ParallelCopierTest, CopiesEveryByteAndNothingElse) {
                      << "n " << n << " offset " << offset << " streaming " << streaming);
         const std::vector<uint8_t> src = RandomBytes(n + 8, seed++);
         std::vector<uint8_t> dst(n + 64, 0xA5);
-        copier.Copy(dst.data() + 32 + offset, src.data() + offset, n, streaming);
+        copier.CopyAll({{dst.data() + 32 + offset, src.data() + offset, n}}, streaming);
         EXPECT_TRUE(
             std::equal(src.begin() + offset, src.begin() + offset + n, dst.begin() + 32 + offset));
         for (size_t i = 0; i < 32 + offset; ++i) ASSERT_EQ(dst[i], 0xA5) << i;
@@ -44,7 +44,7 @@ TEST(ParallelCopierTest, CopiesEveryByteAndNothingElse) {
 }
 
 // Several threads copy at once: one gets the helpers, the others copy alone; every copy
-// is complete when Copy returns.
+// is complete when CopyAll returns.
 TEST(ParallelCopierTest, ConcurrentCopiesAreEachComplete) {
   ParallelCopier::Options o;
   o.min_bytes = 32 << 10;
@@ -58,7 +58,7 @@ TEST(ParallelCopierTest, ConcurrentCopiesAreEachComplete) {
         const size_t n = (256 << 10) + t * 1000 + i;
         const std::vector<uint8_t> src = RandomBytes(n, t * 1000 + i);
         std::vector<uint8_t> dst(n, 0);
-        copier.Copy(dst.data(), src.data(), n, i % 2 == 1);
+        copier.CopyAll({{dst.data(), src.data(), n}}, i % 2 == 1);
         if (dst != src) ++bad[t];
       }
     });
@@ -114,7 +114,7 @@ TEST(ParallelCopierTest, WithoutHelpersCopiesOnTheCaller) {
   ParallelCopier copier(o);
   const std::vector<uint8_t> src = RandomBytes(3 << 20, 7);
   std::vector<uint8_t> dst(src.size());
-  copier.Copy(dst.data(), src.data(), src.size(), false);
+  copier.CopyAll({{dst.data(), src.data(), src.size()}}, false);
   EXPECT_EQ(dst, src);
 }
 

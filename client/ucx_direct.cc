@@ -45,14 +45,11 @@ void UcxChannel::WriteDirect(const ReplyHeader& h, absl::string_view runs) {
   const PutItem& item = c.put_items[h.index];
   std::vector<absl::Span<uint8_t>> spans = ArenaSpans(runs, item.size);
   if (spans.empty()) return;  // broken: the call ends UNAVAILABLE
-  const auto* src = static_cast<const uint8_t*>(item.data);
-  for (absl::Span<uint8_t> span : spans) {
-    arena_->MapForCopy(span);
-    copier_->Copy(span.data(), src, span.size(), /*streaming=*/true);
-    src += span.size();
-  }
-  // The daemon must see every byte once it sees the Commit (a streaming Copy ends with the
-  // store fence its non-temporal stores need on x86).
+  std::vector<ParallelCopier::Range> copies;
+  arena_->PlanWrites(spans, item.data, &copies);
+  copier_->CopyAll(copies, /*streaming=*/true);
+  // The daemon must see every byte once it sees the Commit (a streaming CopyAll ends with
+  // the store fence its non-temporal stores need on x86).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (c.commit_headers.empty()) c.commit_headers.resize(c.put_items.size());
   const wire::ucx::RequestHeader rh = wire::ucx::MakeRequestHeader(WireOp::kCommit, c.id, nullptr);
@@ -83,12 +80,7 @@ void UcxChannel::ReadDirect(const ReplyHeader& h, absl::string_view runs) {
   if (spans.empty()) return;
   c.direct_reads = true;
   // Copied once every reply is in (CopyDirectReads), as one batch the copy threads share.
-  auto* dst = static_cast<uint8_t*>(item.data);
-  for (absl::Span<uint8_t> span : spans) {
-    arena_->MapForCopy(span);
-    c.direct_copies.push_back({dst, span.data(), span.size()});
-    dst += span.size();
-  }
+  arena_->PlanReads(spans, item.data, &c.direct_copies);
   c.direct_items.push_back(h.index);
   ++c.items_done;
 }

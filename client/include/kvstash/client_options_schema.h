@@ -155,8 +155,8 @@ void VisitClientOptions(ClientOptions& o, V& v) {
          "copy, by this process)");
   v.Int("ucx_copy_threads", &o.ucx_copy_threads, {0, 16},
         "`ucx://` with `ucx_direct`, `unix://` with `local_direct`: helper threads that share "
-        "direct copies with the calling thread once a call's copies add up to 1 MiB (a "
-        "`ucx://` put: once one contiguous copy of a chunk does); 0: the caller copies alone");
+        "direct copies with the calling thread once a call's copies (a `ucx://` put's: a "
+        "chunk's) add up to 1 MiB; 0: the caller copies alone");
   v.Bool("local_direct", &o.local_direct,
          "`unix://` only: when the daemon serves its local arena socket and this client's "
          "principal is trusted, read hits straight from the daemon's DRAM arena and write puts "
